@@ -1,0 +1,299 @@
+"""Campaign catalogue: budget accounts and campaigns, validated before anything runs.
+
+The keys are those of design.md §3.1 and the defaults those of adsbpc.md §4. Every invalid value
+is refused with the path of the field and the rule it broke (``ConfigError``), so an operator
+never starts a campaign whose privacy plan was silently altered.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_SPLIT_TOLERANCE = 1e-9
+
+
+class ConfigError(ValueError):
+    """A configuration value broke a rule; the message names the field and the rule."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AccountConfig(_Strict):
+    """A user population whose total ρ is capped across every campaign that draws on it."""
+
+    name: str
+    rho_cap: float = Field(gt=0, description="zCDP cap for all campaigns of this account")
+
+
+class AttributionConfig(_Strict):
+    rule: Literal["lta", "fta", "uni", "time_decay", "u_shaped"] = "lta"
+    lookback_days: int = Field(default=30, gt=0, le=366)
+    half_life_days: float = Field(default=7.0, gt=0, description="time_decay only")
+
+
+class SplitConfig(_Strict):
+    """Shares of ρ: measurement → ρ1, quantile → l·ρ2 (all l days together), svt → ρ3."""
+
+    measurement: float = Field(default=0.7, gt=0, le=1)
+    quantile: float = Field(default=0.15, ge=0, le=1)
+    svt: float = Field(default=0.15, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _sums_to_one(self) -> SplitConfig:
+        total = self.measurement + self.quantile + self.svt
+        if abs(total - 1.0) > _SPLIT_TOLERANCE:
+            raise ValueError(f"split must sum to 1 (measurement + quantile + svt = {total:g})")
+        return self
+
+
+class PrivacyConfig(_Strict):
+    adjacency: Literal["add_remove", "replace"] = "add_remove"
+    rho: float = Field(default=1.0, gt=0, description="total zCDP budget of the campaign")
+    split: SplitConfig = SplitConfig()
+
+
+class PrefixWorkload(_Strict):
+    kind: Literal["prefix"] = "prefix"
+
+
+class SlidingWorkload(_Strict):
+    kind: Literal["sliding"]
+    window: int = Field(default=7, ge=1)
+
+
+class DailyWorkload(_Strict):
+    kind: Literal["daily"]
+
+
+class RangeWorkload(_Strict):
+    kind: Literal["range"]
+    ranges: list[tuple[int, int]] = Field(min_length=1)
+
+    @field_validator("ranges")
+    @classmethod
+    def _ordered(cls, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        for a, b in ranges:
+            if not 1 <= a <= b:
+                raise ValueError(f"range [{a}, {b}] must satisfy 1 <= start <= end")
+        return ranges
+
+
+class MatrixWorkload(_Strict):
+    kind: Literal["matrix"]
+    path: str
+
+
+Workload = Annotated[
+    PrefixWorkload | SlidingWorkload | DailyWorkload | RangeWorkload | MatrixWorkload,
+    Field(discriminator="kind"),
+]
+
+
+class ObjectiveConfig(_Strict):
+    """How the per-day noise scales are chosen (adsbpc.md §3)."""
+
+    kind: Literal["wsum", "maxvar", "min_budget"] = "wsum"
+    last_weight: float = Field(default=7.0, gt=0, description="γ_n; the weight is γ_n²")
+    gammas: list[float] | None = Field(default=None, description="γ_j per query (weights γ²)")
+    max_variance: float | None = Field(default=None, gt=0, description="min_budget: cap v_j")
+
+    @field_validator("gammas")
+    @classmethod
+    def _positive(cls, gammas: list[float] | None) -> list[float] | None:
+        if gammas is not None and any(not (g >= 0 and math.isfinite(g)) for g in gammas):
+            raise ValueError("gammas must be finite and >= 0")
+        return gammas
+
+    @model_validator(mode="after")
+    def _budget_cap(self) -> ObjectiveConfig:
+        if self.kind == "min_budget" and self.max_variance is None:
+            raise ValueError("max_variance is required when kind is min_budget")
+        return self
+
+
+class BoundsConfig(_Strict):
+    """Private choice of the daily contribution bound (adsbpc.md §4)."""
+
+    quantile_days: int = Field(default=7, ge=1, description="l: days chosen by PrivateQuantile")
+    p: float = Field(default=0.99, gt=0, lt=1)
+    cap: int = Field(default=10, ge=1, description="Λ: upper end of the quantile's range")
+    s_up: float = 1.3
+    s_down: float = 0.8
+    t_up: float = Field(default=50.0, ge=0)
+    t_down: float = Field(default=50.0, ge=0)
+    max_reports: int = Field(default=7, ge=1, description="k: positive reports per SVT")
+
+    @field_validator("s_up")
+    @classmethod
+    def _s_up(cls, value: float) -> float:
+        if not value > 1:
+            raise ValueError("s_up must be > 1")
+        return value
+
+    @field_validator("s_down")
+    @classmethod
+    def _s_down(cls, value: float) -> float:
+        if not 0 < value < 1:
+            raise ValueError("s_down must be in (0, 1)")
+        return value
+
+
+class CampaignConfig(_Strict):
+    name: str
+    advertiser: str
+    account: str
+    start: date
+    days: int = Field(default=31, ge=2)
+    publishers: Literal["all"] | list[str] = "all"
+    mechanism: Literal["adsbpc"] = "adsbpc"
+    attribution: AttributionConfig = AttributionConfig()
+    privacy: PrivacyConfig = PrivacyConfig()
+    workload: Workload = PrefixWorkload()
+    objective: ObjectiveConfig = ObjectiveConfig()
+    bounds: BoundsConfig = BoundsConfig()
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError("name must start with a letter and use only letters, digits and _")
+        return value
+
+    @field_validator("publishers")
+    @classmethod
+    def _publishers(cls, value: Literal["all"] | list[str]) -> Literal["all"] | list[str]:
+        if isinstance(value, list):
+            if not value:
+                raise ValueError("publishers must not be empty")
+            if len(set(value)) != len(value):
+                raise ValueError("publishers must not repeat")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CampaignConfig:
+        if self.bounds.quantile_days >= self.days:
+            raise ValueError(
+                f"bounds.quantile_days: l must be < days (l = {self.bounds.quantile_days}, "
+                f"days = {self.days})"
+            )
+        workload = self.workload
+        if isinstance(workload, SlidingWorkload) and workload.window > self.days:
+            raise ValueError(f"workload.window must be <= days ({self.days})")
+        if isinstance(workload, RangeWorkload):
+            for a, b in workload.ranges:
+                if b > self.days:
+                    raise ValueError(f"workload.ranges: [{a}, {b}] ends after day {self.days}")
+        split = self.privacy.split
+        if split.quantile == 0 or split.svt == 0:
+            raise ValueError("privacy.split: quantile and svt must be > 0 for adsbpc")
+        return self
+
+    @property
+    def end(self) -> date:
+        """Last day of the campaign (inclusive)."""
+        return self.start + timedelta(days=self.days - 1)
+
+    def day_index(self, day: date) -> int:
+        """1-based index of a calendar day within the campaign; refuses days outside it."""
+        index = (day - self.start).days + 1
+        if not 1 <= index <= self.days:
+            raise ConfigError(f"{day} is outside campaign {self.name} ({self.start}..{self.end})")
+        return index
+
+    @property
+    def several_publishers(self) -> bool:
+        """Whether a user's day-i row may spread over > 1 publisher (decides `replace` cost)."""
+        return self.publishers == "all" or len(self.publishers) > 1
+
+
+class Catalogue(_Strict):
+    accounts: list[AccountConfig] = Field(min_length=1)
+    campaigns: list[CampaignConfig] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _references(self) -> Catalogue:
+        names = [a.name for a in self.accounts]
+        if len(set(names)) != len(names):
+            raise ValueError("accounts: names must be unique")
+        campaign_names = [c.name for c in self.campaigns]
+        if len(set(campaign_names)) != len(campaign_names):
+            raise ValueError("campaigns: names must be unique")
+        for i, campaign in enumerate(self.campaigns):
+            if campaign.account not in names:
+                raise ValueError(
+                    f"campaigns[{i}].account: account {campaign.account!r} is not declared "
+                    "under accounts"
+                )
+        return self
+
+    def campaign(self, name: str) -> CampaignConfig:
+        for campaign in self.campaigns:
+            if campaign.name == name:
+                return campaign
+        raise ConfigError(f"campaign {name!r} is not in the catalogue")
+
+    def account(self, name: str) -> AccountConfig:
+        for account in self.accounts:
+            if account.name == name:
+                return account
+        raise ConfigError(f"account {name!r} is not in the catalogue")
+
+
+def _format_location(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in {"prefix", "sliding", "daily", "range", "matrix"} and out.endswith(
+            "workload"
+        ):
+            continue  # discriminated-union tag: the user wrote `workload`, not `workload.sliding`
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "<root>"
+
+
+def _describe(error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        message = item["msg"].removeprefix("Value error, ")
+        lines.append(f"{_format_location(item['loc'])}: {message}")
+    return "; ".join(lines)
+
+
+def parse_catalogue(data: object) -> Catalogue:
+    """Validate a catalogue given as plain data (the parsed YAML)."""
+    try:
+        return Catalogue.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(_describe(error)) from None
+
+
+def parse_campaign(data: object) -> CampaignConfig:
+    """Validate one campaign given as plain data."""
+    try:
+        return CampaignConfig.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(_describe(error)) from None
+
+
+def load_catalogue(path: str | Path) -> Catalogue:
+    """Read and validate a YAML catalogue; a missing file or bad YAML is a ConfigError too."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML ({error})") from None
+    return parse_catalogue(data)
