@@ -254,9 +254,7 @@ def _format_location(loc: tuple[int | str, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in {"prefix", "sliding", "daily", "range", "matrix"} and out.endswith(
-            "workload"
-        ):
+        elif part in {"prefix", "sliding", "daily", "range", "matrix"} and out.endswith("workload"):
             continue  # discriminated-union tag: the user wrote `workload`, not `workload.sliding`
         else:
             out += f".{part}" if out else str(part)
