@@ -1,0 +1,344 @@
+"""AdsBPC, the streaming mechanism: plan → state → one ``step`` per day → release.
+
+Privacy unit: one user (all their conversions). Adjacency: the campaign's ``privacy.adjacency``.
+
+Budget (zCDP, exact): ρ = ρ1 + l·ρ2 + ρ3 (:class:`~dp_platform.privacy.accounting.
+CampaignBudget`). Day i ≤ l pays ρ2 for PrivateQuantile (ε2-DP exponential mechanism,
+utility sensitivity 1). Day l+1 pays ρ3 once for the two sparse-vector tests that set every later
+bound (ε3-DP together). Every day pays its Gaussian allotment g_i, fixed before day 1 with
+Σ_i g_i = ρ1 exactly: on day i the clipped k-vector x[i] (each user's row has L1 ≤ r_i, hence
+L2 ≤ r_i) gets N(0, σ_i² I_k) with σ_i = σ̄_i·r_i, so its cost factor·r_i²/(2σ_i²) equals
+factor/(2σ̄_i²) ≤ g_i whatever r_i the private bound selection returned. ``factor`` is 1 under
+add/remove, and 2 under ``replace`` with several publishers (correction adsbpc.md §6.2: moving a
+user's r_i from publisher A to B changes the row by (r_i, −r_i), L2 norm √2·r_i); one publisher
+under replace is factor 1. σ̄ comes from :mod:`dp_platform.privacy.scales` for the workload and
+objective, and is rounded up so that the float σ used never costs more than its exact allotment.
+
+Streaming: day i reads only that day's histogram and clipped vector, and the state of day i−1.
+Query answers are post-processing of released vectors (free). The state holds secret parts (the
+SVT's noisy thresholds) and is persisted by the ledger; a :class:`Release` holds DP values only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from dp_platform.config import BoundsConfig, CampaignConfig, ConfigError
+from dp_platform.privacy.accounting import (
+    CampaignBudget,
+    Rho,
+    epsilon_for_exponential_rho,
+    epsilon_for_pure_rho,
+    gaussian_rho,
+    zcdp_epsilon,
+)
+from dp_platform.privacy.noise import NoiseSource, resolve
+from dp_platform.privacy.quantile import private_quantile
+from dp_platform.privacy.scales import solve_scales, workload_matrix
+from dp_platform.privacy.svt import SvtState, update_bound
+
+__all__ = [
+    "AdsbpcPlan",
+    "AdsbpcState",
+    "Release",
+    "initial_state",
+    "make_plan",
+    "run_stream",
+    "step",
+]
+
+REPORTED_DELTAS = (1e-5, 1e-6, 1e-9)
+
+
+def sensitivity_factor(campaign: CampaignConfig) -> int:
+    """How many times ½Σ r_i²/σ_i² one user can move: 2 under replace with > 1 publisher."""
+    return 2 if campaign.privacy.adjacency == "replace" and campaign.several_publishers else 1
+
+
+def _sigma_for_allotment(bound: float, allotment: Fraction, factor: int) -> float:
+    """Smallest float σ with factor·bound²/(2σ²) ≤ allotment, exactly."""
+    if bound == 0:
+        return 0.0
+    sigma = bound * math.sqrt(factor / (2.0 * float(allotment)))
+    while factor * gaussian_rho(bound, sigma) > allotment:
+        sigma = math.nextafter(sigma, math.inf)
+    return sigma
+
+
+@dataclass(frozen=True)
+class AdsbpcPlan:
+    """Everything fixed before day 1: budget split, ε's, per-day σ̄ and allotments, workload."""
+
+    campaign: str
+    days: int
+    adjacency: str
+    factor: int
+    budget: CampaignBudget
+    eps_quantile: float
+    eps_svt: float
+    allotments: tuple[Fraction, ...]
+    sigma_bar: tuple[float, ...]
+    queries: np.ndarray = field(repr=False)
+    query_std: tuple[float, ...]
+    bounds: BoundsConfig
+    rho1_needed: float | None = None
+
+    @property
+    def query_ends(self) -> np.ndarray:
+        """1-based last day of each query's support (a query is answered from that day on)."""
+        nonzero = self.queries != 0
+        return self.queries.shape[1] - np.argmax(nonzero[:, ::-1], axis=1)
+
+    def gaussian_cost(self, bound: float, sigma: float) -> Fraction:
+        """Exact zCDP cost of one day's Gaussian release: factor·r²/(2σ²)."""
+        return self.factor * gaussian_rho(bound, sigma)
+
+    def day_charge(self, day: int) -> dict[str, Rho]:
+        """What day ``day`` (1-based) is charged, by part; sums over the campaign to ρ exactly."""
+        charges = {"gaussian": Rho(self.allotments[day - 1])}
+        if day <= self.budget.quantile_days:
+            charges["quantile"] = self.budget.rho2
+        elif day == self.budget.quantile_days + 1:
+            charges["svt"] = self.budget.rho3
+        return charges
+
+    def epsilon_at_delta(self) -> dict[str, float]:
+        """(ε, δ)-DP equivalents of the whole campaign's ρ (Canonne–Kamath–Steinke)."""
+        rho = float(self.budget.total)
+        return {f"{delta:g}": zcdp_epsilon(rho, delta) for delta in REPORTED_DELTAS}
+
+    def to_json(self) -> dict:
+        """The ``dp-platform plan`` view (design.md §3.3): public, data-independent numbers."""
+        return {
+            "rho": float(self.budget.rho),
+            "rho1": float(self.budget.rho1),
+            "rho2": float(self.budget.rho2),
+            "rho3": float(self.budget.rho3),
+            "quantile_days": self.budget.quantile_days,
+            "adjacency": self.adjacency,
+            "sensitivity_factor": self.factor,
+            "eps_quantile": self.eps_quantile,
+            "eps_svt": self.eps_svt,
+            "sigma_bar": list(self.sigma_bar),
+            "query_std": list(self.query_std),
+            "epsilon_at_delta": self.epsilon_at_delta(),
+            **({"rho1_needed": self.rho1_needed} if self.rho1_needed is not None else {}),
+        }
+
+
+def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> AdsbpcPlan:
+    """Plan a campaign: data-independent, so it can be shown and audited before anything runs."""
+    split = campaign.privacy.split
+    budget = CampaignBudget.from_split(
+        campaign.privacy.rho,
+        split.measurement,
+        split.quantile,
+        split.svt,
+        campaign.bounds.quantile_days,
+    )
+    factor = sensitivity_factor(campaign)
+    matrix = workload_matrix(campaign, base_dir)
+    try:
+        scales = solve_scales(matrix, campaign.objective, float(budget.rho1) / factor)
+    except ValueError as error:
+        raise ConfigError(f"objective: {error}") from None
+    precision = [Fraction(float(p)) for p in 1.0 / scales.variances]
+    total_precision = sum(precision, Fraction(0))
+    allotments = tuple(budget.rho1.value * p / total_precision for p in precision)
+    sigma_bar = tuple(_sigma_for_allotment(1.0, g, factor) for g in allotments)
+    query_std = np.sqrt((matrix**2) @ np.square(sigma_bar))
+    return AdsbpcPlan(
+        campaign=campaign.name,
+        days=campaign.days,
+        adjacency=campaign.privacy.adjacency,
+        factor=factor,
+        budget=budget,
+        eps_quantile=epsilon_for_exponential_rho(budget.rho2.value),
+        eps_svt=epsilon_for_pure_rho(budget.rho3.value),
+        allotments=allotments,
+        sigma_bar=sigma_bar,
+        queries=matrix,
+        query_std=tuple(float(s) for s in query_std),
+        bounds=campaign.bounds,
+        rho1_needed=None if scales.rho1_needed is None else scales.rho1_needed * factor,
+    )
+
+
+@dataclass(frozen=True)
+class Release:
+    """One day's published output. Only DP values: no true count, no SVT threshold."""
+
+    day: int
+    bound: float
+    sigma: float
+    values: tuple[float, ...]
+    answers: dict[int, tuple[float, ...]]
+    charges: dict[str, Rho]
+    bound_method: str
+
+    @property
+    def rho_charged(self) -> Rho:
+        return sum(self.charges.values(), Rho.zero())
+
+    def to_json(self) -> dict:
+        return {
+            "day": self.day,
+            "bound": self.bound,
+            "sigma": self.sigma,
+            "values": list(self.values),
+            "answers": {str(j): list(a) for j, a in self.answers.items()},
+            "charges": {part: rho.to_json() for part, rho in self.charges.items()},
+            "rho_charged": float(self.rho_charged),
+            "bound_method": self.bound_method,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> Release:
+        return cls(
+            day=int(data["day"]),
+            bound=float(data["bound"]),
+            sigma=float(data["sigma"]),
+            values=tuple(float(v) for v in data["values"]),
+            answers={int(j): tuple(float(v) for v in a) for j, a in data["answers"].items()},
+            charges={part: Rho.from_json(text) for part, text in data["charges"].items()},
+            bound_method=str(data["bound_method"]),
+        )
+
+
+@dataclass(frozen=True)
+class AdsbpcState:
+    """What day i+1 needs from days ≤ i. Secret (SVT thresholds): ledger-only, never shown."""
+
+    day: int = 0
+    bounds: tuple[float, ...] = ()
+    released: tuple[tuple[float, ...], ...] = ()
+    svt: SvtState | None = None
+    spent: Rho = field(default_factory=Rho.zero)
+
+    def to_json(self) -> dict:
+        return {
+            "day": self.day,
+            "bounds": list(self.bounds),
+            "released": [list(v) for v in self.released],
+            "svt": None if self.svt is None else self.svt.to_json(),
+            "spent": self.spent.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> AdsbpcState:
+        return cls(
+            day=int(data["day"]),
+            bounds=tuple(float(b) for b in data["bounds"]),
+            released=tuple(tuple(float(v) for v in row) for row in data["released"]),
+            svt=None if data["svt"] is None else SvtState.from_json(data["svt"]),
+            spent=Rho.from_json(data["spent"]),
+        )
+
+
+def initial_state() -> AdsbpcState:
+    return AdsbpcState()
+
+
+def _choose_bound(
+    plan: AdsbpcPlan, state: AdsbpcState, histogram: np.ndarray, noise: NoiseSource
+) -> tuple[float, str, SvtState | None]:
+    cfg = plan.bounds
+    day = state.day + 1
+    if day <= cfg.quantile_days:
+        bound = private_quantile(
+            histogram, p=cfg.p, cap=cfg.cap, epsilon=plan.eps_quantile, noise=noise
+        )
+        return bound, "quantile", state.svt
+    svt = state.svt or SvtState.create(
+        epsilon=plan.eps_svt,
+        t_up=cfg.t_up,
+        t_down=cfg.t_down,
+        s_up=cfg.s_up,
+        s_down=cfg.s_down,
+        max_reports=cfg.max_reports,
+    )
+    bound, decision, svt = update_bound(
+        svt, histogram, list(state.bounds), cfg.quantile_days, noise
+    )
+    return bound, f"svt_{decision}", svt
+
+
+def _answers(plan: AdsbpcPlan, released: tuple[tuple[float, ...], ...]) -> dict[int, tuple]:
+    day = len(released)
+    noisy = np.asarray(released, dtype=np.float64)  # day × publisher
+    ready = np.flatnonzero(plan.query_ends <= day)
+    values = plan.queries[ready, :day] @ noisy
+    return {int(j): tuple(float(v) for v in row) for j, row in zip(ready, values, strict=True)}
+
+
+def step(
+    plan: AdsbpcPlan,
+    state: AdsbpcState,
+    histogram: np.ndarray,
+    clipped_sums: Callable[[float], np.ndarray],
+    *,
+    noise: NoiseSource | None = None,
+) -> tuple[Release, AdsbpcState]:
+    """Release day ``state.day + 1`` from its histogram of per-user counts and clipping oracle.
+
+    ``histogram[c]`` is the number of users active that day with exactly c attributed
+    conversions (uncapped; index 0 ignored). ``clipped_sums(r)`` returns the day's per-publisher
+    sums after clipping every user to r (adsbpc.md §2), a float vector of fixed length k.
+    """
+    source = resolve(noise)
+    day = state.day + 1
+    if day > plan.days:
+        raise ValueError(f"campaign {plan.campaign} has {plan.days} days; day {day} is past it")
+    counts = np.asarray(histogram, dtype=np.int64)
+    if counts.ndim != 1 or np.any(counts < 0):
+        raise ValueError("histogram must be a 1-d array of non-negative user counts")
+    bound, method, svt = _choose_bound(plan, state, counts, source)
+    clipped = np.asarray(clipped_sums(bound), dtype=np.float64)
+    if clipped.ndim != 1 or clipped.size == 0 or not np.all(np.isfinite(clipped)):
+        raise ValueError("clipped_sums must return a finite, non-empty 1-d vector")
+    if state.released and clipped.size != len(state.released[0]):
+        raise ValueError(
+            f"day {day} has {clipped.size} publishers, earlier days had {len(state.released[0])}"
+        )
+    sigma = _sigma_for_allotment(bound, plan.allotments[day - 1], plan.factor)
+    noisy = tuple(float(v) for v in source.add_gaussian(clipped, sigma))
+    released = (*state.released, noisy)
+    charges = plan.day_charge(day)
+    release = Release(
+        day=day,
+        bound=bound,
+        sigma=sigma,
+        values=noisy,
+        answers=_answers(plan, released),
+        charges=charges,
+        bound_method=method,
+    )
+    new_state = AdsbpcState(
+        day=day,
+        bounds=(*state.bounds, bound),
+        released=released,
+        svt=svt,
+        spent=state.spent + release.rho_charged,
+    )
+    return release, new_state
+
+
+def run_stream(
+    plan: AdsbpcPlan,
+    days: list[tuple[np.ndarray, Callable[[float], np.ndarray]]],
+    *,
+    noise: NoiseSource | None = None,
+) -> tuple[list[Release], AdsbpcState]:
+    """Run ``step`` over consecutive days from the start (simulation and tests)."""
+    state = initial_state()
+    releases = []
+    for histogram, clipped_sums in days:
+        release, state = step(plan, state, histogram, clipped_sums, noise=noise)
+        releases.append(release)
+    return releases, state

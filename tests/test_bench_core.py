@@ -1,0 +1,43 @@
+"""Benchmarks (run with `make bench`): plan + 31 daily steps on histograms, secure noise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dp_platform.adsbpc import initial_state, make_plan, step
+from dp_platform.config import parse_campaign
+
+
+def _campaign(publishers: int):
+    return parse_campaign(
+        {
+            "name": "bench",
+            "advertiser": "a",
+            "account": "u",
+            "start": "2026-03-01",
+            "days": 31,
+            "publishers": [f"p{i}" for i in range(publishers)],
+        }
+    )
+
+
+def _histogram(seed: int) -> np.ndarray:
+    counts = np.random.default_rng(seed).zipf(3.0, 1_000_000)  # a day of 10⁶ active users
+    return np.bincount(counts).astype(np.int64)
+
+
+@pytest.mark.parametrize("publishers", [5, 1000])
+def test_bench_plan_and_31_steps(benchmark, publishers: int) -> None:
+    histograms = [_histogram(day) for day in range(31)]
+    clipped = np.linspace(0.0, 100.0, publishers)
+
+    def run() -> float:
+        plan = make_plan(_campaign(publishers))
+        state = initial_state()
+        for histogram in histograms:
+            _, state = step(plan, state, histogram, lambda r: clipped)  # secure noise
+        return float(state.spent)
+
+    spent = benchmark.pedantic(run, rounds=3, iterations=1)
+    assert spent == pytest.approx(1.0)

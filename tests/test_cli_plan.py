@@ -1,0 +1,61 @@
+"""`dp-platform plan` and `simulate`: the JSON of design.md §3.3, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dp_platform.cli import main
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "campaigns.yaml"
+
+
+def test_plan_json_has_the_design_keys(capsys) -> None:
+    assert main(["plan", str(EXAMPLE), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    spring = document["campaigns"]["spring_sale"]
+    for key in ["rho", "rho1", "rho2", "rho3", "eps_quantile", "eps_svt", "sigma_bar", "query_std"]:
+        assert key in spring
+    assert len(spring["sigma_bar"]) == 31 and len(spring["query_std"]) == 31
+    assert spring["rho1"] + 7 * spring["rho2"] + spring["rho3"] == pytest.approx(spring["rho"])
+    assert spring["epsilon_at_delta"]["1e-06"] > 0
+    weekly = document["campaigns"]["summer_weekly"]
+    assert weekly["sensitivity_factor"] == 2  # replace with three publishers
+    assert document["accounts"]["acme-users"] == {
+        "rho_cap": 4.0,
+        "planned": 1.5,
+        "within_cap": True,
+    }
+
+
+def test_plan_text_lists_every_day(capsys) -> None:
+    assert main(["plan", str(EXAMPLE), "--campaign", "summer_weekly"]) == 0
+    out = capsys.readouterr().out
+    assert "campaign summer_weekly: 28 days" in out
+    assert "account acme-users" in out
+
+
+def test_bad_config_is_one_line_with_exit_2(tmp_path, capsys) -> None:
+    bad = tmp_path / "c.yaml"
+    bad.write_text(EXAMPLE.read_text().replace("s_up: 1.3", "s_up: 0.5"))
+    assert main(["plan", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert "campaigns[0].bounds.s_up: s_up must be > 1" in err
+
+
+def test_over_cap_plan_exits_1(tmp_path, capsys) -> None:
+    over = tmp_path / "c.yaml"
+    over.write_text(EXAMPLE.read_text().replace("rho_cap: 4.0", "rho_cap: 1.2"))
+    assert main(["plan", str(over)]) == 1
+    assert "OVER CAP" in capsys.readouterr().out
+
+
+def test_simulate_spends_the_plan(capsys) -> None:
+    assert main(["simulate", str(EXAMPLE), "--users", "2000", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert len(document["days"]) == 31
+    assert document["rho_spent"] == pytest.approx(document["rho_planned"])
+    assert all(day["sigma"] > 0 for day in document["days"])
