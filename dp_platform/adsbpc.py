@@ -46,9 +46,15 @@ from dp_platform.privacy.svt import SvtState, update_bound
 __all__ = [
     "AdsbpcPlan",
     "AdsbpcState",
+    "BoundChoice",
+    "BoundState",
+    "Measurement",
     "Release",
+    "answer_queries",
+    "choose_bound",
     "initial_state",
     "make_plan",
+    "measure",
     "run_stream",
     "step",
 ]
@@ -171,8 +177,177 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> A
 
 
 @dataclass(frozen=True)
+class BoundState:
+    """The bound chain's state after day ``day``. Secret (SVT thresholds): ledger-only."""
+
+    day: int = 0
+    bounds: tuple[float, ...] = ()
+    svt: SvtState | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "day": self.day,
+            "bounds": list(self.bounds),
+            "svt": None if self.svt is None else self.svt.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> BoundState:
+        return cls(
+            day=int(data["day"]),
+            bounds=tuple(float(b) for b in data["bounds"]),
+            svt=None if data["svt"] is None else SvtState.from_json(data["svt"]),
+        )
+
+
+def _charges_to_json(charges: dict[str, Rho]) -> dict[str, str]:
+    return {part: rho.to_json() for part, rho in charges.items()}
+
+
+def _charges_from_json(data: dict[str, str]) -> dict[str, Rho]:
+    return {part: Rho.from_json(text) for part, text in data.items()}
+
+
+@dataclass(frozen=True)
+class BoundChoice:
+    """Day i's private bound r_i (a DP output) and what choosing it cost."""
+
+    day: int
+    bound: float
+    method: str
+    charges: dict[str, Rho]
+
+    def to_json(self) -> dict:
+        return {
+            "day": self.day,
+            "bound": self.bound,
+            "method": self.method,
+            "charges": _charges_to_json(self.charges),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> BoundChoice:
+        return cls(
+            day=int(data["day"]),
+            bound=float(data["bound"]),
+            method=str(data["method"]),
+            charges=_charges_from_json(data["charges"]),
+        )
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Day i's noisy per-publisher vector x[i] + N(0, σ_i² I): the write-once release."""
+
+    day: int
+    bound: float
+    sigma: float
+    values: tuple[float, ...]
+    charges: dict[str, Rho]
+
+    def to_json(self) -> dict:
+        return {
+            "day": self.day,
+            "bound": self.bound,
+            "sigma": self.sigma,
+            "values": list(self.values),
+            "charges": _charges_to_json(self.charges),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> Measurement:
+        return cls(
+            day=int(data["day"]),
+            bound=float(data["bound"]),
+            sigma=float(data["sigma"]),
+            values=tuple(float(v) for v in data["values"]),
+            charges=_charges_from_json(data["charges"]),
+        )
+
+
+def choose_bound(
+    plan: AdsbpcPlan,
+    state: BoundState,
+    histogram: np.ndarray,
+    *,
+    noise: NoiseSource | None = None,
+) -> tuple[BoundChoice, BoundState]:
+    """Day ``state.day + 1``'s bound: PrivateQuantile for days ≤ l, UpdateBoundSVT after.
+
+    ``histogram[c]`` is the number of users active that day with exactly c attributed
+    conversions (uncapped; index 0 ignored). Costs ρ2 on days ≤ l, ρ3 once on day l + 1.
+    """
+    source = resolve(noise)
+    day = state.day + 1
+    if day > plan.days:
+        raise ValueError(f"campaign {plan.campaign} has {plan.days} days; day {day} is past it")
+    counts = np.asarray(histogram, dtype=np.int64)
+    if counts.ndim != 1 or np.any(counts < 0):
+        raise ValueError("histogram must be a 1-d array of non-negative user counts")
+    cfg = plan.bounds
+    svt = state.svt
+    if day <= cfg.quantile_days:
+        bound = private_quantile(
+            counts, p=cfg.p, cap=cfg.cap, epsilon=plan.eps_quantile, noise=source
+        )
+        method = "quantile"
+    else:
+        svt = svt or SvtState.create(
+            epsilon=plan.eps_svt,
+            t_up=cfg.t_up,
+            t_down=cfg.t_down,
+            s_up=cfg.s_up,
+            s_down=cfg.s_down,
+            max_reports=cfg.max_reports,
+        )
+        bound, decision, svt = update_bound(
+            svt, counts, list(state.bounds), cfg.quantile_days, source
+        )
+        method = f"svt_{decision}"
+    charges = {k: v for k, v in plan.day_charge(day).items() if k != "gaussian"}
+    choice = BoundChoice(day=day, bound=bound, method=method, charges=charges)
+    return choice, BoundState(day=day, bounds=(*state.bounds, bound), svt=svt)
+
+
+def measure(
+    plan: AdsbpcPlan,
+    choice: BoundChoice,
+    clipped: np.ndarray,
+    *,
+    noise: NoiseSource | None = None,
+) -> Measurement:
+    """Release x[i] + N(0, σ_i² I_k), σ_i = σ̄_i·r_i; costs day i's Gaussian allotment."""
+    vector = np.asarray(clipped, dtype=np.float64)
+    if vector.ndim != 1 or vector.size == 0 or not np.all(np.isfinite(vector)):
+        raise ValueError("the clipped vector must be finite, non-empty and 1-d")
+    sigma = _sigma_for_allotment(choice.bound, plan.allotments[choice.day - 1], plan.factor)
+    values = tuple(float(v) for v in resolve(noise).add_gaussian(vector, sigma))
+    charges = {"gaussian": plan.day_charge(choice.day)["gaussian"]}
+    return Measurement(choice.day, choice.bound, sigma, values, charges)
+
+
+def answer_queries(
+    plan: AdsbpcPlan, released: list[tuple[float, ...]] | tuple[tuple[float, ...], ...]
+) -> dict[int, tuple[float, ...]]:
+    """Answers (per publisher) of every query whose support ends by day len(released).
+
+    Post-processing of released vectors only: free, and it never touches private data.
+    """
+    day = len(released)
+    if day == 0:
+        return {}
+    noisy = np.asarray(released, dtype=np.float64)  # day × publisher
+    ready = np.flatnonzero(plan.query_ends <= day)
+    values = plan.queries[ready, :day] @ noisy
+    return {int(j): tuple(float(v) for v in row) for j, row in zip(ready, values, strict=True)}
+
+
+@dataclass(frozen=True)
 class Release:
-    """One day's published output. Only DP values: no true count, no SVT threshold."""
+    """One day's published output (bound, σ, noisy vector, query answers, ρ charged).
+
+    Only DP values: no true count, no SVT threshold.
+    """
 
     day: int
     bound: float
@@ -193,7 +368,7 @@ class Release:
             "sigma": self.sigma,
             "values": list(self.values),
             "answers": {str(j): list(a) for j, a in self.answers.items()},
-            "charges": {part: rho.to_json() for part, rho in self.charges.items()},
+            "charges": _charges_to_json(self.charges),
             "rho_charged": float(self.rho_charged),
             "bound_method": self.bound_method,
         }
@@ -206,75 +381,41 @@ class Release:
             sigma=float(data["sigma"]),
             values=tuple(float(v) for v in data["values"]),
             answers={int(j): tuple(float(v) for v in a) for j, a in data["answers"].items()},
-            charges={part: Rho.from_json(text) for part, text in data["charges"].items()},
+            charges=_charges_from_json(data["charges"]),
             bound_method=str(data["bound_method"]),
         )
 
 
 @dataclass(frozen=True)
 class AdsbpcState:
-    """What day i+1 needs from days ≤ i. Secret (SVT thresholds): ledger-only, never shown."""
+    """Both chains after day ``day``: the secret bound state, released vectors, ρ spent."""
 
-    day: int = 0
-    bounds: tuple[float, ...] = ()
+    bound_state: BoundState = field(default_factory=BoundState)
     released: tuple[tuple[float, ...], ...] = ()
-    svt: SvtState | None = None
     spent: Rho = field(default_factory=Rho.zero)
+
+    @property
+    def day(self) -> int:
+        return len(self.released)
 
     def to_json(self) -> dict:
         return {
-            "day": self.day,
-            "bounds": list(self.bounds),
+            "bound_state": self.bound_state.to_json(),
             "released": [list(v) for v in self.released],
-            "svt": None if self.svt is None else self.svt.to_json(),
             "spent": self.spent.to_json(),
         }
 
     @classmethod
     def from_json(cls, data: dict) -> AdsbpcState:
         return cls(
-            day=int(data["day"]),
-            bounds=tuple(float(b) for b in data["bounds"]),
+            bound_state=BoundState.from_json(data["bound_state"]),
             released=tuple(tuple(float(v) for v in row) for row in data["released"]),
-            svt=None if data["svt"] is None else SvtState.from_json(data["svt"]),
             spent=Rho.from_json(data["spent"]),
         )
 
 
 def initial_state() -> AdsbpcState:
     return AdsbpcState()
-
-
-def _choose_bound(
-    plan: AdsbpcPlan, state: AdsbpcState, histogram: np.ndarray, noise: NoiseSource
-) -> tuple[float, str, SvtState | None]:
-    cfg = plan.bounds
-    day = state.day + 1
-    if day <= cfg.quantile_days:
-        bound = private_quantile(
-            histogram, p=cfg.p, cap=cfg.cap, epsilon=plan.eps_quantile, noise=noise
-        )
-        return bound, "quantile", state.svt
-    svt = state.svt or SvtState.create(
-        epsilon=plan.eps_svt,
-        t_up=cfg.t_up,
-        t_down=cfg.t_down,
-        s_up=cfg.s_up,
-        s_down=cfg.s_down,
-        max_reports=cfg.max_reports,
-    )
-    bound, decision, svt = update_bound(
-        svt, histogram, list(state.bounds), cfg.quantile_days, noise
-    )
-    return bound, f"svt_{decision}", svt
-
-
-def _answers(plan: AdsbpcPlan, released: tuple[tuple[float, ...], ...]) -> dict[int, tuple]:
-    day = len(released)
-    noisy = np.asarray(released, dtype=np.float64)  # day × publisher
-    ready = np.flatnonzero(plan.query_ends <= day)
-    values = plan.queries[ready, :day] @ noisy
-    return {int(j): tuple(float(v) for v in row) for j, row in zip(ready, values, strict=True)}
 
 
 def step(
@@ -285,48 +426,35 @@ def step(
     *,
     noise: NoiseSource | None = None,
 ) -> tuple[Release, AdsbpcState]:
-    """Release day ``state.day + 1`` from its histogram of per-user counts and clipping oracle.
+    """Release day ``state.day + 1``: choose the bound, clip with it, add noise, answer queries.
 
-    ``histogram[c]`` is the number of users active that day with exactly c attributed
-    conversions (uncapped; index 0 ignored). ``clipped_sums(r)`` returns the day's per-publisher
-    sums after clipping every user to r (adsbpc.md §2), a float vector of fixed length k.
+    ``clipped_sums(r)`` returns the day's per-publisher sums after clipping every user to r
+    (adsbpc.md §2), a float vector of fixed length k (the data layer supplies it).
     """
     source = resolve(noise)
-    day = state.day + 1
-    if day > plan.days:
-        raise ValueError(f"campaign {plan.campaign} has {plan.days} days; day {day} is past it")
-    counts = np.asarray(histogram, dtype=np.int64)
-    if counts.ndim != 1 or np.any(counts < 0):
-        raise ValueError("histogram must be a 1-d array of non-negative user counts")
-    bound, method, svt = _choose_bound(plan, state, counts, source)
-    clipped = np.asarray(clipped_sums(bound), dtype=np.float64)
-    if clipped.ndim != 1 or clipped.size == 0 or not np.all(np.isfinite(clipped)):
-        raise ValueError("clipped_sums must return a finite, non-empty 1-d vector")
+    if state.bound_state.day != state.day:
+        raise ValueError("state is between phases: the bound of the next day is already chosen")
+    choice, bound_state = choose_bound(plan, state.bound_state, histogram, noise=source)
+    clipped = np.asarray(clipped_sums(choice.bound), dtype=np.float64)
     if state.released and clipped.size != len(state.released[0]):
         raise ValueError(
-            f"day {day} has {clipped.size} publishers, earlier days had {len(state.released[0])}"
+            f"day {choice.day} has {clipped.size} publishers, earlier days had "
+            f"{len(state.released[0])}"
         )
-    sigma = _sigma_for_allotment(bound, plan.allotments[day - 1], plan.factor)
-    noisy = tuple(float(v) for v in source.add_gaussian(clipped, sigma))
-    released = (*state.released, noisy)
-    charges = plan.day_charge(day)
+    measurement = measure(plan, choice, clipped, noise=source)
+    released = (*state.released, measurement.values)
+    charges = {**choice.charges, **measurement.charges}
     release = Release(
-        day=day,
-        bound=bound,
-        sigma=sigma,
-        values=noisy,
-        answers=_answers(plan, released),
+        day=choice.day,
+        bound=choice.bound,
+        sigma=measurement.sigma,
+        values=measurement.values,
+        answers=answer_queries(plan, released),
         charges=charges,
-        bound_method=method,
+        bound_method=choice.method,
     )
-    new_state = AdsbpcState(
-        day=day,
-        bounds=(*state.bounds, bound),
-        released=released,
-        svt=svt,
-        spent=state.spent + release.rho_charged,
-    )
-    return release, new_state
+    spent = state.spent + release.rho_charged
+    return release, AdsbpcState(bound_state=bound_state, released=released, spent=spent)
 
 
 def run_stream(
