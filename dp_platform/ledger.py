@@ -1,0 +1,455 @@
+"""The privacy ledger: budget accounts, reservations, per-day charges, write-once releases, and
+the secret state of the bound chain. SQLite, one ``BEGIN IMMEDIATE`` transaction per release.
+
+Why a ledger and not Dagster's own storage: re-runs are normal (retries, backfills, resumed runs,
+two processes racing), and a release re-drawn with fresh noise would let anyone average the noise
+away. So correctness lives here, in one transaction per day and phase:
+
+    lock → return the stored result if present → check the budget → draw → store and charge → commit
+
+The draw happens inside the lock, so two processes can never both draw for the same day, and a
+process killed before the commit leaves nothing behind: the draw was never stored, never shown,
+and the day is drawn afresh (for the first and only time that counts) on the next run.
+
+Amounts of ρ are stored as exact fractions ("p/q" text), so sums never drift. The bound chain's
+state (bound list, SVT noisy thresholds) is secret: it is stored here and never returned to a UI.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from dp_platform.adsbpc import AdsbpcPlan, BoundChoice, BoundState, Measurement
+from dp_platform.config import AccountConfig, CampaignConfig
+from dp_platform.privacy.accounting import Rho
+
+__all__ = [
+    "BudgetExceeded",
+    "Ledger",
+    "LedgerError",
+    "MissingPreviousDay",
+    "PlanMismatch",
+    "campaign_fingerprint",
+]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS accounts (
+    name TEXT PRIMARY KEY,
+    rho_cap TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS campaigns (
+    name TEXT PRIMARY KEY,
+    account TEXT NOT NULL REFERENCES accounts(name),
+    planned TEXT NOT NULL,
+    days INTEGER NOT NULL,
+    fingerprint TEXT NOT NULL,
+    plan_json TEXT NOT NULL,
+    registered_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS bound_choices (
+    campaign TEXT NOT NULL REFERENCES campaigns(name),
+    day INTEGER NOT NULL,
+    choice_json TEXT NOT NULL,
+    secret_state_json TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (campaign, day)
+);
+CREATE TABLE IF NOT EXISTS releases (
+    campaign TEXT NOT NULL REFERENCES campaigns(name),
+    day INTEGER NOT NULL,
+    release_json TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (campaign, day)
+);
+CREATE TABLE IF NOT EXISTS charges (
+    campaign TEXT NOT NULL REFERENCES campaigns(name),
+    day INTEGER NOT NULL,
+    part TEXT NOT NULL,
+    rho TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (campaign, day, part)
+);
+"""
+
+
+class LedgerError(RuntimeError):
+    """A ledger rule was broken; the message says which and what to do."""
+
+
+class BudgetExceeded(LedgerError):
+    """Spending (or reserving) this would exceed a campaign's plan or an account's cap."""
+
+
+class MissingPreviousDay(LedgerError):
+    """Day d needs day d−1's stored state, and it is not there."""
+
+
+class PlanMismatch(LedgerError):
+    """The campaign was registered with a different privacy plan than the config now gives."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def campaign_fingerprint(campaign: CampaignConfig, plan: AdsbpcPlan) -> str:
+    """Hash of everything that decides what a campaign releases and spends."""
+    relevant = campaign.model_dump(mode="json", exclude={"advertiser"})
+    relevant["advertiser"] = campaign.advertiser
+    relevant["plan"] = {
+        "allotments": [str(a) for a in plan.allotments],
+        "sigma_bar": list(plan.sigma_bar),
+        "total": plan.budget.total.to_json(),
+    }
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class CampaignBudget:
+    """A campaign's planned, spent and remaining ρ with its per-day charges (exact)."""
+
+    name: str
+    account: str
+    planned: Rho
+    spent: Rho
+    per_day: dict[int, dict[str, Rho]]
+
+    @property
+    def remaining(self) -> Rho:
+        return self.planned - self.spent
+
+    def to_json(self) -> dict:
+        return {
+            "account": self.account,
+            "planned": float(self.planned),
+            "spent": float(self.spent),
+            "remaining": float(self.remaining),
+            "per_day": {
+                str(day): {part: float(rho) for part, rho in parts.items()}
+                for day, parts in sorted(self.per_day.items())
+            },
+        }
+
+
+class Ledger:
+    """One SQLite file; every method is safe to call from several processes at once."""
+
+    def __init__(self, path: str | Path, *, timeout: float = 300.0) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._db.executescript(_SCHEMA)  # idempotent DDL; safe if two processes race here
+
+    @classmethod
+    def at_home(cls, home: str | Path) -> Ledger:
+        return cls(Path(home) / "ledger.sqlite")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE: takes the write lock up front, so check-then-write cannot race."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        else:
+            self._db.execute("COMMIT")
+
+    # -- accounts and campaigns -------------------------------------------------------------
+
+    def ensure_account(self, account: AccountConfig) -> None:
+        """Create the account, or check the catalogue's cap is the ledger's."""
+        cap = Rho.of(account.rho_cap)
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT rho_cap FROM accounts WHERE name = ?", (account.name,)
+            ).fetchone()
+            if row is None:
+                db.execute(
+                    "INSERT INTO accounts VALUES (?, ?, ?)", (account.name, cap.to_json(), _now())
+                )
+            elif Rho.from_json(row[0]) != cap:
+                stored = float(Rho.from_json(row[0]))
+                raise LedgerError(
+                    f"account {account.name}: the ledger's cap is ρ = {stored:g} "
+                    f"but the catalogue says {account.rho_cap:g}; a cap is changed only with "
+                    "`dp-platform budget --set-cap` by the privacy officer"
+                )
+
+    def set_cap(self, account: str, rho_cap: float) -> None:
+        """Change an account's cap; refused if it would fall below what is already reserved."""
+        cap = Rho.of(rho_cap)
+        with self._transaction() as db:
+            if db.execute("SELECT 1 FROM accounts WHERE name = ?", (account,)).fetchone() is None:
+                raise LedgerError(f"account {account} is not in the ledger")
+            reserved = self._reserved(db, account)
+            if cap < reserved:
+                raise BudgetExceeded(
+                    f"account {account}: cannot lower the cap to ρ = {float(cap):g}, "
+                    f"campaigns already reserve ρ = {float(reserved):g}"
+                )
+            db.execute("UPDATE accounts SET rho_cap = ? WHERE name = ?", (cap.to_json(), account))
+
+    @staticmethod
+    def _reserved(db: sqlite3.Connection, account: str) -> Rho:
+        rows = db.execute("SELECT planned FROM campaigns WHERE account = ?", (account,)).fetchall()
+        return sum((Rho.from_json(r[0]) for r in rows), Rho.zero())
+
+    def register(self, campaign: CampaignConfig, plan: AdsbpcPlan, account: AccountConfig) -> bool:
+        """Reserve the campaign's whole plan against its account's cap. True if newly registered.
+
+        Refused (BudgetExceeded, with the figures) if the cap would be exceeded, and
+        (PlanMismatch) if the campaign is already registered with a different plan.
+        """
+        if campaign.account != account.name:
+            raise LedgerError(f"campaign {campaign.name} belongs to account {campaign.account}")
+        self.ensure_account(account)
+        fingerprint = campaign_fingerprint(campaign, plan)
+        planned = plan.budget.total
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT fingerprint FROM campaigns WHERE name = ?", (campaign.name,)
+            ).fetchone()
+            if row is not None:
+                if row[0] != fingerprint:
+                    raise PlanMismatch(
+                        f"campaign {campaign.name} was registered with a different configuration; "
+                        "its budget and releases are tied to that plan — start a new campaign "
+                        "(new name) instead of editing a running one"
+                    )
+                return False
+            cap = Rho.from_json(
+                db.execute(
+                    "SELECT rho_cap FROM accounts WHERE name = ?", (account.name,)
+                ).fetchone()[0]
+            )
+            reserved = self._reserved(db, account.name)
+            if reserved + planned > cap:
+                raise BudgetExceeded(
+                    f"campaign {campaign.name} needs ρ = {float(planned):g} but account "
+                    f"{account.name} has {float(cap - reserved):g} left of its cap "
+                    f"{float(cap):g} (ρ = {float(reserved):g} already reserved)"
+                )
+            db.execute(
+                "INSERT INTO campaigns VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    campaign.name,
+                    account.name,
+                    planned.to_json(),
+                    plan.days,
+                    fingerprint,
+                    json.dumps(plan.to_json()),
+                    _now(),
+                ),
+            )
+            return True
+
+    def _campaign_row(self, db: sqlite3.Connection, campaign: str) -> tuple[str, Rho, int]:
+        row = db.execute(
+            "SELECT account, planned, days FROM campaigns WHERE name = ?", (campaign,)
+        ).fetchone()
+        if row is None:
+            raise LedgerError(f"campaign {campaign} is not registered in the ledger")
+        return row[0], Rho.from_json(row[1]), int(row[2])
+
+    @staticmethod
+    def _spent(db: sqlite3.Connection, campaign: str) -> Rho:
+        rows = db.execute("SELECT rho FROM charges WHERE campaign = ?", (campaign,)).fetchall()
+        return sum((Rho.from_json(r[0]) for r in rows), Rho.zero())
+
+    def _check_budget(
+        self, db: sqlite3.Connection, campaign: str, day: int, charges: dict[str, Rho]
+    ) -> None:
+        account, planned, days = self._campaign_row(db, campaign)
+        if not 1 <= day <= days:
+            raise LedgerError(f"campaign {campaign} has days 1..{days}; day {day} is outside")
+        cost = sum(charges.values(), Rho.zero())
+        spent = self._spent(db, campaign)
+        if spent + cost > planned:
+            raise BudgetExceeded(
+                f"campaign {campaign}, day {day}: charging ρ = {float(cost):.6g} would exceed its "
+                f"plan (spent {float(spent):.6g} of {float(planned):.6g}); nothing was released"
+            )
+        cap = Rho.from_json(
+            db.execute("SELECT rho_cap FROM accounts WHERE name = ?", (account,)).fetchone()[0]
+        )
+        rows = db.execute(
+            "SELECT c.rho FROM charges c JOIN campaigns k ON c.campaign = k.name "
+            "WHERE k.account = ?",
+            (account,),
+        ).fetchall()
+        account_spent = sum((Rho.from_json(r[0]) for r in rows), Rho.zero())
+        if account_spent + cost > cap:
+            raise BudgetExceeded(
+                f"account {account}: charging ρ = {float(cost):.6g} for campaign {campaign}, day "
+                f"{day} would exceed its cap {float(cap):g}; nothing was released"
+            )
+
+    @staticmethod
+    def _charge(db: sqlite3.Connection, campaign: str, day: int, charges: dict[str, Rho]) -> None:
+        db.executemany(
+            "INSERT INTO charges VALUES (?, ?, ?, ?, ?)",
+            [(campaign, day, part, rho.to_json(), _now()) for part, rho in charges.items()],
+        )
+
+    # -- the two write-once chains ----------------------------------------------------------
+
+    def bound_for_day(
+        self,
+        campaign: str,
+        day: int,
+        expected_charges: dict[str, Rho],
+        choose: Callable[[BoundState], tuple[BoundChoice, BoundState]],
+    ) -> tuple[BoundChoice, bool]:
+        """Day ``day``'s bound: the stored one, or ``choose(state of day − 1)`` stored once.
+
+        Returns (choice, drawn_now). Fails without drawing if day − 1 has no stored state.
+        """
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT choice_json FROM bound_choices WHERE campaign = ? AND day = ?",
+                (campaign, day),
+            ).fetchone()
+            if row is not None:
+                return BoundChoice.from_json(json.loads(row[0])), False
+            previous = self._bound_state(db, campaign, day - 1)
+            self._check_budget(db, campaign, day, expected_charges)
+            choice, state = choose(previous)
+            if choice.day != day or state.day != day:
+                raise LedgerError(f"bound chain out of step: computed day {choice.day}, need {day}")
+            if choice.charges != expected_charges:
+                raise LedgerError(f"campaign {campaign}, day {day}: unexpected charges")
+            db.execute(
+                "INSERT INTO bound_choices VALUES (?, ?, ?, ?, ?)",
+                (campaign, day, json.dumps(choice.to_json()), json.dumps(state.to_json()), _now()),
+            )
+            self._charge(db, campaign, day, choice.charges)
+            return choice, True
+
+    def _bound_state(self, db: sqlite3.Connection, campaign: str, day: int) -> BoundState:
+        if day == 0:
+            return BoundState()
+        row = db.execute(
+            "SELECT secret_state_json FROM bound_choices WHERE campaign = ? AND day = ?",
+            (campaign, day),
+        ).fetchone()
+        if row is None:
+            raise MissingPreviousDay(
+                f"campaign {campaign}: day {day} has no contribution bound, so day {day + 1} "
+                f"cannot choose one; materialise day {day} first (backfills run days in order)"
+            )
+        return BoundState.from_json(json.loads(row[0]))
+
+    def release_for_day(
+        self,
+        campaign: str,
+        day: int,
+        expected_charges: dict[str, Rho],
+        draw: Callable[[BoundChoice], Measurement],
+    ) -> tuple[Measurement, bool]:
+        """Day ``day``'s release: the stored one, or ``draw(bound of the day)`` stored once.
+
+        Needs the day's bound and the previous day's release; returns (release, drawn_now).
+        """
+        with self._transaction() as db:
+            stored = self._release(db, campaign, day)
+            if stored is not None:
+                return stored, False
+            if day > 1 and self._release(db, campaign, day - 1) is None:
+                raise MissingPreviousDay(
+                    f"campaign {campaign}: day {day - 1} has no release; materialise it before "
+                    f"day {day} (backfills run days in order)"
+                )
+            row = db.execute(
+                "SELECT choice_json FROM bound_choices WHERE campaign = ? AND day = ?",
+                (campaign, day),
+            ).fetchone()
+            if row is None:
+                raise MissingPreviousDay(
+                    f"campaign {campaign}: day {day} has no contribution bound yet"
+                )
+            self._check_budget(db, campaign, day, expected_charges)
+            measurement = draw(BoundChoice.from_json(json.loads(row[0])))
+            if measurement.day != day or measurement.charges != expected_charges:
+                raise LedgerError(f"campaign {campaign}, day {day}: release out of step")
+            db.execute(
+                "INSERT INTO releases VALUES (?, ?, ?, ?)",
+                (campaign, day, json.dumps(measurement.to_json()), _now()),
+            )
+            self._charge(db, campaign, day, measurement.charges)
+            return measurement, True
+
+    @staticmethod
+    def _release(db: sqlite3.Connection, campaign: str, day: int) -> Measurement | None:
+        row = db.execute(
+            "SELECT release_json FROM releases WHERE campaign = ? AND day = ?", (campaign, day)
+        ).fetchone()
+        return None if row is None else Measurement.from_json(json.loads(row[0]))
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def bound_choice(self, campaign: str, day: int) -> BoundChoice | None:
+        row = self._db.execute(
+            "SELECT choice_json FROM bound_choices WHERE campaign = ? AND day = ?", (campaign, day)
+        ).fetchone()
+        return None if row is None else BoundChoice.from_json(json.loads(row[0]))
+
+    def releases(self, campaign: str, through: int | None = None) -> list[Measurement]:
+        """Stored releases of a campaign in day order (DP values only)."""
+        rows = self._db.execute(
+            "SELECT release_json FROM releases WHERE campaign = ? AND day <= ? ORDER BY day",
+            (campaign, through if through is not None else 1 << 30),
+        ).fetchall()
+        return [Measurement.from_json(json.loads(r[0])) for r in rows]
+
+    def campaigns(self) -> list[str]:
+        return [r[0] for r in self._db.execute("SELECT name FROM campaigns ORDER BY name")]
+
+    def campaign_budget(self, campaign: str) -> CampaignBudget:
+        account, planned, _ = self._campaign_row(self._db, campaign)
+        per_day: dict[int, dict[str, Rho]] = {}
+        rows = self._db.execute(
+            "SELECT day, part, rho FROM charges WHERE campaign = ? ORDER BY day, part", (campaign,)
+        )
+        for day, part, rho in rows:
+            per_day.setdefault(int(day), {})[part] = Rho.from_json(rho)
+        spent = sum((r for parts in per_day.values() for r in parts.values()), Rho.zero())
+        return CampaignBudget(campaign, account, planned, spent, per_day)
+
+    def budget_report(self) -> dict:
+        """Accounts (cap, reserved, spent) and campaigns (planned, spent, remaining, per day)."""
+        budgets = [self.campaign_budget(name) for name in self.campaigns()]
+        accounts = {}
+        for name, cap_text in self._db.execute("SELECT name, rho_cap FROM accounts ORDER BY name"):
+            cap = Rho.from_json(cap_text)
+            reserved = self._reserved(self._db, name)
+            spent = sum((b.spent for b in budgets if b.account == name), Rho.zero())
+            accounts[name] = {
+                "rho_cap": float(cap),
+                "reserved": float(reserved),
+                "unreserved": float(cap - reserved),
+                "spent": float(spent),
+            }
+        campaigns = {b.name: b.to_json() for b in budgets}
+        return {"accounts": accounts, "campaigns": campaigns}

@@ -1,0 +1,182 @@
+"""The ledger: reservations against caps, write-once chains, exact totals, races and crashes."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from dp_platform.adsbpc import choose_bound, make_plan, measure
+from dp_platform.config import AccountConfig, parse_campaign
+from dp_platform.ledger import (
+    BudgetExceeded,
+    Ledger,
+    LedgerError,
+    MissingPreviousDay,
+    PlanMismatch,
+)
+from dp_platform.privacy.noise import SeededNoise
+
+ACCOUNT = AccountConfig(name="users", rho_cap=2.0)
+HISTOGRAM = np.bincount([1] * 50 + [2] * 20 + [3] * 5 + [9])
+CLIPPED = np.array([10.0, 20.0, 5.0])
+
+
+def campaign(name: str = "spring", rho: float = 1.0, days: int = 10):
+    return parse_campaign(
+        {
+            "name": name,
+            "advertiser": "acme",
+            "account": "users",
+            "start": "2026-03-01",
+            "days": days,
+            "publishers": ["a", "b", "c"],
+            "privacy": {"rho": rho},
+            "bounds": {"quantile_days": 3},
+        }
+    )
+
+
+def bound_charges(plan, day):
+    return {k: v for k, v in plan.day_charge(day).items() if k != "gaussian"}
+
+
+def run_day(ledger: Ledger, plan, day: int, noise, calls: list | None = None):
+    def choose(state):
+        if calls is not None:
+            calls.append(("bound", day))
+        return choose_bound(plan, state, HISTOGRAM, noise=noise)
+
+    def draw(choice):
+        if calls is not None:
+            calls.append(("release", day))
+        return measure(plan, choice, CLIPPED, noise=noise)
+
+    ledger.bound_for_day(plan.campaign, day, bound_charges(plan, day), choose)
+    gaussian = {"gaussian": plan.day_charge(day)["gaussian"]}
+    return ledger.release_for_day(plan.campaign, day, gaussian, draw)
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    with Ledger(tmp_path / "ledger.sqlite") as opened:
+        yield opened
+
+
+def test_register_reserves_the_plan_and_refuses_over_cap(ledger: Ledger) -> None:
+    first = campaign("spring", rho=1.5)
+    assert ledger.register(first, make_plan(first), ACCOUNT) is True
+    assert ledger.register(first, make_plan(first), ACCOUNT) is False  # idempotent
+    second = campaign("summer", rho=0.6)
+    with pytest.raises(BudgetExceeded, match=r"needs ρ = 0.6 but account users has 0.5 left"):
+        ledger.register(second, make_plan(second), ACCOUNT)
+    assert ledger.campaigns() == ["spring"]
+    fits = campaign("summer", rho=0.5)
+    assert ledger.register(fits, make_plan(fits), ACCOUNT) is True
+    assert ledger.budget_report()["accounts"]["users"]["reserved"] == pytest.approx(2.0)
+
+
+def test_a_changed_plan_is_refused(ledger: Ledger) -> None:
+    ledger.register(campaign(), make_plan(campaign()), ACCOUNT)
+    edited = campaign(rho=0.5)
+    with pytest.raises(PlanMismatch):
+        ledger.register(edited, make_plan(edited), ACCOUNT)
+
+
+def test_each_day_is_drawn_once_and_rerun_returns_the_stored_release(ledger: Ledger) -> None:
+    plan = make_plan(campaign())
+    ledger.register(campaign(), plan, ACCOUNT)
+    calls: list = []
+    first, drawn = run_day(ledger, plan, 1, SeededNoise(1), calls)
+    again, drawn_again = run_day(ledger, plan, 1, SeededNoise(2), calls)
+    assert drawn and not drawn_again
+    assert again == first
+    assert calls == [("bound", 1), ("release", 1)]  # the re-run drew nothing
+    assert ledger.campaign_budget("spring").spent == sum(
+        plan.day_charge(1).values(), start=type(plan.budget.rho)(Fraction(0))
+    )
+
+
+def test_day_without_previous_day_fails_and_releases_nothing(ledger: Ledger) -> None:
+    plan = make_plan(campaign())
+    ledger.register(campaign(), plan, ACCOUNT)
+    with pytest.raises(MissingPreviousDay, match="day 1 has no contribution bound"):
+        run_day(ledger, plan, 2, SeededNoise(1))
+    assert ledger.releases("spring") == []
+    assert ledger.campaign_budget("spring").per_day == {}
+
+
+def test_full_campaign_charges_exactly_the_plan(ledger: Ledger) -> None:
+    plan = make_plan(campaign())
+    ledger.register(campaign(), plan, ACCOUNT)
+    noise = SeededNoise(4)
+    for day in range(1, 11):
+        run_day(ledger, plan, day, noise)
+    budget = ledger.campaign_budget("spring")
+    assert budget.spent == plan.budget.total
+    assert budget.remaining.value == 0
+    assert [r.day for r in ledger.releases("spring")] == list(range(1, 11))
+    with pytest.raises(LedgerError, match="day 11 is outside"):
+        ledger.bound_for_day("spring", 11, {}, lambda state: pytest.fail("must not draw"))
+
+
+def _race(path: str, seed: int, barrier) -> None:
+    plan = make_plan(campaign())
+    with Ledger(path) as ledger:
+        ledger.register(campaign(), plan, ACCOUNT)
+        barrier.wait()
+        noise = SeededNoise(seed)
+        for day in range(1, 11):
+            run_day(ledger, plan, day, noise)
+
+
+def test_two_processes_racing_release_once(tmp_path) -> None:
+    path = str(tmp_path / "ledger.sqlite")
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(2)
+    workers = [context.Process(target=_race, args=(path, s, barrier)) for s in (1, 2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+        assert worker.exitcode == 0
+    with Ledger(path) as ledger:
+        budget = ledger.campaign_budget("spring")
+        assert budget.spent == make_plan(campaign()).budget.total
+        assert len(ledger.releases("spring")) == 10
+        assert all(len(parts) >= 1 for parts in budget.per_day.values())
+
+
+def _die_mid_release(path: str) -> None:
+    plan = make_plan(campaign())
+    with Ledger(path) as ledger:
+        ledger.register(campaign(), plan, ACCOUNT)
+        noise = SeededNoise(1)
+        for day in (1, 2):
+            run_day(ledger, plan, day, noise)
+
+        def choose_then_die(state):
+            choose_bound(plan, state, HISTOGRAM, noise=noise)  # noise drawn…
+            os.kill(os.getpid(), signal.SIGKILL)  # …and the process dies before commit
+
+        ledger.bound_for_day("spring", 3, bound_charges(plan, 3), choose_then_die)
+
+
+def test_sigkill_mid_transaction_leaves_nothing_and_restart_finishes(tmp_path) -> None:
+    path = str(tmp_path / "ledger.sqlite")
+    worker = multiprocessing.get_context("spawn").Process(target=_die_mid_release, args=(path,))
+    worker.start()
+    worker.join(60)
+    assert worker.exitcode == -signal.SIGKILL
+    plan = make_plan(campaign())
+    with Ledger(path) as ledger:
+        assert sorted(ledger.campaign_budget("spring").per_day) == [1, 2]
+        assert ledger.bound_choice("spring", 3) is None
+        noise = SeededNoise(9)
+        for day in range(3, 11):
+            run_day(ledger, plan, day, noise)
+        assert ledger.campaign_budget("spring").spent == plan.budget.total
