@@ -1,0 +1,47 @@
+"""The paper's baselines (IPA, BIN, Stream, UMM, MMBPC), pure NumPy/SciPy (baselines.md §4).
+
+Each mechanism is a frozen dataclass of its parameters with
+
+- ``clip(conversions, n_publishers, n_days)`` → the (P × n) bounded counts it may see,
+- ``plan(workload)`` → a data-independent, cacheable calibration with ``query_variances()``,
+  ``zcdp_cost()`` and a streaming, vectorised ``release``.
+
+Stream reads raw conversions (it clips per rung), so its plan's ``release`` takes them directly.
+"""
+
+from dp_platform.baselines.bin import BIN
+from dp_platform.baselines.contributions import (
+    Conversions,
+    clip_global,
+    clip_per_day,
+    running_before,
+    user_day_totals,
+)
+from dp_platform.baselines.ipa import IPA
+from dp_platform.baselines.mmbpc import MMBPC
+from dp_platform.baselines.plan import LinearPlan, gaussian_sigma, gaussian_zcdp
+from dp_platform.baselines.stream import Stream, StreamPlan, StreamRelease
+from dp_platform.baselines.umm import UMM
+from dp_platform.baselines.workloads import Workload, prefix, prefix_weights, sliding
+
+__all__ = [
+    "BIN",
+    "IPA",
+    "MMBPC",
+    "UMM",
+    "Conversions",
+    "LinearPlan",
+    "Stream",
+    "StreamPlan",
+    "StreamRelease",
+    "Workload",
+    "clip_global",
+    "clip_per_day",
+    "gaussian_sigma",
+    "gaussian_zcdp",
+    "prefix",
+    "prefix_weights",
+    "running_before",
+    "sliding",
+    "user_day_totals",
+]
