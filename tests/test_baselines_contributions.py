@@ -153,3 +153,21 @@ def test_invalid_inputs_are_refused() -> None:
         clip_global(conversions, -1.0)
     with pytest.raises(ValueError):
         clip_per_day(conversions, np.ones(2))  # fewer bounds than days
+
+
+def test_order_does_not_depend_on_user_id_encoding() -> None:
+    """Huge or negative ids take the three-key sort path; the kept rows must not change."""
+    conversions = make(7, weighted=True)
+    expected = clip_global(conversions, 4.0)
+    for shift in (2**62, -(2**40)):
+        shifted = Conversions(
+            user=conversions.user + shift,
+            day=conversions.day,
+            publisher=conversions.publisher,
+            time=conversions.time,
+            weight=conversions.weight,
+        )
+        np.testing.assert_array_equal(clip_global(shifted, 4.0), expected)
+        np.testing.assert_array_equal(
+            clip_per_day(shifted, np.full(5, 2.0)), clip_per_day(conversions, np.full(5, 2.0))
+        )

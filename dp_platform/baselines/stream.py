@@ -83,9 +83,15 @@ class StreamPlan:
         per_rung = np.stack([plan.query_variances() for plan in self.trees])
         return per_rung[np.asarray(rungs)[ends], np.arange(len(ends))]
 
-    def exceed_counts(self, conversions: Conversions, n_days: int) -> np.ndarray:
-        """(J × n): #{u : C_u(t) > τ_j}, C_u(t) the user's unclipped weight through day t."""
-        before = running_before(conversions)
+    def exceed_counts(
+        self, conversions: Conversions, n_days: int, before: np.ndarray | None = None
+    ) -> np.ndarray:
+        """(J × n): #{u : C_u(t) > τ_j}, C_u(t) the user's unclipped weight through day t.
+
+        ``before`` is :func:`running_before` of the conversions, if already computed.
+        """
+        if before is None:
+            before = running_before(conversions)
         after = before + conversions.weights
         counts = np.zeros((self.instances, n_days))
         for j, tau in enumerate(self.taus[:-1]):
@@ -127,8 +133,8 @@ class StreamPlan:
         """
         source = resolve(noise)
         n_days = self.trees[0].n
-        rungs = self.rung_path(self.exceed_counts(conversions, n_days), source)
         before = running_before(conversions)
+        rungs = self.rung_path(self.exceed_counts(conversions, n_days, before), source)
         ends = self.trees[0].query_ends
         answers = np.zeros((n_publishers, len(ends)))
         for j, (tau, plan) in enumerate(zip(self.taus, self.trees, strict=True)):
