@@ -13,6 +13,7 @@ from dp_platform.baselines import (
     UMM,
     Conversions,
     Stream,
+    cached_plan,
     prefix,
     prefix_weights,
     sliding,
@@ -282,3 +283,13 @@ def test_invalid_budget_is_refused() -> None:
             mechanism.plan(prefix(1))
     with pytest.raises(ValueError):
         Stream(1.0, 0.0).plan(prefix(1))
+
+
+def test_cached_plans_are_shared_and_keyed_by_parameters() -> None:
+    r = tuple(np.linspace(1.0, 3.0, N))
+    first = cached_plan(MMBPC(r, 0.8, "optimal"), prefix(N))
+    assert cached_plan(MMBPC(r, 0.8, "optimal"), prefix(N)) is first
+    assert cached_plan(MMBPC(r, 0.9, "optimal"), prefix(N)) is not first
+    assert cached_plan(MMBPC(r, 0.8, "optimal"), sliding(N, 4)) is not first
+    with pytest.raises(ValueError, match="read-only"):
+        first.decoder[0, 0] = 1.0  # a shared plan cannot be altered by one of its users

@@ -3,8 +3,9 @@
 Each mechanism is a frozen dataclass of its parameters with
 
 - ``clip(conversions, n_publishers, n_days)`` → the (P × n) bounded counts it may see,
-- ``plan(workload)`` → a data-independent, cacheable calibration with ``query_variances()``,
-  ``zcdp_cost()`` and a streaming, vectorised ``release``.
+- ``plan(workload)`` → a data-independent calibration with ``query_variances()``,
+  ``zcdp_cost()`` and a streaming, vectorised ``release`` (``cached_plan(mechanism, workload)``
+  memoises it across repeats).
 
 Stream reads raw conversions (it clips per rung), so its plan's ``release`` takes them directly.
 """
@@ -19,7 +20,7 @@ from dp_platform.baselines.contributions import (
 )
 from dp_platform.baselines.ipa import IPA
 from dp_platform.baselines.mmbpc import MMBPC
-from dp_platform.baselines.plan import LinearPlan, gaussian_sigma, gaussian_zcdp
+from dp_platform.baselines.plan import LinearPlan, cached_plan, gaussian_sigma, gaussian_zcdp
 from dp_platform.baselines.stream import Stream, StreamPlan, StreamRelease
 from dp_platform.baselines.umm import UMM
 from dp_platform.baselines.workloads import Workload, prefix, prefix_weights, sliding
@@ -35,6 +36,7 @@ __all__ = [
     "StreamPlan",
     "StreamRelease",
     "Workload",
+    "cached_plan",
     "clip_global",
     "clip_per_day",
     "gaussian_sigma",

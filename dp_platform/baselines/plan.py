@@ -14,12 +14,14 @@ future day cannot be built.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
 from dp_platform.privacy.noise import NoiseSource, resolve
 
-__all__ = ["LinearPlan", "gaussian_sigma", "gaussian_zcdp"]
+__all__ = ["LinearPlan", "cached_plan", "gaussian_sigma", "gaussian_zcdp"]
 
 _CAUSAL_TOLERANCE = 1e-12
 
@@ -137,3 +139,13 @@ class LinearPlan:
         does not depend on the data), so it is what a day-by-day run would have released.
         """
         return self.decode(self.measure(x, noise))
+
+
+@lru_cache(maxsize=256)
+def cached_plan(mechanism: Any, workload: Any) -> Any:
+    """``mechanism.plan(workload)``, memoised.
+
+    Safe because a plan depends only on the (frozen, hashable) mechanism parameters and the
+    workload, never on data, and its arrays are read-only. Repeats of an experiment share it.
+    """
+    return mechanism.plan(workload)

@@ -173,6 +173,7 @@ class Stream:
         if not self.rho > 0 or not 0 < self.svt_fraction < 1:
             raise ValueError("need rho > 0 and 0 < svt_fraction < 1")
         taus = tau_ladder(self.gs, self.tau0)
+        taus.setflags(write=False)
         instances = len(taus) - 1
         rho_svt = self.svt_fraction * self.rho if instances else 0.0
         rho_tree = self.rho - rho_svt
