@@ -1,5 +1,2 @@
-"""The Dagster code location (thin layer over ``dp_platform``); filled in by the platform issue."""
-
-import dagster as dg
-
-defs = dg.Definitions(assets=[])
+"""The Dagster layer, thin: asset factories, resources, checks, schedules, and the commands that
+orchestrate through Dagster. The code location itself is :mod:`assets.location`."""

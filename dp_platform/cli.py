@@ -2,7 +2,12 @@
 
 Each command module exposes ``register(subparsers)``, adds its own parser with ``--json``, and
 sets ``handler``; the handler returns the process exit code. Errors the user can fix (bad config,
-bad file) are printed as one line on stderr with exit code 2, never as a traceback.
+bad file, a refused budget) are printed as one line on stderr with exit code 2, never as a
+traceback.
+
+The commands that orchestrate through Dagster (``run``, ``demo``) live in the Dagster layer
+(``assets.commands``): the library itself never imports Dagster, and their parsers import it only
+when they run.
 """
 
 from __future__ import annotations
@@ -13,8 +18,10 @@ import sys
 from collections.abc import Sequence
 
 from dp_platform.config import ConfigError
+from dp_platform.ledger import LedgerError
 
-COMMAND_MODULES = ("plan", "simulate")
+COMMAND_MODULES = ("plan", "simulate", "releases", "budget", "evaluate")
+DAGSTER_COMMAND_MODULES = ("run", "demo")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"dp_platform.commands.{name}").register(subparsers)
+    for name in DAGSTER_COMMAND_MODULES:
+        importlib.import_module(f"assets.commands.{name}").register(subparsers)
     return parser
 
 
@@ -33,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args) or 0)
-    except (ConfigError, FileNotFoundError) as error:
+    except (ConfigError, FileNotFoundError, LedgerError) as error:
         print(f"dp-platform {args.command}: {error}", file=sys.stderr)
         return 2
 

@@ -52,7 +52,8 @@ CREATE TABLE IF NOT EXISTS campaigns (
     days INTEGER NOT NULL,
     fingerprint TEXT NOT NULL,
     plan_json TEXT NOT NULL,
-    registered_at TEXT NOT NULL
+    registered_at TEXT NOT NULL,
+    publishers_json TEXT
 );
 CREATE TABLE IF NOT EXISTS bound_choices (
     campaign TEXT NOT NULL REFERENCES campaigns(name),
@@ -252,14 +253,14 @@ class Ledger:
                     f"{float(cap):g} (ρ = {float(reserved):g} already reserved)"
                 )
             db.execute(
-                "INSERT INTO campaigns VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO campaigns VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
                 (
                     campaign.name,
                     account.name,
                     planned.to_json(),
                     plan.days,
                     fingerprint,
-                    json.dumps(plan.to_json()),
+                    json.dumps({**plan.to_json(), "queries": plan.queries.tolist()}),
                     _now(),
                 ),
             )
@@ -367,15 +368,18 @@ class Ledger:
         day: int,
         expected_charges: dict[str, Rho],
         draw: Callable[[BoundChoice], Measurement],
+        publishers: list[str],
     ) -> tuple[Measurement, bool]:
         """Day ``day``'s release: the stored one, or ``draw(bound of the day)`` stored once.
 
         Needs the day's bound and the previous day's release; returns (release, drawn_now).
+        The publisher list is fixed by the first release: every day releases the same k keys.
         """
         with self._transaction() as db:
             stored = self._release(db, campaign, day)
             if stored is not None:
                 return stored, False
+            self._fix_publishers(db, campaign, publishers)
             if day > 1 and self._release(db, campaign, day - 1) is None:
                 raise MissingPreviousDay(
                     f"campaign {campaign}: day {day - 1} has no release; materialise it before "
@@ -399,6 +403,39 @@ class Ledger:
             )
             self._charge(db, campaign, day, measurement.charges)
             return measurement, True
+
+    @staticmethod
+    def _fix_publishers(db: sqlite3.Connection, campaign: str, publishers: list[str]) -> None:
+        row = db.execute(
+            "SELECT publishers_json FROM campaigns WHERE name = ?", (campaign,)
+        ).fetchone()
+        if row is None:
+            raise LedgerError(f"campaign {campaign} is not registered in the ledger")
+        if row[0] is None:
+            db.execute(
+                "UPDATE campaigns SET publishers_json = ? WHERE name = ?",
+                (json.dumps(list(publishers)), campaign),
+            )
+        elif json.loads(row[0]) != list(publishers):
+            raise LedgerError(
+                f"campaign {campaign}: the publisher set changed since its first release "
+                f"({len(json.loads(row[0]))} → {len(publishers)} publishers); releases of one "
+                "campaign must keep the same publishers"
+            )
+
+    def campaign_info(self, campaign: str) -> dict:
+        """The stored plan (incl. the workload matrix) and publisher list of a campaign."""
+        row = self._db.execute(
+            "SELECT account, plan_json, publishers_json FROM campaigns WHERE name = ?",
+            (campaign,),
+        ).fetchone()
+        if row is None:
+            raise LedgerError(f"campaign {campaign} is not registered in the ledger")
+        return {
+            "account": row[0],
+            "plan": json.loads(row[1]),
+            "publishers": None if row[2] is None else json.loads(row[2]),
+        }
 
     @staticmethod
     def _release(db: sqlite3.Connection, campaign: str, day: int) -> Measurement | None:

@@ -58,7 +58,7 @@ def run_day(ledger: Ledger, plan, day: int, noise, calls: list | None = None):
 
     ledger.bound_for_day(plan.campaign, day, bound_charges(plan, day), choose)
     gaussian = {"gaussian": plan.day_charge(day)["gaussian"]}
-    return ledger.release_for_day(plan.campaign, day, gaussian, draw)
+    return ledger.release_for_day(plan.campaign, day, gaussian, draw, ["a", "b", "c"])
 
 
 @pytest.fixture

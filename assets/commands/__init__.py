@@ -1,0 +1,1 @@
+"""`dp-platform` sub-commands that orchestrate through Dagster (imported lazily when run)."""

@@ -1,0 +1,40 @@
+"""Build the code location: every campaign of a catalogue, with resources and schedules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+
+from assets.factory import build_campaign
+from assets.resources import CatalogueResource, LedgerResource, WarehouseResource
+from dp_platform.config import load_catalogue
+from dp_platform.daily import plans_for
+from dp_platform.home import Home
+from dp_platform.privacy.noise import NoiseSource
+
+
+def build_definitions(
+    config_path: str | Path, home: str | Path, *, noise: NoiseSource | None = None
+) -> dg.Definitions:
+    """Definitions for a catalogue over a platform home. ``noise`` is for tests only."""
+    config_path = Path(config_path).resolve()
+    catalogue = load_catalogue(config_path)
+    plans = plans_for(catalogue, config_path.parent)
+    assets, jobs, schedules = [], [], []
+    for campaign in catalogue.campaigns:
+        built = build_campaign(campaign, plans[campaign.name], catalogue, noise=noise)
+        assets.extend(built.assets)
+        jobs.append(built.job)
+        schedules.append(built.schedule)
+    root = str(Home.at(home).root)
+    return dg.Definitions(
+        assets=assets,
+        jobs=jobs,
+        schedules=schedules,
+        resources={
+            "warehouse": WarehouseResource(home=root),
+            "ledger": LedgerResource(home=root),
+            "catalogue": CatalogueResource(path=str(config_path)),
+        },
+    )

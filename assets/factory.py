@@ -1,0 +1,292 @@
+"""The asset factory: eight daily-partitioned assets per campaign (key prefix = campaign name).
+
+    raw_impressions ─┐
+    raw_conversions ─┴► attributed_conversions ► user_day_contributions ─┬► contribution_bound ─┐
+                                                                         │   (needs its day d−1) │
+                                                                         └► clipped_daily_vector ◄┘
+                                               noisy_daily_release (write-once, ledger) ◄──┘
+                                               cumulative_query_answers (needs its day d−1)
+
+Every asset loops over the run's partition keys in day order, so one run can cover a backfill
+range (single-run backfill policy). Data assets run SQL in the warehouse and return metadata,
+never frames; the two private steps go through the ledger, which draws each day once.
+
+(No ``from __future__ import annotations`` here: Dagster reads the ``context`` and resource
+annotations of asset functions at definition time.)
+"""
+
+from dataclasses import dataclass
+from datetime import date
+
+import dagster as dg
+
+from assets.checks import schema_check_result, schema_check_specs
+from assets.metadata import answers_metadata, bound_metadata, release_metadata
+from assets.partitions import campaign_partitions, keys_to_dates, lookback, previous_day
+from assets.resources import LedgerResource, WarehouseResource
+from dp_platform.adsbpc import AdsbpcPlan
+from dp_platform.config import CampaignConfig, Catalogue
+from dp_platform.daily import answers_through, bound_day, clipped_day, release_day
+from dp_platform.ledger import Ledger
+from dp_platform.privacy.noise import NoiseSource
+
+WRITER_POOL = "dp_platform_writer"  # size 1 in dagster.yaml: one writer of DuckDB/ledger at a time
+SPENT_CHECK = "spent_within_plan"
+
+
+@dataclass(frozen=True)
+class CampaignDefinitions:
+    assets: list[dg.AssetsDefinition]
+    job: object  # an unresolved asset job (resolved by Definitions)
+    schedule: object  # a schedule built from the partitioned job
+
+
+def _summary(days: list[date]) -> dict[str, dg.MetadataValue]:
+    return {
+        "first_day": dg.MetadataValue.text(days[0].isoformat()),
+        "last_day": dg.MetadataValue.text(days[-1].isoformat()),
+        "days_in_run": dg.MetadataValue.int(len(days)),
+    }
+
+
+def _observe(context: dg.AssetExecutionContext, day: date, metadata: dict) -> None:
+    """Per-day metadata when a run covers several days (a backfill range)."""
+    context.log_event(
+        dg.AssetObservation(
+            asset_key=context.asset_key, partition=day.isoformat(), metadata=metadata
+        )
+    )
+
+
+def build_campaign(
+    campaign: CampaignConfig,
+    plan: AdsbpcPlan,
+    catalogue: Catalogue,
+    *,
+    noise: NoiseSource | None = None,
+) -> CampaignDefinitions:
+    """All assets, the daily job and its 02:00 UTC schedule for one campaign.
+
+    ``noise`` is for tests only (an explicit seeded source); production leaves it None, which
+    means OpenDP's secure samplers.
+    """
+    name = campaign.name
+    partitions = campaign_partitions(campaign)
+    common = {
+        "key_prefix": [name],
+        "group_name": name,
+        "partitions_def": partitions,
+        "backfill_policy": dg.BackfillPolicy.single_run(),
+    }
+
+    def key(asset: str) -> dg.AssetKey:
+        return dg.AssetKey([name, asset])
+
+    def register(ledger: Ledger) -> None:
+        ledger.register(campaign, plan, catalogue.account(campaign.account))
+
+    @dg.asset(
+        name="raw_impressions",
+        kinds={"duckdb"},
+        description=f"Impressions of advertiser {campaign.advertiser} on the day (loaded by "
+        "`dp-platform ingest`; invalid rows are quarantined there). Private.",
+        check_specs=schema_check_specs(key("raw_impressions")),
+        pool=WRITER_POOL,
+        **common,
+    )
+    def raw_impressions(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+        days = keys_to_dates(context.partition_keys)
+        with warehouse.open() as wh:
+            check = schema_check_result(wh, "impressions", campaign, days)
+        return dg.MaterializeResult(metadata=_summary(days), check_results=[check])
+
+    @dg.asset(
+        name="raw_conversions",
+        kinds={"duckdb"},
+        description=f"Conversions of advertiser {campaign.advertiser} on the day. Private.",
+        check_specs=schema_check_specs(key("raw_conversions")),
+        pool=WRITER_POOL,
+        **common,
+    )
+    def raw_conversions(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+        days = keys_to_dates(context.partition_keys)
+        with warehouse.open() as wh:
+            check = schema_check_result(wh, "conversions", campaign, days)
+        return dg.MaterializeResult(metadata=_summary(days), check_results=[check])
+
+    rule = campaign.attribution
+
+    @dg.asset(
+        name="attributed_conversions",
+        kinds={"duckdb"},
+        description=f"The day's conversions attributed by {rule.rule} with a "
+        f"{rule.lookback_days}-day look-back (SQL in the warehouse). Private.",
+        deps=[
+            dg.AssetDep(key("raw_conversions")),
+            dg.AssetDep(key("raw_impressions"), partition_mapping=lookback(rule.lookback_days)),
+        ],
+        check_specs=schema_check_specs(key("attributed_conversions")),
+        pool=WRITER_POOL,
+        **common,
+    )
+    def attributed_conversions(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+        days = keys_to_dates(context.partition_keys)
+        with warehouse.open() as wh:
+            for day in days:
+                wh.attribute_day(campaign, day)
+            check = schema_check_result(wh, "attributed", campaign, days)
+        return dg.MaterializeResult(metadata=_summary(days), check_results=[check])
+
+    @dg.asset(
+        name="user_day_contributions",
+        kinds={"duckdb"},
+        description="Each user's attributed conversions of the day, per publisher, and the "
+        "day's histogram of per-user counts (input of the private bound). Private.",
+        deps=[dg.AssetDep(key("attributed_conversions"))],
+        check_specs=schema_check_specs(key("user_day_contributions")),
+        pool=WRITER_POOL,
+        **common,
+    )
+    def user_day_contributions(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+        days = keys_to_dates(context.partition_keys)
+        with warehouse.open() as wh:
+            for day in days:
+                wh.contributions_day(campaign, day)
+            check = schema_check_result(wh, "contributions", campaign, days)
+        return dg.MaterializeResult(metadata=_summary(days), check_results=[check])
+
+    @dg.asset(
+        name="contribution_bound",
+        kinds={"python", "sqlite"},
+        description="The day's contribution bound r_i, chosen privately (PrivateQuantile for "
+        f"the first {campaign.bounds.quantile_days} days, sparse-vector test after) and stored "
+        "once in the ledger with the secret SVT state. Needs the previous day's bound.",
+        deps=[
+            dg.AssetDep(key("user_day_contributions")),
+            dg.AssetDep(key("contribution_bound"), partition_mapping=previous_day()),
+        ],
+        pool=WRITER_POOL,
+        **common,
+    )
+    def contribution_bound(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
+    ):
+        days = keys_to_dates(context.partition_keys)
+        metadata: dict = {}
+        with warehouse.open() as wh, ledger.open() as led:
+            register(led)
+            for day in days:
+                choice, drawn = bound_day(wh, led, campaign, plan, day, noise=noise)
+                metadata = bound_metadata(choice, drawn)
+                if len(days) > 1:
+                    _observe(context, day, metadata)
+        return dg.MaterializeResult(metadata={**_summary(days), **metadata})
+
+    @dg.asset(
+        name="clipped_daily_vector",
+        kinds={"duckdb"},
+        description="Per-publisher sums after clipping every user's day to r_i (fractional, in "
+        "conversion order). True values: never shown. Private.",
+        deps=[dg.AssetDep(key("contribution_bound")), dg.AssetDep(key("user_day_contributions"))],
+        check_specs=schema_check_specs(key("clipped_daily_vector")),
+        pool=WRITER_POOL,
+        **common,
+    )
+    def clipped_daily_vector(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
+    ):
+        days = keys_to_dates(context.partition_keys)
+        with warehouse.open() as wh, ledger.open() as led:
+            for day in days:
+                clipped_day(wh, led, campaign, day)
+            check = schema_check_result(wh, "clipped", campaign, days)
+        return dg.MaterializeResult(metadata=_summary(days), check_results=[check])
+
+    @dg.asset(
+        name="noisy_daily_release",
+        kinds={"python", "sqlite"},
+        description="RELEASE. The day's noisy per-publisher counts x[i] + N(0, σ_i² I), drawn "
+        "once and stored in the ledger; a re-run returns the stored release and spends nothing.",
+        deps=[dg.AssetDep(key("clipped_daily_vector"))],
+        check_specs=[
+            dg.AssetCheckSpec(
+                SPENT_CHECK,
+                asset=key("noisy_daily_release"),
+                description="ρ spent by the campaign is at most its plan (and the plan is within "
+                "the account's cap).",
+            )
+        ],
+        pool=WRITER_POOL,
+        **common,
+    )
+    def noisy_daily_release(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
+    ):
+        days = keys_to_dates(context.partition_keys)
+        metadata: dict = {}
+        with warehouse.open() as wh, ledger.open() as led:
+            publishers = wh.campaign_publishers(campaign)
+            for day in days:
+                release, drawn = release_day(wh, led, campaign, plan, day, noise=noise)
+                budget = led.campaign_budget(name)
+                metadata = release_metadata(release, budget, publishers, drawn)
+                if len(days) > 1:
+                    _observe(context, day, metadata)
+            budget = led.campaign_budget(name)
+        spent_ok = budget.spent <= budget.planned
+        check = dg.AssetCheckResult(
+            check_name=SPENT_CHECK,
+            passed=bool(spent_ok),
+            metadata={
+                "rho_planned": float(budget.planned),
+                "rho_spent": float(budget.spent),
+            },
+        )
+        return dg.MaterializeResult(metadata={**_summary(days), **metadata}, check_results=[check])
+
+    @dg.asset(
+        name="cumulative_query_answers",
+        kinds={"python"},
+        description="RELEASE. Answers to the advertiser's workload (e.g. prefix sums, sliding "
+        "windows) from the stored noisy releases only: post-processing, costs nothing.",
+        deps=[
+            dg.AssetDep(key("noisy_daily_release")),
+            dg.AssetDep(key("cumulative_query_answers"), partition_mapping=previous_day()),
+        ],
+        **common,
+    )
+    def cumulative_query_answers(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
+    ):
+        days = keys_to_dates(context.partition_keys)
+        with warehouse.open() as wh:
+            publishers = wh.campaign_publishers(campaign)
+        with ledger.open() as led:
+            answers = answers_through(led, campaign, plan, days[-1], publishers)
+        return dg.MaterializeResult(metadata={**_summary(days), **answers_metadata(plan, answers)})
+
+    assets = [
+        raw_impressions,
+        raw_conversions,
+        attributed_conversions,
+        user_day_contributions,
+        contribution_bound,
+        clipped_daily_vector,
+        noisy_daily_release,
+        cumulative_query_answers,
+    ]
+    job = dg.define_asset_job(
+        f"{name}_daily",
+        selection=dg.AssetSelection.groups(name),
+        partitions_def=partitions,
+        description=f"Materialise one day (or a range) of campaign {name}, in day order.",
+    )
+    schedule = dg.build_schedule_from_partitioned_job(
+        job,
+        name=f"{name}_daily_0200_utc",
+        hour_of_day=2,
+        minute_of_hour=0,
+        description=f"02:00 UTC: materialise the previous day of campaign {name} while it runs.",
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+    )
+    return CampaignDefinitions(assets=assets, job=job, schedule=schedule)

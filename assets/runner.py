@@ -1,0 +1,138 @@
+"""Materialise campaigns through Dagster from the command line (`dp-platform run` and `demo`).
+
+Same assets, same job and same code path as the schedule and UI backfills: one in-process run
+per campaign covering every due day as a single partition range (the single-run backfill
+policy), on the Dagster instance under ``<home>/dagster``. Budgets are reserved in the ledger
+for every selected campaign *before* any run starts, so a campaign over its account's cap is
+refused before a single release.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import dagster as dg
+
+from assets.definitions import build_definitions
+from dp_platform.config import CampaignConfig, ConfigError, load_catalogue
+from dp_platform.daily import campaign_days, plans_for, register_campaigns
+from dp_platform.home import Home
+from dp_platform.ledger import Ledger, LedgerError
+from dp_platform.privacy.noise import NoiseSource
+
+_REPO_DAGSTER_YAML = Path(__file__).resolve().parents[1] / "dagster.yaml"
+INSTANCE_YAML = """\
+# Written by dp-platform: the repository's dagster.yaml for this platform home.
+telemetry:
+  enabled: false
+concurrency:
+  pools:
+    default_limit: 1
+    granularity: op
+"""
+
+
+class RunFailed(RuntimeError):
+    """A Dagster run failed; the message is the failing step's own error."""
+
+
+def instance_for(home: Home) -> dg.DagsterInstance:
+    """The persistent Dagster instance of a platform home (SQLite storage under it)."""
+    config = home.dagster / "dagster.yaml"
+    if not config.exists():
+        source = _REPO_DAGSTER_YAML.read_text() if _REPO_DAGSTER_YAML.exists() else INSTANCE_YAML
+        config.write_text(source)
+    os.environ["DAGSTER_HOME"] = str(home.dagster)
+    return dg.DagsterInstance.get()
+
+
+def due_days(
+    campaign: CampaignConfig, ledger: Ledger, through: date | None, today: date | None = None
+) -> list[date]:
+    """Complete days (before today, UTC) from the first unreleased one, up to ``through``."""
+    today = today or datetime.now(UTC).date()
+    last = today - timedelta(days=1) if through is None else min(through, today - timedelta(days=1))
+    if last < campaign.start:
+        return []
+    released = {m.day for m in ledger.releases(campaign.name)}
+    days = campaign_days(campaign, last)
+    first_missing = next((i for i, _ in enumerate(days) if (i + 1) not in released), len(days))
+    return days[first_missing:]
+
+
+@dataclass(frozen=True)
+class CampaignRun:
+    campaign: str
+    days: list[date]
+    run_id: str | None
+
+    def to_json(self) -> dict:
+        return {
+            "campaign": self.campaign,
+            "days": [d.isoformat() for d in self.days],
+            "run_id": self.run_id,
+        }
+
+
+def _user_error(error: BaseException) -> BaseException | None:
+    """The library error a failed step raised (budget, missing day, bad config), if any."""
+    seen = error
+    for _ in range(10):
+        if isinstance(seen, LedgerError | ConfigError):
+            return seen
+        inner = getattr(seen, "user_exception", None) or seen.__cause__
+        if inner is None:
+            return None
+        seen = inner
+    return None
+
+
+def run_campaigns(
+    config_path: str | Path,
+    home: str | Path,
+    *,
+    campaign: str | None = None,
+    through: date | None = None,
+    noise: NoiseSource | None = None,
+    instance: dg.DagsterInstance | None = None,
+    today: date | None = None,
+) -> list[CampaignRun]:
+    """Materialise every due day of the selected campaigns, in order. ``noise``: tests only."""
+    home_dir = Home.at(home)
+    catalogue = load_catalogue(config_path)
+    selected = [catalogue.campaign(campaign)] if campaign else list(catalogue.campaigns)
+    plans = plans_for(catalogue, Path(config_path).resolve().parent)
+    with Ledger.at_home(home_dir.root) as ledger:
+        chosen = catalogue.model_copy(update={"campaigns": selected})
+        register_campaigns(chosen, plans, ledger)
+        schedule = {c.name: due_days(c, ledger, through, today) for c in selected}
+    instance = instance or instance_for(home_dir)
+    definitions = build_definitions(config_path, home_dir.root, noise=noise)
+    runs = []
+    for selected_campaign in selected:
+        days = schedule[selected_campaign.name]
+        if not days:
+            runs.append(CampaignRun(selected_campaign.name, [], None))
+            continue
+        job = definitions.resolve_job_def(f"{selected_campaign.name}_daily")
+        keys = {"partition_key": days[0].isoformat()} if len(days) == 1 else {}
+        tags = (
+            {}
+            if len(days) == 1
+            else {
+                "dagster/asset_partition_range_start": days[0].isoformat(),
+                "dagster/asset_partition_range_end": days[-1].isoformat(),
+            }
+        )
+        try:
+            result = job.execute_in_process(instance=instance, tags=tags, **keys)
+        except Exception as error:
+            cause = _user_error(error)
+            if cause is not None:
+                raise cause from None
+            raise RunFailed(f"campaign {selected_campaign.name}: {error}") from error
+        runs.append(CampaignRun(selected_campaign.name, days, result.run_id))
+    return runs

@@ -1,0 +1,79 @@
+"""``dp-platform releases --home DIR --campaign NAME``: the published data, and only that.
+
+Reads the ledger's write-once releases: per day the bound r_i, σ_i, ρ charged, the noisy value
+of every publisher and the answers of the campaign's queries that end by that day (post-
+processing of the noisy values). This is what an advertiser may see.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from dp_platform.home import Home
+from dp_platform.ledger import Ledger
+from dp_platform.privacy.accounting import Rho
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "releases",
+        help="print a campaign's published (noisy) releases",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--home", required=True, help="platform home directory")
+    parser.add_argument("--campaign", required=True, help="campaign name")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(handler=run)
+
+
+def published(ledger: Ledger, campaign: str) -> list[dict]:
+    """Per-day published records (design.md §3.3)."""
+    info = ledger.campaign_info(campaign)
+    queries = np.asarray(info["plan"]["queries"], dtype=np.float64)
+    ends = queries.shape[1] - np.argmax((queries != 0)[:, ::-1], axis=1)
+    publishers = info["publishers"] or []
+    budget = ledger.campaign_budget(campaign)
+    records, history = [], []
+    for release in ledger.releases(campaign):
+        history.append(release.values)
+        day = release.day
+        ready = np.flatnonzero(ends <= day)
+        answers = queries[ready, :day] @ np.asarray(history)
+        charged = sum(budget.per_day.get(day, {}).values(), Rho.zero())
+        records.append(
+            {
+                "day": day,
+                "bound": release.bound,
+                "sigma": release.sigma,
+                "rho_charged": float(charged),
+                "values": dict(zip(publishers, release.values, strict=True)),
+                "answers": {
+                    str(int(j) + 1): dict(zip(publishers, (float(v) for v in row), strict=True))
+                    for j, row in zip(ready, answers, strict=True)
+                    if ends[j] == day
+                },
+            }
+        )
+    return records
+
+
+def run(args: argparse.Namespace) -> int:
+    with Ledger.at_home(Home.at(args.home).root) as ledger:
+        records = published(ledger, args.campaign)
+    if args.json:
+        print(json.dumps({"campaign": args.campaign, "days": records}, indent=2))
+        return 0
+    print(f"campaign {args.campaign}: {len(records)} released days")
+    print(" day    bound      σ_i   ρ charged   noisy total   answer(s) ending today (total)")
+    for record in records:
+        total = sum(record["values"].values())
+        answers = ", ".join(f"q{j}={sum(v.values()):.1f}" for j, v in record["answers"].items())
+        print(
+            f"{record['day']:>4} {record['bound']:>8.3f} {record['sigma']:>8.2f} "
+            f"{record['rho_charged']:>11.5f} {total:>13.1f}   {answers}"
+        )
+    return 0

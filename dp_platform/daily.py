@@ -1,0 +1,166 @@
+"""One campaign day, phase by phase: the library behind every Dagster asset (no Dagster here).
+
+Each function does one box of design.md §1 and is safe to re-run: warehouse steps rebuild their
+(campaign, day) partition idempotently; the two private steps go through the ledger, which
+returns the stored result if the day was already drawn. The Dagster layer (``assets/``) only
+calls these and turns their DP outputs into metadata.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+
+import numpy as np
+
+from dp_platform.adsbpc import (
+    AdsbpcPlan,
+    BoundChoice,
+    Measurement,
+    answer_queries,
+    choose_bound,
+    make_plan,
+    measure,
+)
+from dp_platform.config import CampaignConfig, Catalogue, ConfigError
+from dp_platform.ledger import Ledger, LedgerError, MissingPreviousDay
+from dp_platform.privacy.noise import NoiseSource
+
+__all__ = [
+    "CampaignAnswers",
+    "answers_through",
+    "bound_day",
+    "campaign_days",
+    "clipped_day",
+    "plans_for",
+    "register_campaigns",
+    "release_day",
+]
+
+
+def plans_for(catalogue: Catalogue, base_dir: str | Path | None = None) -> dict[str, AdsbpcPlan]:
+    """Every campaign's plan (data-independent)."""
+    return {c.name: make_plan(c, base_dir) for c in catalogue.campaigns}
+
+
+def register_campaigns(
+    catalogue: Catalogue, plans: dict[str, AdsbpcPlan], ledger: Ledger
+) -> dict[str, bool]:
+    """Reserve each campaign's plan against its account's cap (idempotent). Name → newly added."""
+    added = {}
+    for campaign in catalogue.campaigns:
+        account = catalogue.account(campaign.account)
+        added[campaign.name] = ledger.register(campaign, plans[campaign.name], account)
+    return added
+
+
+def _bound_charges(plan: AdsbpcPlan, day: int) -> dict:
+    return {part: rho for part, rho in plan.day_charge(day).items() if part != "gaussian"}
+
+
+def bound_day(
+    warehouse,  # dp_platform.warehouse.Warehouse (duck-typed so tests may pass a fake)
+    ledger: Ledger,
+    campaign: CampaignConfig,
+    plan: AdsbpcPlan,
+    day: date,
+    *,
+    noise: NoiseSource | None = None,
+) -> tuple[BoundChoice, bool]:
+    """Day's private contribution bound r_i, chosen once (ledger) from the day's histogram."""
+    index = campaign.day_index(day)
+    stored = ledger.bound_choice(campaign.name, index)
+    if stored is not None:  # fast path; the ledger re-checks under its lock anyway
+        return stored, False
+    histogram = np.asarray(warehouse.day_histogram(campaign, day), dtype=np.int64)
+    return ledger.bound_for_day(
+        campaign.name,
+        index,
+        _bound_charges(plan, index),
+        lambda state: choose_bound(plan, state, histogram, noise=noise),
+    )
+
+
+def clipped_day(warehouse, ledger: Ledger, campaign: CampaignConfig, day: date) -> np.ndarray:
+    """The day's clipped per-publisher vector at its stored bound (true values: never shown)."""
+    index = campaign.day_index(day)
+    choice = ledger.bound_choice(campaign.name, index)
+    if choice is None:
+        raise MissingPreviousDay(
+            f"campaign {campaign.name}: {day} has no contribution bound yet; materialise "
+            "contribution_bound for that day first"
+        )
+    return np.asarray(warehouse.clipped_vector(campaign, day, choice.bound), dtype=np.float64)
+
+
+def release_day(
+    warehouse,
+    ledger: Ledger,
+    campaign: CampaignConfig,
+    plan: AdsbpcPlan,
+    day: date,
+    *,
+    noise: NoiseSource | None = None,
+) -> tuple[Measurement, bool]:
+    """Day's noisy per-publisher vector: the stored one, or drawn now exactly once."""
+    index = campaign.day_index(day)
+    stored = ledger.releases(campaign.name, through=index)
+    if stored and stored[-1].day == index:
+        return stored[-1], False
+    clipped = clipped_day(warehouse, ledger, campaign, day)
+    publishers = list(warehouse.campaign_publishers(campaign))
+    if len(publishers) != clipped.size:
+        raise LedgerError(
+            f"campaign {campaign.name}: {clipped.size} clipped values for {len(publishers)} "
+            "publishers"
+        )
+    gaussian = {"gaussian": plan.day_charge(index)["gaussian"]}
+    return ledger.release_for_day(
+        campaign.name,
+        index,
+        gaussian,
+        lambda choice: measure(plan, choice, clipped, noise=noise),
+        publishers,
+    )
+
+
+@dataclass(frozen=True)
+class CampaignAnswers:
+    """Answers to the campaign's queries from the releases of days 1..day (post-processing)."""
+
+    day: int
+    publishers: list[str]
+    releases: list[Measurement]
+    answers: dict[int, tuple[float, ...]]
+
+    def totals(self) -> dict[int, float]:
+        """Each answered query summed over publishers."""
+        return {j: float(sum(values)) for j, values in self.answers.items()}
+
+
+def answers_through(
+    ledger: Ledger, campaign: CampaignConfig, plan: AdsbpcPlan, day: date, publishers: list[str]
+) -> CampaignAnswers:
+    """Query answers through ``day``, from stored releases only; every earlier day must exist."""
+    index = campaign.day_index(day)
+    releases = ledger.releases(campaign.name, through=index)
+    have = [r.day for r in releases]
+    if have != list(range(1, index + 1)):
+        missing = sorted(set(range(1, index + 1)) - set(have))
+        raise MissingPreviousDay(
+            f"campaign {campaign.name}: days {missing[:5]} have no release; cumulative answers "
+            f"through day {index} need every day before it"
+        )
+    if releases and len(releases[0].values) != len(publishers):
+        raise LedgerError("publisher list and stored releases disagree in length")
+    answers = answer_queries(plan, [r.values for r in releases])
+    return CampaignAnswers(day=index, publishers=publishers, releases=releases, answers=answers)
+
+
+def campaign_days(campaign: CampaignConfig, through: date | None = None) -> list[date]:
+    """The campaign's days in order, up to ``through`` (inclusive) if given."""
+    last = campaign.end if through is None else min(through, campaign.end)
+    if last < campaign.start:
+        raise ConfigError(f"campaign {campaign.name} starts on {campaign.start}, after {last}")
+    return [campaign.start + timedelta(days=i) for i in range((last - campaign.start).days + 1)]

@@ -1,0 +1,65 @@
+"""The platform's home directory: where the embedded defaults keep their files.
+
+    <home>/warehouse.duckdb   DuckDB warehouse (events, attribution, contributions, clipping)
+    <home>/ledger.sqlite      privacy ledger, write-once releases, secret bound state
+    <home>/dagster/           DAGSTER_HOME (Dagster's own SQLite storage)
+    <home>/plots/             PNG charts written by `dp-platform demo`
+
+DuckDB lets one process at a time open a file for writing, so every use of the warehouse goes
+through :func:`warehouse_lock`: a blocking ``flock`` that makes a second process wait its turn
+instead of failing. The ledger is never opened while waiting for this lock's holder, so the two
+locks cannot deadlock (the warehouse lock is always taken first, the ledger's inside it).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Home"]
+
+
+@dataclass(frozen=True)
+class Home:
+    root: Path
+
+    @classmethod
+    def at(cls, path: str | Path) -> Home:
+        root = Path(path).expanduser().resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        return cls(root)
+
+    @property
+    def warehouse(self) -> Path:
+        return self.root / "warehouse.duckdb"
+
+    @property
+    def ledger(self) -> Path:
+        return self.root / "ledger.sqlite"
+
+    @property
+    def dagster(self) -> Path:
+        path = self.root / "dagster"
+        path.mkdir(exist_ok=True)
+        return path
+
+    @property
+    def plots(self) -> Path:
+        path = self.root / "plots"
+        path.mkdir(exist_ok=True)
+        return path
+
+    @contextmanager
+    def warehouse_lock(self) -> Iterator[None]:
+        """Exclusive, blocking, released on exit or when the process dies (kernel flock)."""
+        fd = os.open(self.root / ".warehouse.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)

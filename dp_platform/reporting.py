@@ -1,0 +1,53 @@
+"""Charts of released (noisy) values, as PNG bytes, for the UI and `dp-platform demo`.
+
+Only DP values are ever plotted here; a chart that compares with the truth (the demo's
+simulated data) takes the truth as an explicit, separately labelled argument.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display on servers; must precede pyplot
+import matplotlib.pyplot as plt
+
+__all__ = ["cumulative_chart", "markdown_image"]
+
+
+def cumulative_chart(
+    days: Sequence[int],
+    noisy: Sequence[float],
+    *,
+    title: str,
+    truth: Sequence[float] | None = None,
+    band: Sequence[float] | None = None,
+    ylabel: str = "conversions",
+) -> bytes:
+    """A line chart of noisy answers per day (± one expected standard error), PNG bytes."""
+    figure, axes = plt.subplots(figsize=(7, 3.2), dpi=100)
+    axes.plot(days, noisy, marker="o", markersize=3, label="released (noisy)")
+    if band is not None:
+        low = [v - s for v, s in zip(noisy, band, strict=True)]
+        high = [v + s for v, s in zip(noisy, band, strict=True)]
+        axes.fill_between(days, low, high, alpha=0.2, label="± 1 expected std")
+    if truth is not None:
+        axes.plot(days, truth, linestyle="--", color="black", label="truth (simulation only)")
+    axes.set_xlabel("campaign day")
+    axes.set_ylabel(ylabel)
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="upper left", fontsize=8)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def markdown_image(png: bytes, alt: str) -> str:
+    """Markdown that embeds a PNG inline (the Dagster UI renders it in asset metadata)."""
+    return f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
