@@ -1,0 +1,65 @@
+"""From repeats of a method to the numbers of the paper's tables (metric conventions of metrics.py).
+
+- Prefix workload: WRMSE = sqrt(Σ_j w_j MSE_j / Σ_j w_j) with w = γ² = (1, …, 1, 49), MSE
+  averaged over repeats and publishers before the root; paper scale sqrt(Σ_j w_j MSE_j)/n.
+- Sliding workload: max over full windows of the MSE (variance + bias², averaged over repeats
+  and publishers); the paper prints it divided by 10⁴, which is the paper scale here.
+
+``error`` uses the expected squared errors (see :mod:`.methods`), ``error_empirical`` the
+realised ones; ``error_std`` is the spread of the realised metric from one repeat to the next
+(what a single run would scatter by).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dp_platform.baselines import Workload, prefix_weights
+from dp_platform.evaluation.methods import Outcome
+from dp_platform.evaluation.metrics import max_window_mse, weighted_mean, wrmse
+
+__all__ = ["PAPER_SLIDING_UNIT", "Score", "metric_name", "score"]
+
+PAPER_SLIDING_UNIT = 1e4
+
+
+@dataclass(frozen=True)
+class Score:
+    error: float
+    error_std: float
+    error_empirical: float
+    error_paper_scale: float
+    per_repeat: tuple[float, ...]
+
+
+def metric_name(workload: Workload) -> str:
+    return "wrmse" if workload.kind == "prefix" else "max_variance"
+
+
+def _prefix_error(mse: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
+    """(WRMSE, paper scale) of a (P × m) mean squared error."""
+    error = float(np.sqrt(weighted_mean(mse, weights).mean()))
+    paper = float(np.sqrt((mse @ weights).mean()) / mse.shape[-1])
+    return error, paper
+
+
+def score(outcomes: list[Outcome], truth_answers: np.ndarray, workload: Workload) -> Score:
+    """The table numbers of one method over its repeats."""
+    if not outcomes:
+        raise ValueError("no repeats to score")
+    answers = np.stack([o.answers for o in outcomes])
+    expected = np.stack([o.expected for o in outcomes]).mean(axis=0)
+    if workload.kind == "prefix":
+        weights = prefix_weights(workload.n)
+        error, paper = _prefix_error(expected, weights)
+        empirical = wrmse(answers, truth_answers, weights)
+        per_repeat = [wrmse(a, truth_answers, weights) for a in answers]
+    else:
+        error = float(expected.mean(axis=0).max())
+        paper = error / PAPER_SLIDING_UNIT
+        empirical = max_window_mse(answers, truth_answers)
+        per_repeat = [max_window_mse(a, truth_answers) for a in answers]
+    spread = float(np.std(per_repeat, ddof=1)) if len(per_repeat) > 1 else 0.0
+    return Score(error, spread, float(empirical), paper, tuple(float(v) for v in per_repeat))
