@@ -12,14 +12,25 @@ $(BIN)/dp-platform: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
+# The main job on the embedded default: simulate a 31-day campaign, ingest it into DuckDB,
+# materialise every day through Dagster (SQLite instance and ledger under $(HOME_DIR)), print
+# the releases next to the truth and the budget, and write plots to $(HOME_DIR)/plots.
 demo: $(BIN)/dp-platform
 	$(BIN)/dp-platform plan examples/campaigns.yaml
-	$(BIN)/dp-platform simulate examples/campaigns.yaml
+	$(BIN)/dp-platform demo --home $(HOME_DIR)
 
 test: $(BIN)/dp-platform
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest -q
+
+# The Dagster UI on http://127.0.0.1:3000 over the demo's home (runs the demo first if needed).
+ui: $(BIN)/dp-platform
+	test -f $(HOME_DIR)/campaigns.yaml || $(BIN)/dp-platform demo --home $(HOME_DIR)
+	DAGSTER_HOME=$(abspath $(HOME_DIR))/dagster \
+	DP_PLATFORM_HOME=$(abspath $(HOME_DIR)) \
+	DP_PLATFORM_CONFIG=$(abspath $(HOME_DIR))/campaigns.yaml \
+	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
 lint: $(BIN)/dp-platform
 	$(BIN)/ruff check .

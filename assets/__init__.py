@@ -1,2 +1,10 @@
 """The Dagster layer, thin: asset factories, resources, checks, schedules, and the commands that
 orchestrate through Dagster. The code location itself is :mod:`assets.location`."""
+
+import warnings
+
+import dagster as dg
+
+# backfill_policy and allow_nonexistent_upstream_partitions are marked beta in Dagster 1.13;
+# we rely on them deliberately (design.md §4), so the warning is noise for operators.
+warnings.filterwarnings("ignore", category=dg.BetaWarning)

@@ -77,6 +77,12 @@ class CampaignRun:
         }
 
 
+def _console(level: str) -> dict:
+    """Run config for the console logger: the CLI shows warnings and errors, not every event
+    (the full event log is in the Dagster instance, readable in the UI)."""
+    return {"loggers": {"console": {"config": {"log_level": level}}}}
+
+
 def _user_error(error: BaseException) -> BaseException | None:
     """The library error a failed step raised (budget, missing day, bad config), if any."""
     seen = error
@@ -99,6 +105,7 @@ def run_campaigns(
     noise: NoiseSource | None = None,
     instance: dg.DagsterInstance | None = None,
     today: date | None = None,
+    log_level: str = "WARNING",
 ) -> list[CampaignRun]:
     """Materialise every due day of the selected campaigns, in order. ``noise``: tests only."""
     home_dir = Home.at(home)
@@ -128,7 +135,9 @@ def run_campaigns(
             }
         )
         try:
-            result = job.execute_in_process(instance=instance, tags=tags, **keys)
+            result = job.execute_in_process(
+                instance=instance, tags=tags, run_config=_console(log_level), **keys
+            )
         except Exception as error:
             cause = _user_error(error)
             if cause is not None:
