@@ -1,0 +1,41 @@
+-- Last-touch attribution of the conversions of days $first..$last (UTC dates) of one campaign.
+-- Candidates: impressions (views and clicks alike) of the same user and advertiser, on the
+-- campaign's publishers, with conv.ts - lookback <= imp.ts < conv.ts; impressions before the
+-- campaign's start count when inside the window. LTA credits the greatest (ts, impression_id),
+-- i.e. the greatest ord_key below the conversion's own key (epoch_us(ts) * tie_room, tie 0):
+-- one ASOF join, no many-to-many join. Weight 1; conversions without a candidate are dropped
+-- (unattributed).
+INSERT INTO attributed_conversions
+WITH
+advertiser AS (
+    SELECT advertiser_key FROM advertisers WHERE advertiser_id = $advertiser
+),
+conv AS (
+    SELECT
+        c.conversion_key, c.conversion_id, c.user_key, c.ts,
+        CAST(c.ts AS DATE) AS day,
+        epoch_us(c.ts) * $tie_room AS conv_key
+    FROM conversions AS c
+    WHERE c.advertiser_key = (SELECT advertiser_key FROM advertiser)
+      AND c.ts >= CAST($first AS TIMESTAMP)
+      AND c.ts < CAST($last AS TIMESTAMP) + INTERVAL 1 DAY
+),
+imp AS (
+    SELECT i.user_key, i.publisher_key, i.ts, i.ord_key
+    FROM impressions AS i
+    WHERE i.advertiser_key = (SELECT advertiser_key FROM advertiser)
+      AND i.publisher_key IN (SELECT publisher_key FROM campaign_pubs)
+      AND i.ts >= CAST($first AS TIMESTAMP) - to_days(CAST($lookback_days AS INTEGER))
+      AND i.ts < CAST($last AS TIMESTAMP) + INTERVAL 1 DAY
+),
+matched AS (
+    SELECT conv.*, imp.publisher_key
+    FROM conv
+    ASOF JOIN imp ON imp.user_key = conv.user_key AND conv.conv_key > imp.ord_key
+    WHERE imp.ts >= conv.ts - to_days(CAST($lookback_days AS INTEGER))
+)
+SELECT
+    $campaign, day, conversion_key, user_key,
+    CAST(row_number() OVER (PARTITION BY user_key, day ORDER BY ts, conversion_id) - 1 AS INTEGER),
+    publisher_key, 1.0
+FROM matched;

@@ -1,0 +1,11 @@
+-- The campaign advertiser's impressions on the days $days ($first..$last bound them), with the
+-- columns of the event files: for schema checks only (private rows).
+SELECT i.impression_id, u.user_id, p.publisher_id, a.advertiser_id, i.ts, i.interaction
+FROM impressions AS i
+JOIN users AS u ON u.user_key = i.user_key
+JOIN publishers AS p ON p.publisher_key = i.publisher_key
+JOIN advertisers AS a ON a.advertiser_key = i.advertiser_key
+WHERE a.advertiser_id = $advertiser
+  AND i.ts >= CAST($first AS TIMESTAMP)
+  AND i.ts < CAST($last AS TIMESTAMP) + INTERVAL 1 DAY
+  AND list_contains($days, CAST(i.ts AS DATE));

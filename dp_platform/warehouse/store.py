@@ -1,0 +1,396 @@
+"""The warehouse: one DuckDB file holding events, quarantine and per-(campaign, day) partitions.
+
+Heavy work runs as SQL inside DuckDB (files next to this module); Python only receives per-day
+aggregates — a histogram of counts, a k-vector, row counts — never user-level rows. Every
+partition write deletes and re-inserts the partition in one transaction, so re-running a day
+(retries, backfills, double execution) leaves exactly one copy.
+
+Each step materialises a *range* of days in one SQL pass (``attribute_days``,
+``contributions_days``): a backfill attributes a month of conversions with one ASOF join instead
+of 31 joins that each re-read the look-back window. The one-day methods the Dagster layer calls
+are the same SQL on a one-day range.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from dp_platform.config import CampaignConfig, ConfigError
+from dp_platform.warehouse.ingest import TIE_ROOM, IngestReport, ingest_files
+from dp_platform.warehouse.runner import SqlRunner
+
+__all__ = ["FRAME_TABLES", "SCHEMA_VERSION", "Warehouse", "WarehouseError"]
+
+SCHEMA_VERSION = "1"
+WAREHOUSE_FILE = "warehouse.duckdb"
+_ATTRIBUTED = "attributed_conversions"
+_CONTRIBUTIONS = "user_day_contributions"
+_CLIPPED = "clipped_daily_vectors"
+_US_PER_DAY = 86_400_000_000
+FRAME_TABLES = (
+    "impressions",
+    "conversions",
+    "quarantine",
+    "attributed",
+    "contributions",
+    "clipped",
+)
+
+
+class WarehouseError(ConfigError):
+    """A step was asked for before its input exists (or after its input changed)."""
+
+
+def _days(first: date, last: date) -> list[date]:
+    return [first + timedelta(days=i) for i in range((last - first).days + 1)]
+
+
+class Warehouse:
+    """One DuckDB file; the schema is created idempotently on open (unless read-only).
+
+    ``threads`` and ``memory_limit`` are passed to DuckDB (e.g. ``2`` and ``"3GB"``); DuckDB
+    spills to ``<file>.tmp`` beyond the limit. By default DuckDB uses every core and 80% of RAM.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        read_only: bool = False,
+        threads: int | None = None,
+        memory_limit: str | None = None,
+    ) -> None:
+        self.path = Path(path)
+        in_memory = str(path) == ":memory:"  # tests and throw-away experiments
+        if read_only and not self.path.is_file():
+            raise FileNotFoundError(f"warehouse {self.path}: not found")
+        if not read_only and not in_memory:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        config: dict[str, str | int] = {}
+        if threads is not None:
+            config["threads"] = threads
+        if memory_limit is not None:
+            config["memory_limit"] = memory_limit
+        self.con = duckdb.connect(str(self.path), read_only=read_only, config=config)
+        self.con.execute("SET TimeZone = 'UTC'")
+        self.sql = SqlRunner(self.con)
+        if not read_only:
+            self.sql.run("schema")
+            self.sql.query("DELETE FROM meta WHERE key = 'schema_version'")
+            self.sql.query("INSERT INTO meta VALUES ('schema_version', $v)", v=SCHEMA_VERSION)
+
+    @classmethod
+    def at_home(cls, home: str | Path, **options: object) -> Warehouse:
+        """The platform's warehouse: ``<home>/warehouse.duckdb``."""
+        return cls(Path(home) / WAREHOUSE_FILE, **options)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- loading -------------------------------------------------------------------------
+
+    def ingest(
+        self,
+        impressions: str | Path,
+        conversions: str | Path,
+        *,
+        now: datetime | None = None,
+    ) -> IngestReport:
+        """Validate and load two event files (all or nothing); see :mod:`.ingest`."""
+        return ingest_files(self.sql, impressions, conversions, now=now)
+
+    def table_rows(self, table: str) -> int:
+        """Row count of a warehouse table (monitoring; no contents)."""
+        if table not in {
+            "impressions",
+            "conversions",
+            "quarantine",
+            "loads",
+            "users",
+            "publishers",
+            "advertisers",
+            _ATTRIBUTED,
+            _CONTRIBUTIONS,
+            _CLIPPED,
+        }:
+            raise ValueError(f"unknown table {table!r}")
+        return int(self.con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+    def day_frame(self, table: str, campaign: CampaignConfig, days: list[date]) -> pd.DataFrame:
+        """Rows of ``table`` for the given days of a campaign, shaped as ``dp_platform.schemas``
+        (``impressions``, ``conversions``, ``attributed``, ``contributions``, ``clipped``;
+        ``quarantine`` ignores the days). For schema checks: the frames are private data."""
+        if table not in FRAME_TABLES:
+            raise ValueError(f"unknown table {table!r}; expected one of {FRAME_TABLES}")
+        if not days:
+            days = [campaign.start]
+        frame = self.sql.frame(
+            f"frame_{table}",
+            advertiser=campaign.advertiser,
+            campaign=campaign.name,
+            first=min(days),
+            last=max(days),
+            days=sorted(set(days)),
+        )
+        if "day" in frame.columns:
+            frame["day"] = pd.to_datetime(frame["day"]).dt.date
+        return frame
+
+    # -- campaign scope ------------------------------------------------------------------
+
+    def campaign_publishers(self, campaign: CampaignConfig) -> list[str]:
+        """The release's publishers, in vector order.
+
+        A list in the config is used as given. ``all`` means every publisher that has shown an
+        impression of the advertiser, sorted by id; this assumes the advertiser's set of
+        publishers is public (e.g. its media plan) — the vector's length and order must not
+        depend on private data. It can grow when new impressions are loaded.
+        """
+        if isinstance(campaign.publishers, list):
+            return list(campaign.publishers)
+        rows = self.sql.run("advertiser_publishers", advertiser=campaign.advertiser)
+        return [row[0] for row in rows]
+
+    def _scope(self, campaign: CampaignConfig) -> list[str]:
+        publishers = self.campaign_publishers(campaign)
+        self.sql.run("campaign_publishers", publisher_ids=publishers or [""])
+        if not publishers:
+            self.con.execute("DELETE FROM campaign_pubs")
+        return publishers
+
+    @staticmethod
+    def _check_range(campaign: CampaignConfig, first: date, last: date) -> None:
+        campaign.day_index(first)
+        campaign.day_index(last)
+        if last < first:
+            raise ConfigError(f"day range {first}..{last} is empty")
+
+    # -- partitions ----------------------------------------------------------------------
+
+    def _record(
+        self, asset: str, campaign: CampaignConfig, first: date, last: date, inputs: str | None
+    ) -> None:
+        """Mark days first..last of ``asset`` as materialised (also the empty ones)."""
+        table = _ATTRIBUTED if asset == _ATTRIBUTED else _CONTRIBUTIONS
+        self.sql.query(
+            "DELETE FROM partitions WHERE asset = $asset AND campaign = $campaign "
+            "AND day BETWEEN $first AND $last",
+            asset=asset,
+            campaign=campaign.name,
+            first=first,
+            last=last,
+        )
+        self.sql.query(
+            "INSERT INTO partitions "
+            "SELECT $asset, $campaign, d.day, nextval('partition_versions'), u.version, "
+            "coalesce(n.rows, 0), now()::TIMESTAMP "
+            "FROM (SELECT CAST(unnest(generate_series(CAST($first AS DATE), CAST($last AS DATE), "
+            "INTERVAL 1 DAY)) AS DATE) AS day) AS d "
+            f"LEFT JOIN (SELECT day, count(*) AS rows FROM {table} WHERE campaign = $campaign "
+            "AND day BETWEEN $first AND $last GROUP BY day) AS n ON n.day = d.day "
+            "LEFT JOIN (SELECT day, version FROM partitions WHERE asset = $inputs "
+            "AND campaign = $campaign) AS u ON u.day = d.day",
+            asset=asset,
+            campaign=campaign.name,
+            first=first,
+            last=last,
+            inputs=inputs or "",
+        )
+
+    def _version(self, asset: str, campaign: CampaignConfig, day: date) -> tuple[int, int | None]:
+        rows = self.sql.query(
+            "SELECT version, input_version FROM partitions "
+            "WHERE asset = $asset AND campaign = $campaign AND day = $day",
+            asset=asset,
+            campaign=campaign.name,
+            day=day,
+        )
+        if not rows:
+            raise WarehouseError(
+                f"{asset} of campaign {campaign.name} for {day} is not materialised yet"
+            )
+        return int(rows[0][0]), rows[0][1]
+
+    def _require_current(self, campaign: CampaignConfig, day: date) -> None:
+        """Contributions of ``day`` exist and were built from the current attribution."""
+        attributed, _ = self._version(_ATTRIBUTED, campaign, day)
+        _, source = self._version(_CONTRIBUTIONS, campaign, day)
+        if source != attributed:
+            raise WarehouseError(
+                f"{_CONTRIBUTIONS} of campaign {campaign.name} for {day} is stale "
+                "(attribution was re-run); materialise it again"
+            )
+
+    # -- attribution and contributions ---------------------------------------------------
+
+    def attribute_days(self, campaign: CampaignConfig, first: date, last: date) -> dict:
+        """(Re)materialise attributed_conversions for days first..last in one transaction."""
+        self._check_range(campaign, first, last)
+        rule = campaign.attribution.rule
+        with self.sql.transaction():
+            publishers = self._scope(campaign)
+            self.sql.query(
+                f"DELETE FROM {_ATTRIBUTED} WHERE campaign = $campaign "
+                "AND day BETWEEN $first AND $last",
+                campaign=campaign.name,
+                first=first,
+                last=last,
+            )
+            script = {"lta": "attribute_lta", "fta": "attribute_fta"}.get(rule, "attribute_touches")
+            self.sql.run(
+                script,
+                campaign=campaign.name,
+                advertiser=campaign.advertiser,
+                first=first,
+                last=last,
+                lookback_days=campaign.attribution.lookback_days,
+                tie_room=TIE_ROOM,
+                rule=rule,
+                half_life_us=campaign.attribution.half_life_days * _US_PER_DAY,
+            )
+            self._record(_ATTRIBUTED, campaign, first, last, None)
+            stats = self.sql.query(
+                f"SELECT count(DISTINCT conversion_key), count(*) FROM {_ATTRIBUTED} "
+                "WHERE campaign = $campaign AND day BETWEEN $first AND $last",
+                campaign=campaign.name,
+                first=first,
+                last=last,
+            )[0]
+            total = self.sql.query(
+                "SELECT count(*) FROM conversions c JOIN advertisers a "
+                "ON a.advertiser_key = c.advertiser_key WHERE a.advertiser_id = $advertiser "
+                "AND c.ts >= CAST($first AS TIMESTAMP) "
+                "AND c.ts < CAST($last AS TIMESTAMP) + INTERVAL 1 DAY",
+                advertiser=campaign.advertiser,
+                first=first,
+                last=last,
+            )[0][0]
+        return {
+            "rule": rule,
+            "days": (last - first).days + 1,
+            "publishers": len(publishers),
+            "conversions": int(total),
+            "attributed": int(stats[0]),
+            "unattributed": int(total) - int(stats[0]),
+            "rows": int(stats[1]),
+        }
+
+    def attribute_day(self, campaign: CampaignConfig, day: date) -> dict:
+        """(Re)materialise attributed_conversions for one day; aggregate counts only."""
+        return self.attribute_days(campaign, day, day)
+
+    def contributions_days(self, campaign: CampaignConfig, first: date, last: date) -> dict:
+        """(Re)materialise user_day_contributions for days first..last from the attribution."""
+        self._check_range(campaign, first, last)
+        for day in _days(first, last):
+            self._version(_ATTRIBUTED, campaign, day)
+        with self.sql.transaction():
+            self.sql.query(
+                f"DELETE FROM {_CONTRIBUTIONS} WHERE campaign = $campaign "
+                "AND day BETWEEN $first AND $last",
+                campaign=campaign.name,
+                first=first,
+                last=last,
+            )
+            self.sql.run("contributions", campaign=campaign.name, first=first, last=last)
+            self._record(_CONTRIBUTIONS, campaign, first, last, _ATTRIBUTED)
+            users, conversions = self.sql.query(
+                f"SELECT count(*), coalesce(sum(conversions), 0) FROM {_CONTRIBUTIONS} "
+                "WHERE campaign = $campaign AND day BETWEEN $first AND $last",
+                campaign=campaign.name,
+                first=first,
+                last=last,
+            )[0]
+        return {
+            "days": (last - first).days + 1,
+            "user_days": int(users),
+            "conversions": int(conversions),
+        }
+
+    def contributions_day(self, campaign: CampaignConfig, day: date) -> dict:
+        """(Re)materialise user_day_contributions for one day; aggregate counts only."""
+        return self.contributions_days(campaign, day, day)
+
+    # -- per-day statistics for the mechanism --------------------------------------------
+
+    def day_histogram(self, campaign: CampaignConfig, day: date) -> np.ndarray:
+        """h[c] = users whose count of attributed conversions on ``day`` is exactly c (c >= 1);
+        h[0] = 0; not capped; length max count + 1 (at least 1)."""
+        campaign.day_index(day)
+        self._require_current(campaign, day)
+        rows = self.sql.run("histogram", campaign=campaign.name, day=day)
+        size = (max(c for c, _ in rows) + 1) if rows else 1
+        hist = np.zeros(size, dtype=np.int64)
+        for count, users in rows:
+            hist[count] = users
+        return hist
+
+    def capped_histogram(self, campaign: CampaignConfig, day: date, cap: int) -> np.ndarray:
+        """h[c] for c = 0..Λ with users above Λ counted at Λ (length Λ + 1, h[0] = 0)."""
+        if cap < 1:
+            raise ValueError("cap must be >= 1")
+        campaign.day_index(day)
+        self._require_current(campaign, day)
+        hist = np.zeros(cap + 1, dtype=np.int64)
+        for count, users in self.sql.run(
+            "capped_histogram", campaign=campaign.name, day=day, cap=cap
+        ):
+            hist[count] = users
+        return hist
+
+    def clipped_vector(self, campaign: CampaignConfig, day: date, bound: float) -> np.ndarray:
+        """Per-publisher sums of the day after clipping every user at ``bound`` (adsbpc.md §2),
+        in :meth:`campaign_publishers` order; also stored in clipped_daily_vectors."""
+        if not (bound > 0 and np.isfinite(bound)):
+            raise ValueError("bound must be a finite number > 0")
+        campaign.day_index(day)
+        self._version(_ATTRIBUTED, campaign, day)
+        whole = int(np.floor(bound))
+        with self.sql.transaction():
+            publishers = self._scope(campaign)
+            vector = np.zeros(len(publishers), dtype=np.float64)
+            rows = self.sql.run(
+                "clip",
+                campaign=campaign.name,
+                day=day,
+                whole=whole,
+                fraction=float(bound - whole),
+            )
+            for position, value in rows:
+                vector[position] = value
+            self.sql.query(
+                f"DELETE FROM {_CLIPPED} WHERE campaign = $campaign AND day = $day",
+                campaign=campaign.name,
+                day=day,
+            )
+            if publishers:
+                self.con.execute(
+                    f"INSERT INTO {_CLIPPED} SELECT $campaign, $day, $bound, "
+                    "generate_subscripts($values, 1) - 1, unnest($publishers), unnest($values)",
+                    {
+                        "campaign": campaign.name,
+                        "day": day,
+                        "bound": float(bound),
+                        "publishers": publishers,
+                        "values": vector.tolist(),
+                    },
+                )
+        return vector
