@@ -1,0 +1,164 @@
+"""An event-level synthetic campaign: what an ad platform's logs would hand the warehouse.
+
+* Users have heavy-tailed activity (log-normal weights), so a few users see many impressions
+  and convert often — the reason contribution bounding exists.
+* Publishers have Zipf-like popularity; each impression is a view or, with ``click_rate``, a
+  click. Impressions cover the campaign's days and the look-back window before its start.
+* Conversions follow an impression of the same user and advertiser after a log-normal lag
+  (median ``median_lag_hours``, long tail: some fall outside the look-back window); clicks are
+  ``click_weight`` times likelier to lead to one. A share ``unattributed_share`` are organic:
+  a random user at a random time, often with no impression before it, so unattributable.
+
+Everything is drawn with one seeded ``numpy.random.Generator`` and vectorised; the arrays come
+out sorted by time, as a log would be.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+import numpy as np
+
+from dp_platform.events.model import US_PER_DAY, EventSet, epoch_us
+
+__all__ = ["generate_campaign"]
+
+_US_PER_HOUR = 3_600_000_000
+
+
+def _activity(rng: np.random.Generator, users: int, sigma: float) -> np.ndarray:
+    weights = rng.lognormal(0.0, sigma, size=users)
+    return weights / weights.sum()
+
+
+def _impressions(
+    rng: np.random.Generator,
+    *,
+    count: int,
+    users: int,
+    publishers: int,
+    advertisers: int,
+    t0: int,
+    t1: int,
+    activity_sigma: float,
+    publisher_skew: float,
+    click_rate: float,
+) -> tuple[np.ndarray, ...]:
+    per_user = rng.multinomial(count, _activity(rng, users, activity_sigma))
+    user = rng.permutation(np.repeat(np.arange(users, dtype=np.int32), per_user))
+    ts = np.sort(rng.integers(t0, t1, size=count, dtype=np.int64))
+    popularity = 1.0 / np.arange(1, publishers + 1) ** publisher_skew
+    publisher = rng.choice(publishers, size=count, p=popularity / popularity.sum())
+    advertiser = rng.integers(0, advertisers, size=count, dtype=np.int16)
+    click = rng.random(count) < click_rate
+    return user, publisher.astype(np.int32), advertiser, ts, click
+
+
+def _seeded_conversions(
+    rng: np.random.Generator,
+    need: int,
+    imp: tuple[np.ndarray, ...],
+    *,
+    c0: int,
+    c1: int,
+    click_weight: float,
+    median_lag_hours: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``need`` conversions in [c0, c1), each after a random (click-weighted) impression."""
+    user, _, advertiser, ts, click = imp
+    eligible = (ts < c1) & (ts >= c0 - 7 * US_PER_DAY)
+    clicks = np.flatnonzero(eligible & click)
+    views = np.flatnonzero(eligible & ~click)
+    if need and len(clicks) + len(views) == 0:
+        raise ValueError("no impression near the campaign's days to convert from")
+    p_click = click_weight * len(clicks) / (click_weight * len(clicks) + len(views))
+    parts: list[np.ndarray] = []
+    have = 0
+    while have < need:
+        draw = int(1.5 * (need - have)) + 16
+        from_click = rng.random(draw) < p_click
+        seeds = np.where(
+            from_click,
+            clicks[rng.integers(0, max(len(clicks), 1), size=draw)] if len(clicks) else 0,
+            views[rng.integers(0, max(len(views), 1), size=draw)] if len(views) else 0,
+        )
+        lag = rng.lognormal(np.log(median_lag_hours * _US_PER_HOUR), 1.5, size=draw)
+        conv_ts = ts[seeds] + 1 + lag.astype(np.int64)
+        keep = (conv_ts >= c0) & (conv_ts < c1)
+        parts.append(np.stack([seeds[keep], conv_ts[keep]]))
+        have += int(keep.sum())
+    chosen = np.concatenate(parts, axis=1)[:, :need] if parts else np.zeros((2, 0), np.int64)
+    seeds, conv_ts = chosen
+    return user[seeds], advertiser[seeds], conv_ts
+
+
+def generate_campaign(
+    *,
+    seed: int,
+    users: int = 10_000,
+    publishers: int = 20,
+    impressions: int = 200_000,
+    conversions: int = 20_000,
+    days: int = 31,
+    start: date = date(2026, 3, 1),
+    lookback_days: int = 30,
+    advertisers: tuple[str, ...] = ("acme",),
+    click_rate: float = 0.05,
+    click_weight: float = 5.0,
+    median_lag_hours: float = 12.0,
+    unattributed_share: float = 0.1,
+    activity_sigma: float = 1.0,
+    publisher_skew: float = 0.8,
+) -> EventSet:
+    """Impressions over [start − lookback, end] and conversions over the campaign's days."""
+    if min(users, publishers, days) < 1 or not advertisers:
+        raise ValueError("users, publishers, days and advertisers must be >= 1")
+    if impressions < 0 or conversions < 0 or not 0 <= unattributed_share <= 1:
+        raise ValueError("counts must be >= 0 and unattributed_share in [0, 1]")
+    rng = np.random.default_rng(seed)
+    c0 = epoch_us(start)
+    c1 = epoch_us(start + timedelta(days=days))
+    imp = _impressions(
+        rng,
+        count=impressions,
+        users=users,
+        publishers=publishers,
+        advertisers=len(advertisers),
+        t0=c0 - lookback_days * US_PER_DAY,
+        t1=c1,
+        activity_sigma=activity_sigma,
+        publisher_skew=publisher_skew,
+        click_rate=click_rate,
+    )
+    organic = round(conversions * unattributed_share) if impressions else conversions
+    seeded = _seeded_conversions(
+        rng,
+        conversions - organic,
+        imp,
+        c0=c0,
+        c1=c1,
+        click_weight=click_weight,
+        median_lag_hours=median_lag_hours,
+    )
+    conv_user = np.concatenate([seeded[0], rng.integers(0, users, organic, dtype=np.int32)])
+    conv_adv = np.concatenate(
+        [seeded[1], rng.integers(0, len(advertisers), organic, dtype=np.int16)]
+    )
+    conv_ts = np.concatenate([seeded[2], rng.integers(c0, c1, organic, dtype=np.int64)])
+    order = np.argsort(conv_ts, kind="stable")
+    value = np.round(rng.lognormal(3.0, 1.0, size=conversions), 2)
+    user, publisher, advertiser, ts, click = imp
+    return EventSet(
+        imp_user=user,
+        imp_publisher=publisher,
+        imp_advertiser=advertiser,
+        imp_ts=ts,
+        imp_click=click,
+        conv_user=conv_user[order],
+        conv_advertiser=conv_adv[order],
+        conv_ts=conv_ts[order],
+        conv_value=value,
+        n_users=users,
+        n_publishers=publishers,
+        advertisers=tuple(advertisers),
+    )
