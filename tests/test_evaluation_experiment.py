@@ -60,6 +60,18 @@ def test_score_prefix_and_sliding_on_known_numbers() -> None:
     assert s.error_paper_scale == pytest.approx(1e-4)
 
 
+def test_bias_share_is_the_clipping_part_of_the_weighted_error() -> None:
+    truth = np.zeros((2, 3))
+    expected = np.array([[1.0, 1.0, 9.0], [1.0, 1.0, 1.0]])  # variance 1 everywhere, bias² 8
+    outcome = Outcome(truth, expected, variances=np.ones(3))
+    s = score([outcome], truth, prefix(3))
+    # weighted with (1, 1, 49): variance 51 of 1 + 1 + 49·5 = 247
+    assert s.bias_share == pytest.approx(1 - 51 / 247)
+    s = score([outcome], truth, sliding(3, 1))  # worst window is the last: 5 = 1 + 4
+    assert s.bias_share == pytest.approx(0.8)
+    assert score([Outcome(truth, expected)], truth, prefix(3)).bias_share is None
+
+
 def test_runs_are_reproducible_and_methods_independent(small_data) -> None:
     first = run_experiment(SMALL, small_data, show_progress=False)
     again = run_experiment(SMALL, small_data, show_progress=False)

@@ -107,13 +107,21 @@ def _print_result(result: ExperimentResult) -> None:
         f"{result.publishers:,} publishers, {result.conversions:,} conversions "
         f"(prepared in {result.prepare_seconds:.1f}s)"
     )
-    columns = ("error", 12), ("± std", 11), ("empirical", 12), ("paper scale", 13), ("seconds", 9)
+    columns = (
+        ("error", 12),
+        ("± std", 11),
+        ("empirical", 12),
+        ("paper scale", 13),
+        ("bias", 6),
+        ("seconds", 9),
+    )
     print(f"{'method':<22}" + "".join(f"{name:>{width}}" for name, width in columns))
     for name, m in result.methods.items():
         s = m.score
+        bias = "—" if s.bias_share is None else f"{100 * s.bias_share:.0f}%"
         print(
             f"{LABELS[name]:<22}{s.error:>12.2f}{s.error_std:>11.2f}{s.error_empirical:>12.2f}"
-            f"{s.error_paper_scale:>13.3f}{m.seconds:>9.2f}"
+            f"{s.error_paper_scale:>13.3f}{bias:>6}{m.seconds:>9.2f}"
         )
     note = closing_note(result)
     if note:

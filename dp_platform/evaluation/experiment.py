@@ -118,6 +118,7 @@ class MethodResult:
             "error_paper_scale": self.score.error_paper_scale,
             "seconds": self.seconds,
             "rho_charged": self.rho_charged,
+            "bias_share": self.score.bias_share,
         }
         if self.mean_bounds is not None:
             out["mean_bounds"] = list(self.mean_bounds)

@@ -84,7 +84,16 @@ def _main_table(results: AllResults, workload: str) -> list[str]:
 def _detail_table(results: AllResults, workload: str) -> list[str]:
     """Our own normalisation with the spread and the realised (empirical) value."""
     lines = _header(
-        ["dataset", "method", "error", "± std (one run)", "empirical", "ρ charged", "seconds"]
+        [
+            "dataset",
+            "method",
+            "error",
+            "± std (one run)",
+            "empirical",
+            "bias share",
+            "ρ charged",
+            "seconds",
+        ]
     )
     for (dataset, w), result in results.main.items():
         if w != workload:
@@ -98,6 +107,7 @@ def _detail_table(results: AllResults, workload: str) -> list[str]:
                         _fmt(m.score.error),
                         _fmt(m.score.error_std),
                         _fmt(m.score.error_empirical),
+                        "—" if m.score.bias_share is None else f"{100 * m.score.bias_share:.0f}%",
                         f"{m.rho_charged:.4g}" + ("" if m.private else " (not private)"),
                         f"{m.seconds:.2f}",
                     ]
@@ -137,6 +147,11 @@ def _ratio_table(results: AllResults) -> list[str]:
     return lines
 
 
+def _span(values: tuple[float, ...]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:g}" if low == high else f"{low:g}–{high:g}"
+
+
 def _bounds_table(results: AllResults) -> list[str]:
     lines = _header(
         [
@@ -160,7 +175,7 @@ def _bounds_table(results: AllResults) -> list[str]:
                     dataset,
                     _fmt(sum(first) / len(first)),
                     _fmt(sum(rest) / len(rest)) if rest else "—",
-                    f"{min(oracle.mean_bounds):g}–{max(oracle.mean_bounds):g}",
+                    _span(oracle.mean_bounds),
                 ]
             )
         )

@@ -60,11 +60,15 @@ LABELS = {
 
 @dataclass(frozen=True)
 class Outcome:
-    """One repeat of one method: released answers and expected squared errors, both (P × m)."""
+    """One repeat of one method: released answers and expected squared errors, both (P × m).
+
+    ``variances`` (m,) is the noise part of ``expected`` (the rest is squared clipping bias).
+    """
 
     answers: np.ndarray
     expected: np.ndarray
     bounds: np.ndarray | None = None
+    variances: np.ndarray | None = None
 
 
 @dataclass
@@ -97,7 +101,8 @@ def linear_outcome(
     """A baseline's release on its clipped matrix, and Var + bias² (data-independent noise)."""
     answers = plan.release(clipped, noise)
     bias = clipped @ ctx.queries.T - ctx.truth_answers
-    return Outcome(answers, plan.query_variances()[None, :] + bias**2)
+    variances = plan.query_variances()
+    return Outcome(answers, variances[None, :] + bias**2, variances=variances)
 
 
 def daily_outcome(run: DailyRun, ctx: Context) -> Outcome:
@@ -106,7 +111,7 @@ def daily_outcome(run: DailyRun, ctx: Context) -> Outcome:
     answers = run.released @ q.T
     variances = (q**2) @ run.sigmas**2
     bias = ctx.data.per_day_clipped(run.bounds) @ q.T - ctx.truth_answers
-    return Outcome(answers, variances[None, :] + bias**2, run.bounds)
+    return Outcome(answers, variances[None, :] + bias**2, run.bounds, variances)
 
 
 def _adsbpc_run(ctx: Context, repeat: int, noise: Callable[[], NoiseSource]) -> DailyRun:
@@ -129,7 +134,8 @@ def _stream(ctx: Context, noise: NoiseSource) -> Outcome:
         chosen = rungs[ends] == j
         answers[:, chosen] = rung_answers[:, chosen]
         bias[:, chosen] = (clipped @ ctx.queries.T - truth)[:, chosen]
-    return Outcome(answers, plan.conditional_variances(rungs)[None, :] + bias**2)
+    variances = plan.conditional_variances(rungs)
+    return Outcome(answers, variances[None, :] + bias**2, variances=variances)
 
 
 def run_method(
@@ -161,7 +167,7 @@ def run_method(
             ctx,
             noise("mmbpc"),
         )
-        return Outcome(outcome.answers, outcome.expected, run.bounds)
+        return Outcome(outcome.answers, outcome.expected, run.bounds, outcome.variances)
     mechanisms = {"ipa": IPA(gs, ctx.rho), "bin": BIN(gs, ctx.rho), "umm": UMM(gs, ctx.rho)}
     if name not in mechanisms:
         raise ValueError(f"unknown method {name!r}; expected one of {METHODS}")

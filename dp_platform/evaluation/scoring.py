@@ -32,6 +32,9 @@ class Score:
     error_empirical: float
     error_paper_scale: float
     per_repeat: tuple[float, ...]
+    bias_share: float | None = (
+        None  # share of the expected MSE (as the metric weighs it) due to clipping
+    )
 
 
 def metric_name(workload: Workload) -> str:
@@ -51,15 +54,28 @@ def score(outcomes: list[Outcome], truth_answers: np.ndarray, workload: Workload
         raise ValueError("no repeats to score")
     answers = np.stack([o.answers for o in outcomes])
     expected = np.stack([o.expected for o in outcomes]).mean(axis=0)
+    variances = None
+    if all(o.variances is not None for o in outcomes):
+        variances = np.mean([o.variances for o in outcomes], axis=0)
+    share = None
     if workload.kind == "prefix":
         weights = prefix_weights(workload.n)
         error, paper = _prefix_error(expected, weights)
+        if variances is not None:
+            share = 1.0 - float(variances @ weights) / float(expected.mean(axis=0) @ weights)
         empirical = wrmse(answers, truth_answers, weights)
         per_repeat = [wrmse(a, truth_answers, weights) for a in answers]
     else:
-        error = float(expected.mean(axis=0).max())
+        per_window = expected.mean(axis=0)
+        error = float(per_window.max())
         paper = error / PAPER_SLIDING_UNIT
+        if variances is not None:
+            worst = int(np.argmax(per_window))
+            share = 1.0 - float(variances[worst]) / error
         empirical = max_window_mse(answers, truth_answers)
         per_repeat = [max_window_mse(a, truth_answers) for a in answers]
     spread = float(np.std(per_repeat, ddof=1)) if len(per_repeat) > 1 else 0.0
-    return Score(error, spread, float(empirical), paper, tuple(float(v) for v in per_repeat))
+    per = tuple(float(v) for v in per_repeat)
+    return Score(
+        error, spread, float(empirical), paper, per, None if share is None else max(share, 0.0)
+    )
