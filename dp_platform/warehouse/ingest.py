@@ -215,66 +215,72 @@ def _projection(source: _Source) -> str:
 
 
 def _stage(con: duckdb.DuckDBPyConnection, source: _Source) -> None:
-    """Read the file into temp table `staged` and view `source`; malformed CSV rows into
-    `malformed`. Row numbers: Parquet's own; for CSV the read order, shifted past the
-    malformed records (exact unless a quoted field spans lines)."""
+    """Read the file into temp table ``staged_<kind>`` and its malformed CSV records into
+    ``malformed_<kind>``; nothing persistent is written.
+
+    Runs outside the load's transaction on purpose: row ids of a committed temp table follow
+    the file's order (DuckDB preserves insertion order), those of uncommitted rows do not.
+    Row numbers: Parquet's own; for CSV the read order shifted past the malformed records
+    (exact unless a quoted field spans lines)."""
+    staged, malformed = f"staged_{source.kind}", f"malformed_{source.kind}"
     con.execute("DROP TABLE IF EXISTS ingest_reject_errors")
     con.execute("DROP TABLE IF EXISTS ingest_reject_scans")
     if source.fmt == "parquet":
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE staged AS "
+            f"CREATE OR REPLACE TEMP TABLE {staged} AS "
             f"SELECT *, file_row_number + 1 AS source_row FROM {_reader(source)}"
         )
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE malformed AS "
+            f"CREATE OR REPLACE TEMP TABLE {malformed} AS "
             "SELECT CAST(NULL AS BIGINT) AS source_row, 'malformed_row' AS reason WHERE false"
         )
-    else:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE staged_raw AS SELECT * FROM {_reader(source)}")
+        return
+    con.execute(f"CREATE OR REPLACE TEMP TABLE staged_raw AS SELECT * FROM {_reader(source)}")
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {malformed} AS "
+        "SELECT DISTINCT CAST(line - 1 AS BIGINT) AS source_row, 'malformed_row' AS reason "
+        "FROM ingest_reject_errors"
+    )
+    bad = [r[0] for r in con.execute(f"SELECT source_row FROM {malformed} ORDER BY 1").fetchall()]
+    # the j-th malformed record (1-based) has bad[j] - j good records before it
+    before = [row - j for j, row in enumerate(bad, start=1)]
+    if before:
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE malformed AS "
-            "SELECT DISTINCT CAST(line - 1 AS BIGINT) AS source_row, 'malformed_row' AS reason "
-            "FROM ingest_reject_errors"
+            f"CREATE OR REPLACE TEMP TABLE {staged} AS "
+            "SELECT *, k + len(list_filter($before, lambda b: b < k)) AS source_row "
+            "FROM (SELECT *, rowid + 1 AS k FROM staged_raw)",
+            {"before": before},
         )
-        bad = [
-            row[0] for row in con.execute("SELECT source_row FROM malformed ORDER BY 1").fetchall()
-        ]
-        # the j-th malformed record (1-based) has bad[j] - j good records before it
-        before = [row - j for j, row in enumerate(bad, start=1)]
-        if before:
-            con.execute(
-                "CREATE OR REPLACE TEMP TABLE staged AS SELECT *, rowid + 1 + "
-                "len(list_filter($before, b -> b < rowid + 1)) AS source_row FROM staged_raw",
-                {"before": before},
-            )
-        else:
-            con.execute(
-                "CREATE OR REPLACE TEMP TABLE staged AS "
-                "SELECT *, rowid + 1 AS source_row FROM staged_raw"
-            )
-        con.execute("DROP TABLE staged_raw")
-    columns = _projection(source)
-    con.execute(f"CREATE OR REPLACE TEMP VIEW source AS SELECT source_row, {columns} FROM staged")
+    else:
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {staged} AS SELECT *, rowid + 1 AS source_row "
+            "FROM staged_raw"
+        )
+    con.execute("DROP TABLE staged_raw")
 
 
-def _load_one(runner: SqlRunner, source: _Source, now: datetime) -> KindReport:
-    con = runner.con
-    report = KindReport(source_file=str(source.path))
+def _already_loaded(runner: SqlRunner, source: _Source) -> bool:
     seen = runner.query(
         "SELECT count(*) FROM loads WHERE kind = $kind AND sha256 = $sha",
         kind=source.kind,
         sha=source.sha256,
     )
-    if seen[0][0]:
+    return bool(seen[0][0])
+
+
+def _load_one(runner: SqlRunner, source: _Source, now: datetime) -> KindReport:
+    """Check, key and insert one staged file; the caller holds the transaction."""
+    con = runner.con
+    report = KindReport(source_file=str(source.path))
+    if _already_loaded(runner, source):
         report.already_loaded = True
         return report
-    try:
-        _stage(con, source)
-    except duckdb.Error as error:
-        raise IngestError(
-            f"{source.kind} file {source.path}: could not be read completely "
-            f"({type(error).__name__})"
-        ) from None
+    columns = _projection(source)
+    con.execute(
+        f"CREATE OR REPLACE TEMP VIEW source AS "
+        f"SELECT source_row, {columns} FROM staged_{source.kind}"
+    )
+    con.execute(f"CREATE OR REPLACE TEMP VIEW malformed AS SELECT * FROM malformed_{source.kind}")
     load_id = runner.query("SELECT nextval('load_ids')")[0][0]
     runner.run(f"ingest_check_{source.kind}", now=now)
     runner.run("ingest_duplicates")
@@ -302,8 +308,6 @@ def _load_one(runner: SqlRunner, source: _Source, now: datetime) -> KindReport:
         quarantined=report.quarantined,
         at=datetime.now(UTC).replace(tzinfo=None),
     )
-    for name in ("staged", "checked", "duplicates", "verdict", "malformed", "overflow"):
-        con.execute(f"DROP TABLE IF EXISTS {name}")
     return report
 
 
@@ -322,6 +326,41 @@ def ingest_files(
         _inspect(runner.con, "impressions", impressions),
         _inspect(runner.con, "conversions", conversions),
     ]
-    with runner.transaction():
-        reports = [_load_one(runner, source, moment) for source in sources]
+    try:
+        for source in sources:
+            if not _already_loaded(runner, source):
+                try:
+                    _stage(runner.con, source)
+                except duckdb.Error as error:
+                    raise IngestError(
+                        f"{source.kind} file {source.path}: could not be read completely "
+                        f"({type(error).__name__})"
+                    ) from None
+        with runner.transaction():
+            reports = [_load_one(runner, source, moment) for source in sources]
+    finally:
+        _drop_temporaries(runner.con)
     return IngestReport(impressions=reports[0], conversions=reports[1])
+
+
+def _drop_temporaries(con: duckdb.DuckDBPyConnection) -> None:
+    """Free the staged copies (they can be large) whatever happened."""
+    for view in ("source", "malformed", "loaded_ids"):
+        con.execute(f"DROP VIEW IF EXISTS {view}")
+    for kind in ("impressions", "conversions"):
+        con.execute(f"DROP TABLE IF EXISTS staged_{kind}")
+        con.execute(f"DROP TABLE IF EXISTS malformed_{kind}")
+    for table in (
+        "staged_raw",
+        "checked",
+        "duplicates",
+        "verdict",
+        "accepted",
+        "tie_groups",
+        "tie_members",
+        "tie_ranks",
+        "overflow",
+        "ingest_reject_errors",
+        "ingest_reject_scans",
+    ):
+        con.execute(f"DROP TABLE IF EXISTS {table}")
