@@ -34,4 +34,5 @@ SELECT
     $campaign, day, conversion_key, user_key,
     CAST(row_number() OVER (PARTITION BY user_key, day ORDER BY ts, conversion_id) - 1 AS INTEGER),
     publisher_key, 1.0
-FROM matched;
+FROM matched
+ORDER BY day;

@@ -4,7 +4,7 @@
 -- campaign's start count when inside the window. LTA credits the greatest (ts, impression_id),
 -- i.e. the greatest ord_key below the conversion's own key (epoch_us(ts) * tie_room, tie 0):
 -- one ASOF join, no many-to-many join. Weight 1; conversions without a candidate are dropped
--- (unattributed).
+-- (unattributed). Rows are stored in day order so a day's reads skip the other days' blocks.
 INSERT INTO attributed_conversions
 WITH
 advertiser AS (
@@ -38,4 +38,5 @@ SELECT
     $campaign, day, conversion_key, user_key,
     CAST(row_number() OVER (PARTITION BY user_key, day ORDER BY ts, conversion_id) - 1 AS INTEGER),
     publisher_key, 1.0
-FROM matched;
+FROM matched
+ORDER BY day;

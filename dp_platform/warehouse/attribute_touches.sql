@@ -95,4 +95,5 @@ SELECT
 FROM by_publisher AS b
 JOIN totals AS t ON t.conversion_key = b.conversion_key
 JOIN ranked AS r ON r.conversion_key = b.conversion_key
-WHERE b.w > 0;
+WHERE b.w > 0
+ORDER BY r.day;

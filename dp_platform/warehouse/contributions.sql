@@ -4,4 +4,5 @@ INSERT INTO user_day_contributions
 SELECT campaign, day, user_key, CAST(max(user_rank) + 1 AS INTEGER)
 FROM attributed_conversions
 WHERE campaign = $campaign AND day BETWEEN $first AND $last
-GROUP BY campaign, day, user_key;
+GROUP BY campaign, day, user_key
+ORDER BY day;

@@ -68,3 +68,10 @@ SELECT
 FROM accepted AS a
 LEFT JOIN tie_ranks AS r ON r.side = 'new' AND r.source_row = a.source_row
 WHERE a.source_row NOT IN (SELECT source_row FROM overflow);
+
+INSERT INTO advertiser_publishers
+SELECT DISTINCT a.advertiser_key, a.publisher_key
+FROM accepted AS a
+ANTI JOIN advertiser_publishers AS x
+    ON x.advertiser_key = a.advertiser_key AND x.publisher_key = a.publisher_key
+WHERE a.source_row NOT IN (SELECT source_row FROM overflow);

@@ -10,6 +10,7 @@ another engine (design.md §3.4) without reading Python.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
@@ -55,6 +56,15 @@ class SqlRunner:
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
+        self.timings: list[tuple[str, float]] | None = None  # set to [] to profile
+
+    def _timed(self, label: str, statement: str, params: Mapping[str, Any]) -> list[tuple]:
+        start = time.perf_counter()
+        cursor = self._execute(statement, params)
+        rows = cursor.fetchall() if cursor.description else []
+        if self.timings is not None:
+            self.timings.append((label, time.perf_counter() - start))
+        return rows
 
     def _execute(self, statement: str, params: Mapping[str, Any]) -> duckdb.DuckDBPyConnection:
         names = set(_PARAM.findall(_COMMENT.sub("", statement)))
@@ -67,9 +77,8 @@ class SqlRunner:
     def run(self, name: str, **params: Any) -> list[tuple]:
         """Execute every statement of ``<name>.sql``; return the last statement's rows."""
         result: list[tuple] = []
-        for statement in statements(load_sql(name)):
-            cursor = self._execute(statement, params)
-            result = cursor.fetchall() if cursor.description else []
+        for index, statement in enumerate(statements(load_sql(name)), start=1):
+            result = self._timed(f"{name}#{index}", statement, params)
         return result
 
     def frame(self, name: str, **params: Any) -> pd.DataFrame:
@@ -81,8 +90,7 @@ class SqlRunner:
 
     def query(self, sql: str, **params: Any) -> list[tuple]:
         """Execute one inline statement (small bookkeeping queries only)."""
-        cursor = self._execute(sql, params)
-        return cursor.fetchall() if cursor.description else []
+        return self._timed(sql.split()[0].lower(), sql, params)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -40,6 +40,13 @@ CREATE TABLE IF NOT EXISTS advertisers (
     advertiser_id VARCHAR NOT NULL
 );
 
+-- Which publishers have shown each advertiser's ads (kept by ingest): a campaign with
+-- `publishers: all` releases one value per publisher listed here, without scanning impressions.
+CREATE TABLE IF NOT EXISTS advertiser_publishers (
+    advertiser_key INTEGER NOT NULL,
+    publisher_key INTEGER NOT NULL
+);
+
 -- ord_key = epoch_us(ts) * 1024 + tie, tie = rank of impression_id among the impressions of the
 -- same user and advertiser at the same microsecond (0 almost always). Ordering by ord_key is
 -- ordering by (ts, impression_id) within a user and advertiser, as one integer, which lets

@@ -267,8 +267,10 @@ class Warehouse:
                 half_life_us=campaign.attribution.half_life_days * _US_PER_DAY,
             )
             self._record(_ATTRIBUTED, campaign, first, last, None)
+            single = rule in {"lta", "fta"}  # one row per attributed conversion
             stats = self.sql.query(
-                f"SELECT count(DISTINCT conversion_key), count(*) FROM {_ATTRIBUTED} "
+                f"SELECT {'count(*)' if single else 'count(DISTINCT conversion_key)'}, "
+                f"count(*) FROM {_ATTRIBUTED} "
                 "WHERE campaign = $campaign AND day BETWEEN $first AND $last",
                 campaign=campaign.name,
                 first=first,
