@@ -278,7 +278,6 @@ def build_campaign(
     job = dg.define_asset_job(
         f"{name}_daily",
         selection=dg.AssetSelection.groups(name),
-        partitions_def=partitions,
         description=f"Materialise one day (or a range) of campaign {name}, in day order.",
     )
     schedule = dg.build_schedule_from_partitioned_job(

@@ -10,6 +10,7 @@ refused before a single release.
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -77,6 +78,37 @@ class CampaignRun:
         }
 
 
+PID_TAG, HOST_TAG = "dp_platform/pid", "dp_platform/host"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def recover_dead_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Fail the runs of this host whose process died (SIGKILL, OOM, power) and free their pool
+    slots; otherwise the next run waits forever for a slot a dead process still holds. Privacy
+    needs no recovery: the ledger rolled the dead process's open transaction back."""
+    recovered = []
+    active = [dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING]
+    runs = instance.get_runs(
+        filters=dg.RunsFilter(statuses=active, tags={HOST_TAG: socket.gethostname()})
+    )
+    for run in runs:
+        pid = int(run.tags.get(PID_TAG, "0"))
+        if pid and not _alive(pid):
+            instance.report_run_failed(run, message=f"process {pid} died; recovered by dp-platform")
+            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+            recovered.append(run.run_id)
+    return recovered
+
+
 def _console(level: str) -> dict:
     """Run config for the console logger: the CLI shows warnings and errors, not every event
     (the full event log is in the Dagster instance, readable in the UI)."""
@@ -117,6 +149,8 @@ def run_campaigns(
         register_campaigns(chosen, plans, ledger)
         schedule = {c.name: due_days(c, ledger, through, today) for c in selected}
     instance = instance or instance_for(home_dir)
+    recover_dead_runs(instance)
+    owner = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     definitions = build_definitions(config_path, home_dir.root, noise=noise)
     runs = []
     for selected_campaign in selected:
@@ -127,9 +161,10 @@ def run_campaigns(
         job = definitions.resolve_job_def(f"{selected_campaign.name}_daily")
         keys = {"partition_key": days[0].isoformat()} if len(days) == 1 else {}
         tags = (
-            {}
+            owner
             if len(days) == 1
             else {
+                **owner,
                 "dagster/asset_partition_range_start": days[0].isoformat(),
                 "dagster/asset_partition_range_end": days[-1].isoformat(),
             }

@@ -1,0 +1,86 @@
+"""Helpers for the Dagster-layer tests: a small ingested campaign in a temporary home."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from dp_platform.events import generate_campaign, write_events
+from dp_platform.home import Home
+from dp_platform.warehouse import Warehouse
+
+START = date(2026, 3, 1)
+DAYS = 31
+
+
+class RoutedNoise:
+    """Seeded noise with one stream for bound selection and one for releases (tests only).
+
+    A single-run backfill chooses every day's bound before it releases any day, while
+    ``adsbpc.step`` alternates; giving each phase its own stream makes both orders draw the
+    same numbers, so the two paths can be compared exactly.
+    """
+
+    def __init__(self, bound_seed: int, release_seed: int) -> None:
+        from dp_platform.privacy.noise import SeededNoise
+
+        self.bound = SeededNoise(bound_seed)
+        self.release = SeededNoise(release_seed)
+
+    def add_gaussian(self, values: np.ndarray, scale: float) -> np.ndarray:
+        return self.release.add_gaussian(values, scale)
+
+    def add_laplace(self, values: np.ndarray, scale: float) -> np.ndarray:
+        return self.bound.add_laplace(values, scale)
+
+    def exponential_index(self, scores: np.ndarray, scale: float) -> int:
+        return self.bound.exponential_index(scores, scale)
+
+    def uniform(self, low: float, high: float) -> float:
+        return self.bound.uniform(low, high)
+
+
+def catalogue(rho_cap: float = 2.0, campaigns: list[dict] | None = None) -> dict:
+    base = {
+        "name": "spring",
+        "advertiser": "acme",
+        "account": "acme-users",
+        "start": START.isoformat(),
+        "days": DAYS,
+        "publishers": "all",
+        "attribution": {"rule": "lta", "lookback_days": 30},
+        "privacy": {"rho": 1.0},
+    }
+    return {
+        "accounts": [{"name": "acme-users", "rho_cap": rho_cap}],
+        "campaigns": campaigns or [base],
+    }
+
+
+def make_home(root: Path, *, seed: int = 3, users: int = 1500, config: dict | None = None) -> Home:
+    """A home with a generated campaign ingested and a catalogue written to campaigns.yaml."""
+    home = Home.at(root)
+    events = generate_campaign(
+        seed=seed,
+        users=users,
+        publishers=4,
+        impressions=users * 15,
+        conversions=users * 2,
+        days=DAYS,
+        start=START,
+    )
+    files = write_events(events, home.root / "input")
+    with Warehouse(home.warehouse) as warehouse:
+        warehouse.ingest(files.impressions, files.conversions)
+    (home.root / "campaigns.yaml").write_text(yaml.safe_dump(config or catalogue()))
+    return home
+
+
+def copy_home(source: Home, target: Path) -> Home:
+    """A copy of a prepared home (same data), for running a second path independently."""
+    shutil.copytree(source.root, target)
+    return Home.at(target)

@@ -1,0 +1,200 @@
+"""The Dagster platform end to end: order, equality with the library, write-once, refusals."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+import dagster as dg
+import numpy as np
+import pytest
+
+from assets.definitions import build_definitions
+from assets.runner import run_campaigns
+from dp_platform.adsbpc import initial_state, make_plan, step
+from dp_platform.config import load_catalogue
+from dp_platform.daily import campaign_days
+from dp_platform.ledger import BudgetExceeded, Ledger, MissingPreviousDay
+from dp_platform.warehouse import Warehouse
+from tests.platform_fixtures import DAYS, START, RoutedNoise, catalogue, copy_home, make_home
+
+TODAY = date(2026, 11, 22)  # every campaign day is complete, whatever the wall clock says
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    return make_home(tmp_path_factory.mktemp("prepared") / "home")
+
+
+@pytest.fixture
+def home(prepared, tmp_path):
+    return copy_home(prepared, tmp_path / "home")
+
+
+def releases(home) -> list:
+    with Ledger.at_home(home.root) as ledger:
+        return ledger.releases("spring")
+
+
+def spent(home):
+    with Ledger.at_home(home.root) as ledger:
+        return ledger.campaign_budget("spring")
+
+
+def test_31_days_in_one_backfill_equal_the_library_run_directly(home, tmp_path) -> None:
+    direct_home = copy_home(home, tmp_path / "direct")
+    instance = dg.DagsterInstance.ephemeral()
+    runs = run_campaigns(
+        home.root / "campaigns.yaml",
+        home.root,
+        noise=RoutedNoise(11, 12),
+        instance=instance,
+        today=TODAY,
+    )
+    assert [len(r.days) for r in runs] == [DAYS]  # one single-run backfill of 31 days
+    via_dagster = releases(home)
+    assert [r.day for r in via_dagster] == list(range(1, DAYS + 1))
+
+    config = load_catalogue(direct_home.root / "campaigns.yaml")
+    campaign = config.campaign("spring")
+    plan = make_plan(campaign)
+    noise = RoutedNoise(11, 12)
+    state = initial_state()
+    with Warehouse(direct_home.warehouse) as warehouse:
+        for day, stored in zip(campaign_days(campaign), via_dagster, strict=True):
+            warehouse.attribute_day(campaign, day)
+            warehouse.contributions_day(campaign, day)
+            histogram = warehouse.day_histogram(campaign, day)
+
+            def clip(bound, day=day):
+                return warehouse.clipped_vector(campaign, day, bound)
+
+            release, state = step(plan, state, histogram, clip, noise=noise)
+            assert (release.bound, release.sigma) == (stored.bound, stored.sigma)
+            assert release.values == stored.values
+    budget = spent(home)
+    assert budget.spent == plan.budget.total == state.spent
+    materialized = instance.get_materialized_partitions(
+        dg.AssetKey(["spring", "noisy_daily_release"])
+    )
+    assert len(materialized) == DAYS
+
+
+def test_rematerialising_days_returns_stored_releases_and_charges_nothing(home) -> None:
+    instance = dg.DagsterInstance.ephemeral()
+    config = home.root / "campaigns.yaml"
+    run_campaigns(config, home.root, instance=instance, today=TODAY, through=START + timedelta(9))
+    before, budget_before = releases(home), spent(home)
+    definitions = build_definitions(config, home.root)
+    job = definitions.resolve_job_def("spring_daily")
+    again = job.execute_in_process(instance=instance, partition_key="2026-03-05")
+    assert again.success
+    backfill = job.execute_in_process(
+        instance=instance,
+        tags={
+            "dagster/asset_partition_range_start": "2026-03-03",
+            "dagster/asset_partition_range_end": "2026-03-07",
+        },
+    )
+    assert backfill.success
+    assert releases(home) == before
+    assert spent(home) == budget_before
+    events = instance.get_latest_materialization_event(
+        dg.AssetKey(["spring", "noisy_daily_release"])
+    )
+    assert events.asset_materialization.metadata["drawn_now"].value is False
+
+
+def test_day_without_its_previous_day_fails_and_releases_nothing(home) -> None:
+    instance = dg.DagsterInstance.ephemeral()
+    definitions = build_definitions(home.root / "campaigns.yaml", home.root)
+    job = definitions.resolve_job_def("spring_daily")
+    with pytest.raises(Exception) as failure:
+        job.execute_in_process(instance=instance, partition_key="2026-03-03")
+    assert "day 2 has no contribution bound" in str(failure.value) + repr(failure.value.__cause__)
+    assert releases(home) == []
+    assert spent(home).per_day == {}
+
+
+def test_run_reports_a_missing_previous_day_as_a_ledger_error(home) -> None:
+    instance = dg.DagsterInstance.ephemeral()
+    definitions = build_definitions(home.root / "campaigns.yaml", home.root)
+    job = definitions.resolve_job_def("spring_daily")
+    result = job.execute_in_process(
+        instance=instance, partition_key="2026-03-02", raise_on_error=False
+    )
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    assert MissingPreviousDay.__name__ in str(failure.step_failure_data.error)
+
+
+def test_campaign_over_the_cap_is_refused_before_any_release(prepared, tmp_path) -> None:
+    two = [
+        {**catalogue()["campaigns"][0], "name": "first", "privacy": {"rho": 0.7}},
+        {**catalogue()["campaigns"][0], "name": "second", "privacy": {"rho": 0.7}},
+    ]
+    home = copy_home(prepared, tmp_path / "capped")
+    import yaml
+
+    (home.root / "campaigns.yaml").write_text(yaml.safe_dump(catalogue(1.0, two)))
+    with pytest.raises(
+        BudgetExceeded, match=r"second needs ρ = 0.7 but account acme-users has 0.3"
+    ):
+        run_campaigns(
+            home.root / "campaigns.yaml",
+            home.root,
+            instance=dg.DagsterInstance.ephemeral(),
+            today=TODAY,
+        )
+    with Ledger.at_home(home.root) as ledger:
+        assert ledger.releases("first") == []
+        assert ledger.budget_report()["accounts"]["acme-users"]["spent"] == 0
+
+
+def test_definitions_schedules_and_policies(home) -> None:
+    definitions = build_definitions(home.root / "campaigns.yaml", home.root)
+    dg.Definitions.validate_loadable(definitions)
+    graph = definitions.resolve_asset_graph()
+    keys = {k.path[-1] for k in graph.get_all_asset_keys()}
+    assert keys == {
+        "raw_impressions",
+        "raw_conversions",
+        "attributed_conversions",
+        "user_day_contributions",
+        "contribution_bound",
+        "clipped_daily_vector",
+        "noisy_daily_release",
+        "cumulative_query_answers",
+    }
+    for key in graph.get_all_asset_keys():
+        node = graph.get(key)
+        assert node.backfill_policy == dg.BackfillPolicy.single_run()
+        assert node.group_name == "spring"
+    bound = graph.get(dg.AssetKey(["spring", "contribution_bound"]))
+    assert dg.AssetKey(["spring", "contribution_bound"]) in bound.parent_keys  # day d−1
+    schedule = definitions.resolve_schedule_def("spring_daily_0200_utc")
+    assert schedule.cron_schedule == "0 2 * * *"
+    assert schedule.execution_timezone in (None, "UTC")
+    tick = datetime(2026, 3, 6, 2, 0, tzinfo=UTC)
+    context = dg.build_schedule_context(scheduled_execution_time=tick)
+    requests = schedule.evaluate_tick(context).run_requests
+    assert [r.partition_key for r in requests] == ["2026-03-05"]  # yesterday, UTC
+
+
+def test_dagster_metadata_of_releases_is_dp_only(home) -> None:
+    instance = dg.DagsterInstance.ephemeral()
+    config = home.root / "campaigns.yaml"
+    run_campaigns(config, home.root, instance=instance, today=TODAY, through=START)
+    event = instance.get_latest_materialization_event(
+        dg.AssetKey(["spring", "noisy_daily_release"])
+    )
+    metadata = event.asset_materialization.metadata
+    release = releases(home)[0]
+    assert metadata["bound_r"].value == release.bound
+    assert metadata["sigma"].value == release.sigma
+    assert metadata["noisy_total"].value == pytest.approx(sum(release.values))
+    assert metadata["rho_remaining"].value == pytest.approx(float(spent(home).remaining))
+    answers = instance.get_latest_materialization_event(
+        dg.AssetKey(["spring", "cumulative_query_answers"])
+    ).asset_materialization.metadata
+    assert answers["chart"].value.startswith("![noisy query answers](data:image/png;base64,")
+    assert np.isfinite(answers["answer_ending_today"].value)

@@ -1,0 +1,240 @@
+"""`dp-platform run` as real processes: racing runs, a SIGKILL mid-run, and what the UI sees."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta
+
+import dagster as dg
+import pytest
+from dagster._serdes import serialize_value
+
+from assets.runner import instance_for
+from dp_platform.ledger import Ledger
+from dp_platform.warehouse import Warehouse
+from tests.platform_fixtures import DAYS, START, copy_home, make_home
+
+CLI = [sys.executable, "-m", "dp_platform.cli"]
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    return make_home(tmp_path_factory.mktemp("prepared") / "home", seed=5, users=1200)
+
+
+def start_run(home) -> subprocess.Popen:
+    return subprocess.Popen(
+        [*CLI, "run", "--home", str(home.root), "--config", str(home.root / "campaigns.yaml")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+
+
+def ledger_counts(home) -> tuple[int, int]:
+    path = home.root / "ledger.sqlite"
+    if not path.exists():
+        return 0, 0
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1) as db:
+            bounds = db.execute("SELECT count(*) FROM bound_choices").fetchone()[0]
+            released = db.execute("SELECT count(*) FROM releases").fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0, 0
+    return bounds, released
+
+
+def assert_complete_and_charged_once(home) -> None:
+    with Ledger.at_home(home.root) as ledger:
+        budget = ledger.campaign_budget("spring")
+        assert [r.day for r in ledger.releases("spring")] == list(range(1, DAYS + 1))
+        assert budget.spent == budget.planned  # exactly the plan: no day charged twice
+        parts = sum(len(p) for p in budget.per_day.values())
+        assert parts == DAYS + 7 + 1  # 31 gaussian + 7 quantile + 1 svt charges
+
+
+def test_two_runs_started_together_release_once(prepared, tmp_path) -> None:
+    home = copy_home(prepared, tmp_path / "home")
+    first, second = start_run(home), start_run(home)
+    outputs = [p.communicate(timeout=300) for p in (first, second)]
+    assert first.returncode == 0, outputs[0][1][-2000:]
+    assert second.returncode == 0, outputs[1][1][-2000:]
+    assert_complete_and_charged_once(home)
+
+
+def test_run_killed_mid_way_then_restarted_charges_nothing_twice(prepared, tmp_path) -> None:
+    home = copy_home(prepared, tmp_path / "home")
+    run = start_run(home)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        bounds, released = ledger_counts(home)
+        if bounds > 0 and released < DAYS:
+            break
+        assert run.poll() is None, "the run ended before it could be killed mid-way"
+        time.sleep(0.02)
+    run.send_signal(signal.SIGKILL)
+    run.wait(60)
+    assert run.returncode == -signal.SIGKILL
+    bounds, released = ledger_counts(home)
+    assert released < DAYS  # it really died part-way
+    again = start_run(home)
+    _, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err[-2000:]
+    assert_complete_and_charged_once(home)
+
+
+SENTINEL_USERS = 4321  # a true count planted in the data; it must never reach the UI or logs
+
+
+def plant_sentinel(home) -> None:
+    """4321 users each click publisher pub_sentinel on day 2 and convert an hour later."""
+    day = datetime.combine(START + timedelta(days=1), datetime.min.time())
+    imp_path, conv_path = home.root / "sentinel_imp.csv", home.root / "sentinel_conv.csv"
+    with imp_path.open("w", newline="") as imp, conv_path.open("w", newline="") as conv:
+        imps, convs = csv.writer(imp), csv.writer(conv)
+        imps.writerow(
+            ["impression_id", "user_id", "publisher_id", "advertiser_id", "ts", "interaction"]
+        )
+        convs.writerow(["conversion_id", "user_id", "advertiser_id", "ts", "value"])
+        for i in range(SENTINEL_USERS):
+            ts = day + timedelta(seconds=5 * i)
+            imps.writerow(
+                [f"si{i}", f"su{i}", "pub_sentinel", "acme", f"{ts.isoformat()}Z", "click"]
+            )
+            conv_ts = ts + timedelta(hours=1)
+            convs.writerow([f"sc{i}", f"su{i}", "acme", f"{conv_ts.isoformat()}Z", "1.0"])
+    with Warehouse(home.warehouse) as warehouse:
+        report = warehouse.ingest(imp_path, conv_path).to_json()
+    assert report["conversions"]["accepted"] == SENTINEL_USERS
+
+
+def number_pattern(value: float) -> re.Pattern:
+    text = repr(float(value)).removesuffix(".0")
+    return re.compile(rf"(?<![0-9a-f.\-]){re.escape(text)}(?:\.0+)?(?![0-9a-f])")
+
+
+def test_true_values_and_svt_thresholds_never_reach_dagster(prepared, tmp_path) -> None:
+    home = copy_home(prepared, tmp_path / "home")
+    plant_sentinel(home)
+    run = start_run(home)
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err[-2000:]
+    cli_output = out + err
+
+    instance = instance_for(home)
+    events = [
+        serialize_value(entry)
+        for record in instance.get_runs()
+        for entry in instance.all_logs(record.run_id)
+    ]
+    assert events, "the run left no event log to inspect"
+    everything = "\n".join([*events, cli_output])
+
+    sentinel = number_pattern(SENTINEL_USERS)
+    assert not sentinel.search(everything), "a planted true count reached the event log"
+
+    with Ledger.at_home(home.root) as ledger:
+        secret_states = ledger._db.execute("SELECT secret_state_json FROM bound_choices").fetchall()
+    thresholds = set()
+    for (text,) in secret_states:
+        svt = json.loads(text)["svt"]
+        if svt:
+            for test in ("up", "down"):
+                if svt[test]["noisy_threshold"] is not None:
+                    thresholds.add(svt[test]["noisy_threshold"])
+    assert thresholds, "the SVT ran, so there are thresholds to look for"
+    for threshold in thresholds:
+        assert repr(threshold) not in everything, "an SVT noisy threshold reached Dagster"
+
+    # No float shown for a release asset equals a true (clipped or unclipped) value.
+    truths = true_values(home)
+    for record in instance.get_runs():
+        for entry in instance.all_logs(record.run_id):
+            event = entry.dagster_event
+            if event is None or event.asset_key is None:
+                continue
+            if event.asset_key.path[-1] not in {"noisy_daily_release", "cumulative_query_answers"}:
+                continue
+            for value in _metadata_floats(event):
+                assert value not in truths
+
+
+def true_values(home) -> set[float]:
+    from dp_platform.config import load_catalogue
+    from dp_platform.daily import campaign_days
+
+    campaign = load_catalogue(home.root / "campaigns.yaml").campaign("spring")
+    truths: set[float] = set()
+    with Warehouse(home.warehouse, read_only=True) as warehouse:
+        frame = warehouse.day_frame("attributed", campaign, campaign_days(campaign))
+        clipped = warehouse.day_frame("clipped", campaign, campaign_days(campaign))
+    per_pub = frame.groupby(["day", "publisher_id"])["weight"].sum()
+    truths.update(float(v) for v in per_pub)
+    truths.update(float(v) for v in per_pub.groupby(level=0).sum())
+    truths.update(float(v) for v in clipped["value"])  # true clipped sums (bound is DP: not)
+    truths.update(float(v) for v in clipped.groupby("day")["value"].sum())
+    truths.discard(0.0)
+    return truths
+
+
+def _metadata_floats(event: dg.DagsterEvent) -> list[float]:
+    data = event.event_specific_data
+    materialization = getattr(data, "materialization", None) or getattr(
+        data, "asset_observation", None
+    )
+    if materialization is None:
+        return []
+    values = []
+    for entry in materialization.metadata.values():
+        value = getattr(entry, "value", None)
+        if isinstance(value, float) and value != 0.0:
+            values.append(value)
+    return values
+
+
+def test_cli_commands_read_the_same_home(prepared, tmp_path) -> None:
+    home = copy_home(prepared, tmp_path / "home")
+    run = start_run(home)
+    _, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err[-2000:]
+    released = subprocess.run(
+        [*CLI, "releases", "--home", str(home.root), "--campaign", "spring", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    days = json.loads(released.stdout)["days"]
+    assert [d["day"] for d in days] == list(range(1, DAYS + 1))
+    assert set(days[0]) == {"day", "bound", "sigma", "rho_charged", "values", "answers"}
+    budget = subprocess.run(
+        [*CLI, "budget", "--home", str(home.root), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report = json.loads(budget.stdout)
+    assert report["campaigns"]["spring"]["remaining"] == pytest.approx(0.0, abs=1e-12)
+    assert sum(d["rho_charged"] for d in days) == pytest.approx(1.0)
+    again = subprocess.run(
+        [*CLI, "run", "--home", str(home.root), "--config", str(home.root / "campaigns.yaml")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "nothing due" in again.stdout
+    refused = subprocess.run(
+        [*CLI, "budget", "--home", str(home.root), "--set-cap", "acme-users", "0.5"],
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2
+    assert "cannot lower the cap" in refused.stderr and refused.stderr.count("\n") == 1
