@@ -1,0 +1,50 @@
+"""The code location loads and validates with Dagster's own CLI, as `make ui` would load it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_dagster_definitions_validate(tmp_path) -> None:
+    env = {
+        **os.environ,
+        "DP_PLATFORM_HOME": str(tmp_path / "home"),
+        "DP_PLATFORM_CONFIG": str(REPO / "examples" / "campaigns.yaml"),
+        "DAGSTER_HOME": str(tmp_path / "dagster"),
+    }
+    (tmp_path / "dagster").mkdir()
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "dagster"),
+            "definitions",
+            "validate",
+            "-w",
+            "workspace.yaml",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "All code locations passed validation" in result.stderr + result.stdout
+
+
+def test_library_never_imports_dagster() -> None:
+    offenders = [
+        str(path.relative_to(REPO))
+        for path in (REPO / "dp_platform").rglob("*.py")
+        if any(
+            line.strip().startswith(
+                ("import dagster", "from dagster", "import assets", "from assets")
+            )
+            for line in path.read_text().splitlines()
+        )
+    ]
+    assert offenders == []
