@@ -9,6 +9,7 @@ refused before a single release.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
 from dataclasses import dataclass
@@ -43,11 +44,25 @@ class RunFailed(RuntimeError):
 def instance_for(home: Home) -> dg.DagsterInstance:
     """The persistent Dagster instance of a platform home (SQLite storage under it)."""
     config = home.dagster / "dagster.yaml"
-    if not config.exists():
-        source = _REPO_DAGSTER_YAML.read_text() if _REPO_DAGSTER_YAML.exists() else INSTANCE_YAML
-        config.write_text(source)
-    os.environ["DAGSTER_HOME"] = str(home.dagster)
-    return dg.DagsterInstance.get()
+    # Two processes starting on a fresh home would both create Dagster's SQLite schemas and
+    # one fails ("table … already exists"): create and touch every storage under a file lock.
+    fd = os.open(home.dagster / ".init.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if not config.exists():
+            source = (
+                _REPO_DAGSTER_YAML.read_text() if _REPO_DAGSTER_YAML.exists() else INSTANCE_YAML
+            )
+            config.write_text(source)
+        os.environ["DAGSTER_HOME"] = str(home.dagster)
+        instance = dg.DagsterInstance.get()
+        instance.get_runs(limit=1)
+        instance.get_latest_materialization_event(dg.AssetKey("dp_platform_init_probe"))
+        instance.all_instigator_state()
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+    return instance
 
 
 def due_days(
