@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 HOME_DIR ?= .dp_home
 
-.PHONY: demo test ui lint format bench clean
+.PHONY: demo test ui lint format bench results clean
 
 $(BIN)/dp-platform: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ format: $(BIN)/dp-platform
 
 bench: $(BIN)/dp-platform
 	$(BIN)/pytest -q --benchmark-enable --benchmark-only tests
+
+# Regenerate docs/results.md and docs/figures (the paper's Tables IX/X, sweeps, ablations).
+results: $(BIN)/dp-platform
+	$(BIN)/dp-platform evaluate --all --out docs/
 
 clean:
 	rm -rf $(VENV) $(HOME_DIR) .pytest_cache
