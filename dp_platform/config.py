@@ -148,6 +148,33 @@ class BoundsConfig(_Strict):
         return value
 
 
+class AdsbpcPlusConfig(_Strict):
+    """AdsBPC+ (``mechanism: adsbpc_plus``): individual filter, cheap bounds (adsbpc_plus.py).
+
+    Shares of ρ: ``histogram`` for the n daily noisy count histograms, ``profile`` for the one
+    noisy profile histogram after ``profile_days``; the rest (ρ1) is each user's filter budget.
+    """
+
+    histogram_share: float = Field(default=0.03, gt=0, lt=1)
+    profile_share: float = Field(default=0.02, ge=0, lt=1)
+    profile_days: int = Field(default=7, ge=0, description="m: days the profile is read from")
+    quantile: float = Field(default=0.99, gt=0, lt=1, description="q of the per-user profile")
+    prior_scale: float = Field(
+        default=0.5, gt=0, le=1, description="ψ0: public prior σ/(σ̄·r) before the estimate"
+    )
+    cap: int = Field(default=10, ge=1, description="Λ: largest daily bound r_i")
+    pool_days: int = Field(default=7, ge=1, description="noisy histograms pooled for r_i")
+    min_scale: float = Field(default=0.01, gt=0, le=1, description="smallest ψ estimated")
+
+    @model_validator(mode="after")
+    def _shares(self) -> AdsbpcPlusConfig:
+        if self.histogram_share + self.profile_share >= 1:
+            raise ValueError("histogram_share + profile_share must be < 1 (rho1 needs a share)")
+        if (self.profile_days == 0) != (self.profile_share == 0):
+            raise ValueError("profile_share must be > 0 exactly when profile_days > 0")
+        return self
+
+
 class CampaignConfig(_Strict):
     name: str
     advertiser: str
@@ -155,12 +182,13 @@ class CampaignConfig(_Strict):
     start: date
     days: int = Field(default=31, ge=2)
     publishers: Literal["all"] | list[str] = "all"
-    mechanism: Literal["adsbpc"] = "adsbpc"
+    mechanism: Literal["adsbpc", "adsbpc_plus"] = "adsbpc"
     attribution: AttributionConfig = AttributionConfig()
     privacy: PrivacyConfig = PrivacyConfig()
     workload: Workload = PrefixWorkload()
     objective: ObjectiveConfig = ObjectiveConfig()
     bounds: BoundsConfig = BoundsConfig()
+    adsbpc_plus: AdsbpcPlusConfig = AdsbpcPlusConfig()
 
     @field_validator("name")
     @classmethod
@@ -193,6 +221,17 @@ class CampaignConfig(_Strict):
             for a, b in workload.ranges:
                 if b > self.days:
                     raise ValueError(f"workload.ranges: [{a}, {b}] ends after day {self.days}")
+        if self.mechanism == "adsbpc_plus" and self.privacy.adjacency == "replace":
+            raise ValueError(
+                "privacy.adjacency: adsbpc_plus supports add_remove only (its individual filter "
+                "bounds each user's own loss; under replace a pair of users can lose up to 4x "
+                "rho1); use add_remove or mechanism adsbpc"
+            )
+        if self.mechanism == "adsbpc_plus" and self.adsbpc_plus.profile_days >= self.days:
+            raise ValueError(
+                f"adsbpc_plus.profile_days: m must be < days (m = "
+                f"{self.adsbpc_plus.profile_days}, days = {self.days})"
+            )
         split = self.privacy.split
         if split.quantile == 0 or split.svt == 0:
             raise ValueError("privacy.split: quantile and svt must be > 0 for adsbpc")
