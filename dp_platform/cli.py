@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dp_platform.config import ConfigError
 from dp_platform.ledger import LedgerError
 
-COMMAND_MODULES = ("plan", "simulate", "releases", "budget", "evaluate", "ingest")
+COMMAND_MODULES = ("plan", "simulate", "releases", "budget", "evaluate", "ingest", "bench")
 DAGSTER_COMMAND_MODULES = ("run", "demo")
 
 

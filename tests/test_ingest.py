@@ -249,3 +249,29 @@ def test_same_instant_impressions_across_loads_are_ordered_by_id(tmp_path):
             camp = campaign(rule=rule, start=day)
             wh.attribute_day(camp, day)
             assert list(wh.day_frame("attributed", camp, [day]).publisher_id) == [publisher]
+
+
+def test_more_impressions_at_one_instant_than_the_key_holds(tmp_path):
+    """The ordering key has room for TIE_ROOM impressions per user, advertiser and µs."""
+    from dp_platform.warehouse.ingest import TIE_ROOM
+
+    at = "2026-03-01T10:00:00Z"
+    first = [[f"a{k:05d}", "u1", f"p{k % 3}", "acme", at, "view"] for k in range(TIE_ROOM - 4)]
+    second = [[f"b{k:05d}", "u1", "p9", "acme", at, "view"] for k in range(10)]
+    second.append(["c00000", "u1", "p9", "acme", "2026-03-01T09:00:00Z", "view"])
+    files = [
+        write_csv(tmp_path / f"{n}.csv", IMP_HEADER, rows) for n, rows in enumerate([first, second])
+    ]
+    conv = write_csv(
+        tmp_path / "c.csv", CONV_HEADER, [["c", "u1", "acme", "2026-03-01T11:00:00Z", ""]]
+    )
+    empty = write_csv(tmp_path / "e.csv", CONV_HEADER, [])
+    with Warehouse(":memory:") as wh:
+        assert wh.ingest(files[0], empty, now=NOW).impressions.accepted == TIE_ROOM - 4
+        report = wh.ingest(files[1], conv, now=NOW).impressions
+        assert report.reasons == {"too_many_at_instant": 10} and report.accepted == 1
+        day = date(2026, 3, 1)
+        for rule, publisher in (("lta", f"p{(TIE_ROOM - 5) % 3}"), ("fta", "p9")):
+            camp = campaign(rule=rule, start=day)
+            wh.attribute_day(camp, day)
+            assert list(wh.day_frame("attributed", camp, [day]).publisher_id) == [publisher]

@@ -215,19 +215,21 @@ def _projection(source: _Source) -> str:
 
 
 def _stage(con: duckdb.DuckDBPyConnection, source: _Source) -> None:
-    """Read the file into temp table ``staged_<kind>`` and its malformed CSV records into
-    ``malformed_<kind>``; nothing persistent is written.
+    """Expose the file as temp view ``staged_<kind>`` (with ``source_row``) and its malformed
+    CSV records as temp table ``malformed_<kind>``; nothing persistent is written.
 
-    Runs outside the load's transaction on purpose: row ids of a committed temp table follow
-    the file's order (DuckDB preserves insertion order), those of uncommitted rows do not.
-    Row numbers: Parquet's own; for CSV the read order shifted past the malformed records
-    (exact unless a quoted field spans lines)."""
+    Parquet is read in place (its row numbers are the file's own). A CSV file is copied into a
+    temp table first, outside the load's transaction on purpose: row ids of a committed temp
+    table follow the file's order (DuckDB preserves insertion order), those of uncommitted rows
+    do not. CSV row numbers are the read order shifted past the malformed records (exact unless
+    a quoted field spans lines)."""
     staged, malformed = f"staged_{source.kind}", f"malformed_{source.kind}"
+    raw = f"staged_raw_{source.kind}"
     con.execute("DROP TABLE IF EXISTS ingest_reject_errors")
     con.execute("DROP TABLE IF EXISTS ingest_reject_scans")
     if source.fmt == "parquet":
         con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {staged} AS "
+            f"CREATE OR REPLACE TEMP VIEW {staged} AS "
             f"SELECT *, file_row_number + 1 AS source_row FROM {_reader(source)}"
         )
         con.execute(
@@ -235,7 +237,7 @@ def _stage(con: duckdb.DuckDBPyConnection, source: _Source) -> None:
             "SELECT CAST(NULL AS BIGINT) AS source_row, 'malformed_row' AS reason WHERE false"
         )
         return
-    con.execute(f"CREATE OR REPLACE TEMP TABLE staged_raw AS SELECT * FROM {_reader(source)}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {raw} AS SELECT * FROM {_reader(source)}")
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE {malformed} AS "
         "SELECT DISTINCT CAST(line - 1 AS BIGINT) AS source_row, 'malformed_row' AS reason "
@@ -246,17 +248,16 @@ def _stage(con: duckdb.DuckDBPyConnection, source: _Source) -> None:
     before = [row - j for j, row in enumerate(bad, start=1)]
     if before:
         con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {staged} AS "
+            f"CREATE OR REPLACE TEMP TABLE {raw}_numbered AS "
             "SELECT *, k + len(list_filter($before, lambda b: b < k)) AS source_row "
-            "FROM (SELECT *, rowid + 1 AS k FROM staged_raw)",
+            f"FROM (SELECT *, rowid + 1 AS k FROM {raw})",
             {"before": before},
         )
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {staged} AS SELECT * FROM {raw}_numbered")
     else:
         con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {staged} AS SELECT *, rowid + 1 AS source_row "
-            "FROM staged_raw"
+            f"CREATE OR REPLACE TEMP VIEW {staged} AS SELECT *, rowid + 1 AS source_row FROM {raw}"
         )
-    con.execute("DROP TABLE staged_raw")
 
 
 def _already_loaded(runner: SqlRunner, source: _Source) -> bool:
@@ -345,22 +346,15 @@ def ingest_files(
 
 def _drop_temporaries(con: duckdb.DuckDBPyConnection) -> None:
     """Free the staged copies (they can be large) whatever happened."""
-    for view in ("source", "malformed", "loaded_ids"):
+    views = ["source", "malformed", "loaded_ids", "staged_impressions", "staged_conversions"]
+    for view in views:
         con.execute(f"DROP VIEW IF EXISTS {view}")
-    for kind in ("impressions", "conversions"):
-        con.execute(f"DROP TABLE IF EXISTS staged_{kind}")
-        con.execute(f"DROP TABLE IF EXISTS malformed_{kind}")
-    for table in (
-        "staged_raw",
-        "checked",
-        "duplicates",
-        "verdict",
-        "accepted",
-        "tie_groups",
-        "tie_members",
-        "tie_ranks",
-        "overflow",
-        "ingest_reject_errors",
-        "ingest_reject_scans",
-    ):
+    tables = [
+        f"{prefix}_{kind}{suffix}"
+        for kind in ("impressions", "conversions")
+        for prefix, suffix in (("staged_raw", ""), ("staged_raw", "_numbered"), ("malformed", ""))
+    ]
+    tables += ["checked", "duplicates", "tie_groups", "tie_ranks", "overflow"]
+    tables += ["ingest_reject_errors", "ingest_reject_scans"]
+    for table in tables:
         con.execute(f"DROP TABLE IF EXISTS {table}")

@@ -2,6 +2,7 @@
 -- * duplicate_loaded: the id is already in the warehouse (every copy in this file);
 -- * duplicate_in_load: the id repeats within this file; the first copy (lowest row) is kept.
 -- Finds the few repeated ids by aggregation first, so the window runs on those rows only.
+-- Afterwards `checked.reason` IS NULL exactly for the rows to load.
 CREATE OR REPLACE TEMP TABLE duplicates AS
 WITH
 loaded AS (
@@ -34,7 +35,8 @@ SELECT source_row, 'duplicate_loaded' AS reason FROM loaded
 UNION ALL
 SELECT source_row, 'duplicate_in_load' AS reason FROM later;
 
-CREATE OR REPLACE TEMP TABLE verdict AS
-SELECT c.* EXCLUDE (reason), coalesce(c.reason, d.reason) AS reason
-FROM checked AS c
-LEFT JOIN duplicates AS d ON d.source_row = c.source_row;
+-- the few duplicates are marked in place: no second copy of a large file
+UPDATE checked
+SET reason = d.reason
+FROM duplicates AS d
+WHERE checked.source_row = d.source_row;

@@ -1,77 +1,67 @@
--- Accepted impressions into the warehouse, with their ordering key (see schema.sql).
+-- Rows of `checked` that passed every check into the warehouse, with their ordering key
+-- (see schema.sql): first as if no two impressions shared an instant, then fixed up.
 -- Ties: impressions of one user and advertiser at the same microsecond, in this file or
--- already loaded, are ranked by impression_id; existing rows of such a group are re-keyed.
--- A group larger than $max_tie (the key's room per microsecond) keeps its existing rows and
--- sends this file's rows to quarantine as too_many_at_instant.
-CREATE OR REPLACE TEMP TABLE accepted AS
+-- already loaded, are ranked by impression_id and re-keyed. A group larger than $max_tie (the
+-- key's room per microsecond) keeps its earlier rows and sends this file's rows to quarantine
+-- as too_many_at_instant. Only the time span of this file is searched for ties.
+INSERT INTO impressions
 SELECT
-    v.source_row, v.id, u.user_key, p.publisher_key, a.advertiser_key, v.ts, v.interaction
-FROM verdict AS v
+    v.id, u.user_key, p.publisher_key, a.advertiser_key, v.ts, v.interaction,
+    epoch_us(v.ts) * $tie_room, $load_id, v.source_row
+FROM checked AS v
 JOIN users AS u ON u.user_id = v.user_id
 JOIN publishers AS p ON p.publisher_id = v.publisher_id
 JOIN advertisers AS a ON a.advertiser_id = v.advertiser_id
 WHERE v.reason IS NULL;
 
 CREATE OR REPLACE TEMP TABLE tie_groups AS
-WITH
-within_file AS (
-    SELECT user_key, advertiser_key, ts
-    FROM accepted
-    GROUP BY ALL
-    HAVING count(*) > 1
-),
-with_loaded AS (
-    SELECT DISTINCT n.user_key, n.advertiser_key, n.ts
-    FROM accepted AS n
-    JOIN impressions AS e
-        ON e.user_key = n.user_key AND e.advertiser_key = n.advertiser_key AND e.ts = n.ts
+WITH span AS (
+    SELECT min(ts) AS lo, max(ts) AS hi FROM impressions WHERE load_id = $load_id
 )
-SELECT * FROM within_file
-UNION
-SELECT * FROM with_loaded;
-
-CREATE OR REPLACE TEMP TABLE tie_members AS
-SELECT 'new' AS side, a.source_row, a.id, a.user_key, a.advertiser_key, a.ts
-FROM accepted AS a
-SEMI JOIN tie_groups AS g
-    ON g.user_key = a.user_key AND g.advertiser_key = a.advertiser_key AND g.ts = a.ts
-UNION ALL
-SELECT 'old' AS side, NULL AS source_row, e.impression_id AS id, e.user_key, e.advertiser_key, e.ts
-FROM impressions AS e
-SEMI JOIN tie_groups AS g
-    ON g.user_key = e.user_key AND g.advertiser_key = e.advertiser_key AND g.ts = e.ts;
+SELECT i.user_key, i.advertiser_key, i.ts, count(*) AS group_size
+FROM impressions AS i, span
+WHERE i.ts BETWEEN span.lo AND span.hi
+GROUP BY i.user_key, i.advertiser_key, i.ts
+HAVING count(*) > 1 AND bool_or(i.load_id = $load_id);
 
 CREATE OR REPLACE TEMP TABLE tie_ranks AS
 SELECT
-    side, source_row, id, user_key, advertiser_key, ts,
-    row_number() OVER (PARTITION BY user_key, advertiser_key, ts ORDER BY id) - 1 AS tie,
-    count(*) OVER (PARTITION BY user_key, advertiser_key, ts) AS group_size
-FROM tie_members;
+    i.impression_id, i.user_key, i.advertiser_key, i.ts, i.load_id, i.source_row, g.group_size,
+    row_number() OVER (
+        PARTITION BY i.user_key, i.advertiser_key, i.ts ORDER BY i.impression_id
+    ) - 1 AS tie
+FROM impressions AS i
+JOIN tie_groups AS g
+    ON g.user_key = i.user_key AND g.advertiser_key = i.advertiser_key AND g.ts = i.ts;
 
 CREATE OR REPLACE TEMP TABLE overflow AS
 SELECT source_row, 'too_many_at_instant' AS reason
 FROM tie_ranks
-WHERE side = 'new' AND group_size > $max_tie;
+WHERE load_id = $load_id AND group_size > $max_tie;
 
-UPDATE impressions AS e
-SET ord_key = epoch_us(e.ts) * $tie_room + r.tie
-FROM tie_ranks AS r
-WHERE r.side = 'old' AND r.group_size <= $max_tie
-  AND e.user_key = r.user_key AND e.advertiser_key = r.advertiser_key AND e.ts = r.ts
-  AND e.impression_id = r.id;
+DELETE FROM impressions
+WHERE load_id = $load_id AND source_row IN (SELECT source_row FROM overflow);
 
-INSERT INTO impressions
-SELECT
-    a.id, a.user_key, a.publisher_key, a.advertiser_key, a.ts, a.interaction,
-    epoch_us(a.ts) * $tie_room + coalesce(r.tie, 0),
-    $load_id, a.source_row
-FROM accepted AS a
-LEFT JOIN tie_ranks AS r ON r.side = 'new' AND r.source_row = a.source_row
-WHERE a.source_row NOT IN (SELECT source_row FROM overflow);
+UPDATE impressions
+SET ord_key = epoch_us(impressions.ts) * $tie_room + r.tie
+FROM (
+    -- an oversized group is ranked without this file's rows (they were just removed)
+    SELECT
+        impression_id, user_key, advertiser_key, ts,
+        row_number() OVER (
+            PARTITION BY user_key, advertiser_key, ts ORDER BY impression_id
+        ) - 1 AS tie
+    FROM tie_ranks
+    WHERE NOT (load_id = $load_id AND group_size > $max_tie)
+) AS r
+WHERE impressions.user_key = r.user_key
+  AND impressions.advertiser_key = r.advertiser_key
+  AND impressions.ts = r.ts
+  AND impressions.impression_id = r.impression_id;
 
 INSERT INTO advertiser_publishers
-SELECT DISTINCT a.advertiser_key, a.publisher_key
-FROM accepted AS a
+SELECT DISTINCT n.advertiser_key, n.publisher_key
+FROM impressions AS n
 ANTI JOIN advertiser_publishers AS x
-    ON x.advertiser_key = a.advertiser_key AND x.publisher_key = a.publisher_key
-WHERE a.source_row NOT IN (SELECT source_row FROM overflow);
+    ON x.advertiser_key = n.advertiser_key AND x.publisher_key = n.publisher_key
+WHERE n.load_id = $load_id;

@@ -1,0 +1,279 @@
+"""The warehouse benchmark behind ``dp-platform bench``.
+
+1. Generate an event-level campaign (seeded) and write it as Parquet — not timed.
+2. DuckDB, in a fresh process: ingest both files into a new warehouse (timed: ``ingest``).
+3. DuckDB, in another fresh process: attribution → contributions → histogram → clipping for
+   every day of the campaign (timed per stage; the issue's throughput target).
+4. Optionally the straightforward pandas implementation of the same stages on the same files
+   (:mod:`.pandas_reference`), in its own process, and a check that both sides agree.
+
+Separate processes keep each side's peak RSS (``ru_maxrss``, DuckDB runs in-process) its own;
+generating the data never counts. ``mode="backfill"`` attributes and counts all days in one SQL
+pass each (how a Dagster single-run backfill calls the warehouse); ``mode="daily"`` calls the
+one-day methods day after day (the daily schedule). Histograms and clipping are per day in both.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import resource
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from dp_platform.config import CampaignConfig, parse_campaign
+
+__all__ = ["PIPELINE", "STAGES", "BenchSpec", "run_bench"]
+
+STAGES = ("ingest", "attribution", "contributions", "histogram", "clipping")
+PIPELINE = STAGES[1:]
+START = date(2026, 3, 1)
+
+
+@dataclass(frozen=True)
+class BenchSpec:
+    """What to generate and how to run it (defaults: the issue's full scale)."""
+
+    conversions: int = 10_000_000
+    impressions: int = 50_000_000
+    publishers: int = 1000
+    days: int = 31
+    users: int = 1_000_000
+    rule: Literal["lta", "fta", "uni", "time_decay", "u_shaped"] = "lta"
+    lookback_days: int = 30
+    bound: float = 2.5
+    seed: int = 0
+    mode: Literal["backfill", "daily"] = "backfill"
+    threads: int | None = None
+    memory_limit: str | None = "3GB"
+
+    def campaign(self) -> CampaignConfig:
+        return parse_campaign(
+            {
+                "name": "bench",
+                "advertiser": "acme",
+                "account": "bench",
+                "start": START.isoformat(),
+                "days": self.days,
+                "publishers": "all",
+                "attribution": {"rule": self.rule, "lookback_days": self.lookback_days},
+                "bounds": {"quantile_days": min(7, self.days - 1)},
+            }
+        )
+
+    @property
+    def now(self) -> datetime:
+        """A 'now' just after the data, for the future-timestamp check."""
+        end = START + timedelta(days=self.days + 1)
+        return datetime(end.year, end.month, end.day, tzinfo=UTC)
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+
+def _in_fresh_process(function: Callable[..., dict], *args: Any) -> dict:
+    """Run ``function(*args)`` in a new interpreter so its peak memory is its own."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        return pool.submit(function, *args).result()
+
+
+# -- the phases (top-level functions: they run in child processes) ------------------------------
+
+
+def generate(spec: BenchSpec, directory: str) -> dict:
+    from dp_platform.events import generate_campaign, write_events
+
+    started = time.perf_counter()
+    events = generate_campaign(
+        seed=spec.seed,
+        users=spec.users,
+        publishers=spec.publishers,
+        impressions=spec.impressions,
+        conversions=spec.conversions,
+        days=spec.days,
+        start=START,
+        lookback_days=spec.lookback_days,
+    )
+    files = write_events(events, directory, fmt="parquet")
+    return {
+        "impressions": str(files.impressions),
+        "conversions": str(files.conversions),
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def _open(spec: BenchSpec, database: str):
+    from dp_platform.warehouse import Warehouse
+
+    return Warehouse(database, threads=spec.threads, memory_limit=spec.memory_limit)
+
+
+def duckdb_ingest(spec: BenchSpec, files: dict, database: str) -> dict:
+    with _open(spec, database) as warehouse:
+        warehouse.sql.timings = []
+        started = time.perf_counter()
+        report = warehouse.ingest(files["impressions"], files["conversions"], now=spec.now)
+        seconds = time.perf_counter() - started
+        profile = list(warehouse.sql.timings)
+    return {
+        "seconds": {"ingest": seconds},
+        "peak_rss_mb": _peak_rss_mb(),
+        "report": report.to_json(),
+        "profile": profile,
+    }
+
+
+def duckdb_pipeline(spec: BenchSpec, database: str) -> dict:
+    campaign = spec.campaign()
+    days = [campaign.start + timedelta(days=i) for i in range(campaign.days)]
+    seconds = dict.fromkeys(PIPELINE, 0.0)
+    with _open(spec, database) as warehouse:
+        warehouse.sql.timings = []
+        clock = time.perf_counter()
+        if spec.mode == "backfill":
+            rows = warehouse.attribute_days(campaign, days[0], days[-1])
+        else:
+            parts = [warehouse.attribute_day(campaign, day) for day in days]
+            rows = {k: sum(p[k] for p in parts) for k in ("attributed", "unattributed", "rows")}
+        seconds["attribution"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        if spec.mode == "backfill":
+            counted = warehouse.contributions_days(campaign, days[0], days[-1])
+        else:
+            counted = {"user_days": 0}
+            for day in days:
+                counted["user_days"] += warehouse.contributions_day(campaign, day)["user_days"]
+        seconds["contributions"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        histograms = [warehouse.day_histogram(campaign, day).tolist() for day in days]
+        seconds["histogram"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        vectors = [warehouse.clipped_vector(campaign, day, spec.bound).tolist() for day in days]
+        seconds["clipping"] = time.perf_counter() - clock
+        profile = list(warehouse.sql.timings)
+    return {
+        "seconds": seconds,
+        "peak_rss_mb": _peak_rss_mb(),
+        "rows": {
+            "attributed": rows["attributed"],
+            "unattributed": rows["unattributed"],
+            "user_days": counted["user_days"],
+        },
+        "histograms": histograms,
+        "vectors": vectors,
+        "profile": profile,
+    }
+
+
+def pandas_reference(spec: BenchSpec, files: dict) -> dict:
+    from dp_platform.warehouse.pandas_reference import PandasPipeline
+
+    pipeline = PandasPipeline(spec.campaign())
+    seconds = dict.fromkeys(STAGES, 0.0)
+    clock = time.perf_counter()
+    pipeline.ingest(files["impressions"], files["conversions"], now=spec.now)
+    seconds["ingest"] = time.perf_counter() - clock
+    histograms, vectors = [], []
+    for day in pipeline.days():
+        clock = time.perf_counter()
+        pipeline.attribute_day(day)
+        seconds["attribution"] += time.perf_counter() - clock
+        clock = time.perf_counter()
+        pipeline.contributions_day(day)
+        seconds["contributions"] += time.perf_counter() - clock
+        clock = time.perf_counter()
+        histograms.append(pipeline.day_histogram(day).tolist())
+        seconds["histogram"] += time.perf_counter() - clock
+        clock = time.perf_counter()
+        vectors.append(pipeline.clipped_vector(day, spec.bound).tolist())
+        seconds["clipping"] += time.perf_counter() - clock
+    return {
+        "seconds": seconds,
+        "peak_rss_mb": _peak_rss_mb(),
+        "histograms": histograms,
+        "vectors": vectors,
+    }
+
+
+# -- the report --------------------------------------------------------------------------------
+
+
+def _with_totals(seconds: dict[str, float]) -> dict[str, float]:
+    out = {stage: round(seconds.get(stage, 0.0), 3) for stage in STAGES}
+    out["pipeline"] = round(sum(seconds.get(stage, 0.0) for stage in PIPELINE), 3)
+    out["total"] = round(sum(seconds.get(stage, 0.0) for stage in STAGES), 3)
+    return out
+
+
+def _top_statements(profile: list[tuple[str, float]], limit: int = 8) -> dict[str, float]:
+    totals: dict[str, float] = {}
+    for label, seconds in profile:
+        totals[label] = totals.get(label, 0.0) + seconds
+    ranked = sorted(totals.items(), key=lambda item: -item[1])[:limit]
+    return {label: round(seconds, 3) for label, seconds in ranked}
+
+
+def run_bench(spec: BenchSpec, workdir: str | Path, *, reference: str | None = None) -> dict:
+    """Generate, then time the DuckDB warehouse (and the pandas reference); a JSON-ready dict."""
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    database = str(workdir / "bench.duckdb")
+    for stale in (Path(database), Path(database + ".wal")):
+        stale.unlink(missing_ok=True)
+    files = _in_fresh_process(generate, spec, str(workdir / "events"))
+    loaded = _in_fresh_process(duckdb_ingest, spec, files, database)
+    piped = _in_fresh_process(duckdb_pipeline, spec, database)
+    seconds = _with_totals({**loaded["seconds"], **piped["seconds"]})
+    result: dict[str, Any] = {
+        "conversions": spec.conversions,
+        "impressions": spec.impressions,
+        "publishers": spec.publishers,
+        "days": spec.days,
+        "users": spec.users,
+        "rule": spec.rule,
+        "lookback_days": spec.lookback_days,
+        "mode": spec.mode,
+        "bound": spec.bound,
+        "threads": spec.threads,
+        "memory_limit": spec.memory_limit,
+        "seconds": seconds,
+        "peak_rss_mb": round(max(loaded["peak_rss_mb"], piped["peak_rss_mb"]), 1),
+        "peak_rss_mb_by_phase": {
+            "ingest": round(loaded["peak_rss_mb"], 1),
+            "pipeline": round(piped["peak_rss_mb"], 1),
+        },
+        "generate_seconds": round(files["seconds"], 3),
+        "rows": piped["rows"],
+        "ingest_report": loaded["report"],
+        "profile": {
+            "ingest": _top_statements(loaded["profile"]),
+            "pipeline": _top_statements(piped["profile"]),
+        },
+        "spec": asdict(spec),
+    }
+    if reference == "pandas":
+        ref = _in_fresh_process(pandas_reference, spec, files)
+        ref_seconds = _with_totals(ref["seconds"])
+        result["reference"] = {
+            "engine": "pandas",
+            "seconds": ref_seconds,
+            "peak_rss_mb": round(ref["peak_rss_mb"], 1),
+        }
+        result["speedup"] = {
+            stage: round(ref_seconds[stage] / seconds[stage], 2) if seconds[stage] > 0 else None
+            for stage in (*STAGES, "pipeline", "total")
+        }
+        ours, theirs = np.asarray(piped["vectors"]), np.asarray(ref["vectors"])
+        result["agreement"] = {
+            "max_abs_vector_difference": float(np.max(np.abs(ours - theirs), initial=0.0)),
+            "histograms_equal": piped["histograms"] == ref["histograms"],
+        }
+    return result
