@@ -20,7 +20,16 @@ from collections.abc import Sequence
 from dp_platform.config import ConfigError
 from dp_platform.ledger import LedgerError
 
-COMMAND_MODULES = ("plan", "simulate", "releases", "budget", "evaluate", "ingest", "bench")
+COMMAND_MODULES = (
+    "plan",
+    "simulate",
+    "releases",
+    "budget",
+    "evaluate",
+    "ingest",
+    "bench",
+    "check_config",
+)
 DAGSTER_COMMAND_MODULES = ("run", "demo")
 
 
