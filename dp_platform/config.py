@@ -160,11 +160,10 @@ class AdsbpcPlusConfig(_Strict):
     profile_days: int = Field(default=7, ge=0, description="m: days the profile is read from")
     quantile: float = Field(default=0.99, gt=0, lt=1, description="q of the per-user profile")
     prior_scale: float = Field(
-        default=0.5, gt=0, le=1, description="ψ0: public prior σ/(σ̄·r) before the estimate"
+        default=0.5, gt=0, le=1, description="ψ0: σ_i = σ̄_i·ψ0·r_i on days 1..m (public prior)"
     )
     cap: int = Field(default=10, ge=1, description="Λ: largest daily bound r_i")
     pool_days: int = Field(default=7, ge=1, description="noisy histograms pooled for r_i")
-    min_scale: float = Field(default=0.01, gt=0, le=1, description="smallest ψ estimated")
 
     @model_validator(mode="after")
     def _shares(self) -> AdsbpcPlusConfig:

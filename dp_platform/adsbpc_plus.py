@@ -1,0 +1,505 @@
+"""AdsBPC+: AdsBPC with individual privacy accounting and cheap, histogram-based bounds.
+
+Privacy unit: one user (all their conversions). Adjacency: add/remove one user only (the config
+refuses ``replace``). Budget (zCDP, exact): ρ = ρ1 + n·ρ_h + ρ_p, fixed before day 1.
+
+- **Daily noisy histogram** (every day, ρ_h = histogram_share·ρ/n): the day's per-user counts,
+  capped at Λ, one bin per user, L2 sensitivity 1 → N(0, σ_h²) per bin costs 1/(2σ_h²) ≤ ρ_h
+  (:mod:`dp_platform.privacy.noisy_histogram`).
+- **Profile histogram** (once, before day m+1, ρ_p = profile_share·ρ): per user
+  T_u = Σ_{i≤m} (w_i/W_m)·‖clip_{r_i}(c_{u,i})‖₂² (a weighted mean of their squared daily
+  contribution, ≤ Λ²) binned on public log edges Λ²·:data:`PROFILE_EDGES`; one bin per user →
+  1/(2σ_p²) ≤ ρ_p. Its noisy q-quantile s² (threshold (1 − q)·K̃, K̃ the noisy number of users)
+  is the profile of a user the filter must not cut.
+- **Gaussian release with an individual filter** (every day, ρ1 per user in total): day i adds
+  N(0, σ_i² I) with σ_i = σ̄_i·ψ0·r_i on days ≤ m (ψ0 a public prior) and σ̄_i·min(s, r_i)
+  after. σ̄ is AdsBPC's workload shape at ρ1 (Σ_i 1/(2σ̄_i²) ≤ ρ1, weights w_i = 1/(2σ̄_i²ρ1)),
+  so a user with Σ_i w_i‖c̄_{u,i}‖² ≤ s² spends ≤ ρ1 and is never cut; heavier users are cut in
+  conversion order once their own spend Σ ‖c̄_{u,i}‖₂²/(2σ_i²) would pass ρ1
+  (:mod:`dp_platform.privacy.filter`). r_i and σ_i depend only on earlier DP outputs (this
+  day's noisy histogram included) and the config, never on the data directly.
+
+The day's bound r_i ∈ [1, Λ] minimises α_i·E[B(r)²]/k² + a_i·σ_i(r)²: B(r) the conversions the
+cap r cuts, estimated from the mean of the last ``pool_days`` noisy histograms, with its noise
+variance added to B̃² (so an unreadable tail is treated as a risk, not as empty); k the
+publishers; a_i = Σ_j γ_j² Q_ji² the workload's variance weight of day i and α_i = Σ_j γ_j²
+|Q_ji|·L_j its bias weight (bias adds up coherently over a query's L_j days). Once s is known,
+σ_i no longer grows with r_i above s, so r_i rises to where it stops cutting.
+
+Ledger charges: ρ_h every day, ρ_p on day m+1, and as the Gaussian part the rise of
+min(ρ1, Σ_{t≤i} r_t²/(2σ_t²)) — the most any single user can have lost so far — with whatever
+is left of ρ1 on day n, so a finished campaign is charged exactly ρ and a stopped one never less
+than what it may have cost.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from dp_platform.adsbpc import Measurement, answer_queries
+from dp_platform.config import AdsbpcPlusConfig, CampaignConfig, ConfigError
+from dp_platform.privacy.accounting import Rho, gaussian_rho, gaussian_sigma, zcdp_epsilon
+from dp_platform.privacy.filter import filter_cap, worst_case_charge
+from dp_platform.privacy.noise import NoiseSource, resolve
+from dp_platform.privacy.noisy_histogram import (
+    histogram_sigma,
+    noisy_histogram,
+    tail_counts,
+)
+from dp_platform.privacy.quantile import cap_histogram
+from dp_platform.privacy.scales import query_weights, solve_scales, workload_matrix
+
+__all__ = [
+    "PROFILE_EDGES",
+    "PlusBudget",
+    "PlusChoice",
+    "PlusPlan",
+    "PlusRelease",
+    "PlusState",
+    "choose_bound",
+    "estimate_scale",
+    "make_plan",
+    "measure",
+    "profile_bins",
+    "profile_factors",
+    "run_stream",
+    "select_bound",
+    "step",
+]
+
+PROFILE_LOW = 1e-4
+PROFILE_BINS = 48
+PROFILE_EDGES = np.geomspace(PROFILE_LOW, 1.0, PROFILE_BINS + 1)  # × Λ²: public edges
+BOUND_STEP = 0.01  # grid of candidate r_i
+NOISE_FLOOR = 2.0  # pooled bins below NOISE_FLOOR × their noise std count as empty
+REPORTED_DELTAS = (1e-5, 1e-6, 1e-9)
+
+
+def profile_bins(values: np.ndarray, cap: int) -> np.ndarray:
+    """Bin of profiles T ∈ (0, Λ²] on the public edges Λ²·PROFILE_EDGES (same rule as SQL)."""
+    low = PROFILE_LOW * cap * cap
+    t = np.maximum(np.asarray(values, dtype=np.float64), low)
+    step = math.log(1.0 / PROFILE_LOW) / PROFILE_BINS
+    return np.clip(np.floor(np.log(t / low) / step), 0, PROFILE_BINS - 1).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class PlusBudget:
+    """ρ = ρ1 + n·ρ_h + ρ_p, exact; ``quantile_days``/``rho2``/``rho3`` do not exist here."""
+
+    rho: Rho
+    rho1: Rho
+    histogram_day: Rho
+    profile: Rho
+    days: int
+
+    @classmethod
+    def from_config(cls, campaign: CampaignConfig) -> PlusBudget:
+        cfg = campaign.adsbpc_plus
+        total = Rho.of(campaign.privacy.rho)
+        hist = total * Fraction(repr(cfg.histogram_share)) / campaign.days
+        profile = total * Fraction(repr(cfg.profile_share))
+        rho1 = total - hist * campaign.days - profile
+        return cls(total, rho1, hist, profile, campaign.days)
+
+    @property
+    def total(self) -> Rho:
+        return self.rho1 + self.histogram_day * self.days + self.profile
+
+
+@dataclass(frozen=True)
+class PlusPlan:
+    """Everything fixed before day 1 (public): split, σ̄ shape, weights, histogram noise."""
+
+    campaign: str
+    days: int
+    budget: PlusBudget
+    config: AdsbpcPlusConfig
+    allotments: tuple[Fraction, ...]  # AdsBPC's per-day shares of ρ1 (shape of σ̄)
+    sigma_bar: tuple[float, ...]  # Σ_i 1/(2σ̄_i²) ≤ ρ1
+    day_weights: tuple[float, ...]  # w_i = g_i/ρ1, Σ = 1: a day's share of a flat profile
+    variance_weights: tuple[float, ...]  # a_i
+    bias_weights: tuple[float, ...]  # α_i
+    sigma_histogram: float
+    sigma_profile: float | None
+    filter_cap: float
+    queries: np.ndarray = field(repr=False)
+    adjacency: str = "add_remove"
+    factor: int = 1
+
+    @property
+    def query_ends(self) -> np.ndarray:
+        nonzero = self.queries != 0
+        return self.queries.shape[1] - np.argmax(nonzero[:, ::-1], axis=1)
+
+    @property
+    def profile_day(self) -> int | None:
+        """The day whose bound choice reads (and pays for) the profile histogram: m + 1."""
+        return self.config.profile_days + 1 if self.config.profile_days > 0 else None
+
+    def needs_profile(self, day: int) -> bool:
+        return day == self.profile_day
+
+    def bound_charges(self, day: int) -> dict[str, Rho]:
+        """What the bound phase of ``day`` charges (the Gaussian part comes with the choice)."""
+        charges = {"histogram": self.budget.histogram_day}
+        if self.needs_profile(day):
+            charges["profile"] = self.budget.profile
+        return charges
+
+    def to_json(self) -> dict:
+        cfg = self.config
+        return {
+            "mechanism": "adsbpc_plus",
+            "rho": float(self.budget.rho),
+            "rho1": float(self.budget.rho1),
+            "rho_histogram_per_day": float(self.budget.histogram_day),
+            "rho_profile": float(self.budget.profile),
+            "adjacency": self.adjacency,
+            "sigma_bar": list(self.sigma_bar),
+            "sigma_histogram": self.sigma_histogram,
+            "sigma_profile": self.sigma_profile,
+            "profile_days": cfg.profile_days,
+            "quantile": cfg.quantile,
+            "prior_scale": cfg.prior_scale,
+            "cap": cfg.cap,
+            "epsilon_at_delta": {
+                f"{d:g}": zcdp_epsilon(float(self.budget.total), d) for d in REPORTED_DELTAS
+            },
+        }
+
+
+def _workload_weights(
+    campaign: CampaignConfig, matrix: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(a_i, α_i): variance and coherent-bias weight of each day for the workload."""
+    if campaign.objective.kind == "wsum":
+        gamma2 = query_weights(campaign.objective, matrix.shape[0])
+    else:
+        gamma2 = np.ones(matrix.shape[0])
+    lengths = np.abs(matrix).sum(axis=1)
+    variance = (gamma2[:, None] * matrix**2).sum(axis=0)
+    bias = (gamma2[:, None] * np.abs(matrix) * lengths[:, None]).sum(axis=0)
+    return variance, bias
+
+
+def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> PlusPlan:
+    """Plan an adsbpc_plus campaign: data-independent, shown and audited before day 1."""
+    if campaign.mechanism != "adsbpc_plus":
+        raise ConfigError(f"campaign {campaign.name}: mechanism is {campaign.mechanism}")
+    if campaign.privacy.adjacency != "add_remove":  # the config refuses it too
+        raise ConfigError("adsbpc_plus supports add_remove adjacency only")
+    budget = PlusBudget.from_config(campaign)
+    matrix = workload_matrix(campaign, base_dir)
+    try:
+        scales = solve_scales(matrix, campaign.objective, float(budget.rho1))
+    except ValueError as error:
+        raise ConfigError(f"objective: {error}") from None
+    precision = [Fraction(float(p)) for p in 1.0 / scales.variances]
+    total_precision = sum(precision, Fraction(0))
+    allotments = tuple(budget.rho1.value * p / total_precision for p in precision)
+    sigma_bar = tuple(gaussian_sigma(1.0, g) for g in allotments)
+    variance, bias = _workload_weights(campaign, matrix)
+    cfg = campaign.adsbpc_plus
+    return PlusPlan(
+        campaign=campaign.name,
+        days=campaign.days,
+        budget=budget,
+        config=cfg,
+        allotments=allotments,
+        sigma_bar=sigma_bar,
+        day_weights=tuple(float(g / budget.rho1.value) for g in allotments),
+        variance_weights=tuple(float(v) for v in variance),
+        bias_weights=tuple(float(b) for b in bias),
+        sigma_histogram=histogram_sigma(budget.histogram_day.value),
+        sigma_profile=histogram_sigma(budget.profile.value) if cfg.profile_days else None,
+        filter_cap=filter_cap(budget.rho1.value),
+        queries=matrix,
+    )
+
+
+def profile_factors(plan: PlusPlan) -> tuple[float, ...]:
+    """φ_i = w_i/W_m for days 1..m: T_u = Σ_i φ_i ‖clip_{r_i}(c_{u,i})‖₂², a weighted mean of
+    the user's squared daily contribution (≤ Λ²), read as the profile of the whole campaign."""
+    weights = plan.day_weights[: plan.config.profile_days]
+    total = sum(weights)
+    return tuple(w / total for w in weights)
+
+
+@dataclass(frozen=True)
+class PlusState:
+    """Public-parameter chain after ``day``. Secret by policy (ledger only), like AdsBPC's."""
+
+    day: int = 0
+    bounds: tuple[float, ...] = ()
+    scales: tuple[float, ...] = ()
+    histograms: tuple[tuple[float, ...], ...] = ()  # noisy daily histograms (DP outputs)
+    scale_estimate: float | None = None
+    gaussian_charged: Fraction = Fraction(0)
+
+    def to_json(self) -> dict:
+        return {
+            "day": self.day,
+            "bounds": list(self.bounds),
+            "scales": list(self.scales),
+            "histograms": [list(h) for h in self.histograms],
+            "scale_estimate": self.scale_estimate,
+            "gaussian_charged": str(self.gaussian_charged),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> PlusState:
+        estimate = data["scale_estimate"]
+        return cls(
+            day=int(data["day"]),
+            bounds=tuple(float(b) for b in data["bounds"]),
+            scales=tuple(float(s) for s in data["scales"]),
+            histograms=tuple(tuple(float(v) for v in h) for h in data["histograms"]),
+            scale_estimate=None if estimate is None else float(estimate),
+            gaussian_charged=Fraction(data["gaussian_charged"]),
+        )
+
+
+def _charges_json(charges: dict[str, Rho]) -> dict[str, str]:
+    return {part: rho.to_json() for part, rho in charges.items()}
+
+
+@dataclass(frozen=True)
+class PlusChoice:
+    """Day i's public parameters (r_i, σ_i, ψ_i), what choosing them cost, its Gaussian charge."""
+
+    day: int
+    bound: float
+    sigma: float
+    scale: float
+    charges: dict[str, Rho]
+    gaussian: Rho
+    method: str = "histogram"
+
+    def to_json(self) -> dict:
+        return {
+            "day": self.day,
+            "bound": self.bound,
+            "sigma": self.sigma,
+            "scale": self.scale,
+            "method": self.method,
+            "charges": _charges_json(self.charges),
+            "gaussian": self.gaussian.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> PlusChoice:
+        return cls(
+            day=int(data["day"]),
+            bound=float(data["bound"]),
+            sigma=float(data["sigma"]),
+            scale=float(data["scale"]),
+            method=str(data["method"]),
+            charges={p: Rho.from_json(t) for p, t in data["charges"].items()},
+            gaussian=Rho.from_json(data["gaussian"]),
+        )
+
+
+def estimate_scale(noisy_profile: np.ndarray, quantile: float, cap: int) -> float:
+    """s: √ of the upper edge of the first bin whose noisy tail N(>bin) ≤ (1 − q)·K̃.
+
+    K̃ is the noisy number of users in the histogram, so the threshold scales with the data.
+    Noise pushes s up (less cutting, more noise), never past Λ.
+    """
+    h = np.asarray(noisy_profile, dtype=np.float64)
+    if h.shape != (PROFILE_BINS,):
+        raise ValueError(f"the profile histogram has {PROFILE_BINS} bins")
+    active = float(h.sum())
+    below = np.flatnonzero(tail_counts(h) <= (1.0 - quantile) * active)
+    if not active > 0 or below.size == 0:
+        return float(cap)
+    return float(cap * math.sqrt(PROFILE_EDGES[below[0] + 1]))
+
+
+def day_sigma(plan: PlusPlan, day: int, bound: float, scale: float | None) -> float:
+    """σ_i = σ̄_i·ψ0·r_i before the profile estimate, σ̄_i·min(s, r_i) after (s absolute)."""
+    sigma_bar = plan.sigma_bar[day - 1]
+    if scale is None:
+        return sigma_bar * plan.config.prior_scale * bound
+    return sigma_bar * min(scale, bound)
+
+
+def select_bound(
+    plan: PlusPlan,
+    day: int,
+    pooled: np.ndarray,
+    pooled_sigma: float,
+    scale: float | None,
+    k: int,
+) -> float:
+    """r_i on a 0.01 grid in [1, Λ] minimising α_i·E[B(r)²]/k² + a_i·σ_i(r)² (module doc).
+
+    E[B(r)²] ≈ max(B̃(r), 0)² + Var B̃(r): the noise of the pooled histogram counts as
+    uncertainty about the cut, so where the histogram cannot see the tail, r grows (cautious).
+    """
+    cap = plan.config.cap
+    grid = np.arange(round(1 / BOUND_STEP), round(cap / BOUND_STEP) + 1) * BOUND_STEP
+    counts = np.arange(1, cap + 1, dtype=np.float64)
+    excess = np.maximum(counts[None, :] - grid[:, None], 0.0)
+    cut = excess @ np.asarray(pooled, dtype=np.float64)
+    cut_sq = np.maximum(cut, 0.0) ** 2 + pooled_sigma**2 * (excess**2).sum(axis=1)
+    sigma_bar = plan.sigma_bar[day - 1]
+    if scale is None:
+        sigmas = sigma_bar * plan.config.prior_scale * grid
+    else:
+        sigmas = sigma_bar * np.minimum(scale, grid)
+    i = day - 1
+    objective = (
+        plan.bias_weights[i] * cut_sq / max(k, 1) ** 2 + plan.variance_weights[i] * sigmas**2
+    )
+    return float(grid[int(np.argmin(objective))])
+
+
+def choose_bound(
+    plan: PlusPlan,
+    state: PlusState,
+    histogram: np.ndarray,
+    *,
+    publishers: int,
+    profile: np.ndarray | None = None,
+    noise: NoiseSource | None = None,
+) -> tuple[PlusChoice, PlusState]:
+    """Day ``state.day + 1``'s (r_i, σ_i): noisy histogram (+ the profile on day m+1), then r_i.
+
+    ``histogram[c]`` = users with exactly c attributed conversions that day (uncapped, index 0
+    ignored); ``profile`` = users per :data:`PROFILE_EDGES` bin of T_u (needed on day m+1 only;
+    compute it with :func:`profile_factors`). Costs ρ_h (+ ρ_p on day m+1); the Gaussian charge
+    for :func:`measure` is fixed here, from public values.
+    """
+    source = resolve(noise)
+    day = state.day + 1
+    if day > plan.days:
+        raise ValueError(f"campaign {plan.campaign} has {plan.days} days; day {day} is past it")
+    cfg = plan.config
+    capped = cap_histogram(histogram, cfg.cap)[1:]
+    noisy = noisy_histogram(capped, plan.sigma_histogram, noise=source)
+    estimate = state.scale_estimate
+    if plan.needs_profile(day):
+        if profile is None:
+            raise ValueError(f"day {day} needs the profile histogram of days 1..{day - 1}")
+        assert plan.sigma_profile is not None
+        noisy_profile = noisy_histogram(profile, plan.sigma_profile, noise=source)
+        estimate = estimate_scale(noisy_profile, cfg.quantile, cfg.cap)
+    elif profile is not None:
+        raise ValueError(f"day {day} takes no profile histogram (only day {plan.profile_day})")
+    histograms = (*state.histograms, tuple(float(v) for v in noisy))
+    window = np.asarray(histograms[-cfg.pool_days :])
+    pooled_sigma = plan.sigma_histogram / math.sqrt(len(window))
+    bound = select_bound(plan, day, window.mean(axis=0), pooled_sigma, estimate, publishers)
+    sigma = day_sigma(plan, day, bound, estimate)
+    scale = sigma / (plan.sigma_bar[day - 1] * bound)  # ψ_i = σ_i/(σ̄_i r_i) ≤ 1
+    rho1 = plan.budget.rho1.value
+    if day == plan.days:
+        gaussian = rho1 - state.gaussian_charged  # the rest of ρ1: totals are exact
+    else:
+        gaussian = worst_case_charge(state.gaussian_charged, gaussian_rho(bound, sigma), rho1)
+    choice = PlusChoice(day, bound, sigma, scale, plan.bound_charges(day), Rho(gaussian))
+    new_state = PlusState(
+        day=day,
+        bounds=(*state.bounds, bound),
+        scales=(*state.scales, scale),
+        histograms=histograms,
+        scale_estimate=estimate,
+        gaussian_charged=state.gaussian_charged + gaussian,
+    )
+    return choice, new_state
+
+
+def measure(
+    plan: PlusPlan,
+    choice: PlusChoice,
+    clipped: np.ndarray,
+    *,
+    noise: NoiseSource | None = None,
+) -> Measurement:
+    """Release x[i] + N(0, σ_i² I); x[i] must come from the filter clip at (r_i, σ_i)."""
+    vector = np.asarray(clipped, dtype=np.float64)
+    if vector.ndim != 1 or vector.size == 0 or not np.all(np.isfinite(vector)):
+        raise ValueError("the clipped vector must be finite, non-empty and 1-d")
+    if choice.day > plan.days or not choice.sigma > 0:
+        raise ValueError("choice does not belong to this plan")
+    values = tuple(float(v) for v in resolve(noise).add_gaussian(vector, choice.sigma))
+    return Measurement(
+        choice.day, choice.bound, choice.sigma, values, {"gaussian": choice.gaussian}
+    )
+
+
+@dataclass(frozen=True)
+class PlusRelease:
+    """One day's published output: DP values only (no true count, no user's spend)."""
+
+    measurement: Measurement
+    choice: PlusChoice
+    answers: dict[int, tuple[float, ...]]
+
+    @property
+    def rho_charged(self) -> Rho:
+        parts = {**self.choice.charges, **self.measurement.charges}
+        return sum(parts.values(), Rho.zero())
+
+
+ClipDay = Callable[[int, float, float], np.ndarray]
+"""``clip(day, r_i, σ_i)`` → the day's filtered per-publisher vector (and the spend update)."""
+
+
+def step(
+    plan: PlusPlan,
+    state: PlusState,
+    released: tuple[tuple[float, ...], ...],
+    histogram: np.ndarray,
+    clip: ClipDay,
+    profile: Callable[[tuple[float, ...]], np.ndarray] | None = None,
+    *,
+    publishers: int,
+    noise: NoiseSource | None = None,
+) -> tuple[PlusRelease, PlusState]:
+    """Release day ``state.day + 1``: histogram(s) → r_i, σ_i → filter clip → noise → answers."""
+    source = resolve(noise)
+    day = state.day + 1
+    prof = None
+    if plan.needs_profile(day):
+        if profile is None:
+            raise ValueError(f"day {day} needs a profile source")
+        prof = profile(profile_factors(plan))
+    choice, new_state = choose_bound(
+        plan, state, histogram, publishers=publishers, profile=prof, noise=source
+    )
+    clipped = np.asarray(clip(day, choice.bound, choice.sigma), dtype=np.float64)
+    if clipped.size != publishers:
+        raise ValueError(f"day {day}: {clipped.size} clipped values for {publishers} publishers")
+    measurement = measure(plan, choice, clipped, noise=source)
+    answers = answer_queries(plan, [*released, measurement.values])  # type: ignore[arg-type]
+    return PlusRelease(measurement, choice, answers), new_state
+
+
+def run_stream(
+    plan: PlusPlan,
+    histograms: list[np.ndarray],
+    clip: ClipDay,
+    profile: Callable[[tuple[float, ...]], np.ndarray] | None = None,
+    *,
+    publishers: int,
+    noise: NoiseSource | None = None,
+) -> tuple[list[PlusRelease], PlusState]:
+    """All days in order (simulation and tests); ``clip`` applies the filter and keeps spends."""
+    state = PlusState()
+    released: tuple[tuple[float, ...], ...] = ()
+    out = []
+    for histogram in histograms:
+        release, state = step(
+            plan, state, released, histogram, clip, profile, publishers=publishers, noise=noise
+        )
+        released = (*released, release.measurement.values)
+        out.append(release)
+    return out, state
