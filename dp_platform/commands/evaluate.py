@@ -18,7 +18,7 @@ from pathlib import Path
 
 from dp_platform.evaluation.datasets import DATASETS
 from dp_platform.evaluation.experiment import ExperimentConfig, ExperimentResult, run_experiment
-from dp_platform.evaluation.methods import LABELS, METHODS
+from dp_platform.evaluation.methods import ALL_METHODS, LABELS, METHODS
 from dp_platform.evaluation.report import CI_SCALE, Scale, write_all
 from dp_platform.evaluation.sweeps import plot_sweep, sweep
 
@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--users", type=int, default=1_000_000, help="synthetic users (10⁶)")
     parser.add_argument("--publishers", type=int, default=1000, help="synthetic publishers")
     parser.add_argument("--repeats", type=int, default=10, help="seeded repeats (10)")
-    parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    parser.add_argument("--methods", nargs="+", choices=ALL_METHODS, default=list(METHODS))
     parser.add_argument("--seed", type=int, default=0, help="seed of the data and the noise")
     parser.add_argument("--sweep", choices=("rho", "days"), help="Figure 1 (rho) or 2 (days)")
     parser.add_argument("--all", action="store_true", help="regenerate docs/results.md")

@@ -39,6 +39,7 @@ __all__ = [
     "campaign_for",
     "given_bounds_run",
     "planned_sigma_bar",
+    "plus_campaign_for",
     "quantile_every_day",
     "run_adsbpc",
 ]
@@ -92,6 +93,14 @@ def campaign_for(
             },
         }
     )
+
+
+def plus_campaign_for(workload: Workload, *, rho: float, cap: int) -> CampaignConfig:
+    """The same campaign as :func:`campaign_for` run by AdsBPC+ (defaults, Λ = the dataset's)."""
+    data = campaign_for(workload, rho=rho, cap=cap).model_dump(mode="json")
+    data["mechanism"] = "adsbpc_plus"
+    data["adsbpc_plus"] = {"cap": cap, "profile_days": min(PAPER_QUANTILE_DAYS, workload.n - 1)}
+    return parse_campaign(data)
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dp_platform import adsbpc_plus
 from dp_platform.adsbpc import make_plan
 from dp_platform.baselines import Workload, prefix, sliding
-from dp_platform.evaluation.adsbpc_runs import campaign_for
+from dp_platform.evaluation.adsbpc_runs import campaign_for, plus_campaign_for
 from dp_platform.evaluation.datasets import DatasetSpec, dataset_spec, load_dataset
 from dp_platform.evaluation.methods import (
+    ALL_METHODS,
     BASELINES,
     LABELS,
     METHODS,
@@ -29,6 +31,7 @@ from dp_platform.evaluation.methods import (
     run_method,
 )
 from dp_platform.evaluation.paper import paper_ratio
+from dp_platform.evaluation.plus_data import PlusData, prepare_plus
 from dp_platform.evaluation.prepared import PreparedData, prepare
 from dp_platform.evaluation.progress import Progress
 from dp_platform.evaluation.scoring import Score, metric_name, score
@@ -65,9 +68,9 @@ class ExperimentConfig:
         dataset_spec(self.dataset)
         if self.workload not in ("prefix", "sliding"):
             raise ValueError(f"workload must be prefix or sliding, got {self.workload!r}")
-        unknown = set(self.methods) - set(METHODS)
+        unknown = set(self.methods) - set(ALL_METHODS)
         if unknown or not self.methods:
-            raise ValueError(f"methods must be among {METHODS}, got {self.methods}")
+            raise ValueError(f"methods must be among {ALL_METHODS}, got {self.methods}")
         if self.repeats < 1 or self.users < 1 or self.publishers < 1 or not self.rho > 0:
             raise ValueError("repeats, users and publishers must be >= 1 and rho > 0")
 
@@ -77,7 +80,7 @@ class ExperimentConfig:
 
 def noise_seed(seed: int, method: str, repeat: int) -> int:
     """Independent stream per (experiment seed, method, repeat)."""
-    sequence = np.random.SeedSequence([seed, 1 + METHODS.index(method), repeat])
+    sequence = np.random.SeedSequence([seed, 1 + ALL_METHODS.index(method), repeat])
     return int(sequence.generate_state(1, np.uint64)[0])
 
 
@@ -158,6 +161,9 @@ class ExperimentResult:
         oracle = self.error("oracle")
         if ours is not None and oracle:
             out["adsbpc_over_oracle"] = ours / oracle
+        plus = self.error("adsbpc_plus")
+        if plus is not None and ours:
+            out["adsbpc_plus_over_adsbpc"] = plus / ours
         return out
 
     def to_json(self) -> dict:
@@ -200,11 +206,33 @@ def run_experiment(
     *,
     prepare_seconds: float = 0.0,
     show_progress: bool | None = None,
+    plus_data: PlusData | None = None,
 ) -> ExperimentResult:
-    """Run every method of ``config`` on ``data`` (prepared here when not given)."""
+    """Run every method of ``config`` on ``data`` (prepared here when not given).
+
+    AdsBPC+ needs row-level data (:func:`~.plus_data.prepare_plus`): pass ``plus_data``, or it
+    is built here from the regenerated (same-seed, identical) dataset.
+    """
     spec = dataset_spec(config.dataset)
     if data is None:
         data, prepare_seconds = prepare_dataset(config)
+    plus_plan = None
+    if "adsbpc_plus" in config.methods:
+        if plus_data is None:
+            started = time.perf_counter()
+            plus_data = prepare_plus(
+                load_dataset(
+                    config.dataset,
+                    users=config.users,
+                    publishers=config.publishers,
+                    days=config.days,
+                    seed=config.seed,
+                )
+            )
+            prepare_seconds += time.perf_counter() - started
+        plus_plan = adsbpc_plus.make_plan(
+            plus_campaign_for(config.make_workload(), rho=config.rho, cap=spec.cap)
+        )
     if data.n_days != config.days:
         raise ValueError(f"data has {data.n_days} days, config {config.days}")
     workload = config.make_workload()
@@ -217,6 +245,8 @@ def run_experiment(
         campaign=campaign,
         plan=make_plan(campaign),
         quantile=campaign.bounds.p,
+        plus_plan=plus_plan,
+        plus_data=plus_data,
     )
     names = _ordered(config.methods)
     results: dict[str, MethodResult] = {}
@@ -240,7 +270,7 @@ def run_experiment(
                 rho_charged=rho_charged(name, ctx),
                 mean_bounds=tuple(np.mean(bounds, axis=0).tolist()) if bounds else None,
             )
-    ordered = {name: results[name] for name in METHODS if name in results}
+    ordered = {name: results[name] for name in ALL_METHODS if name in results}
     return ExperimentResult(
         config=config,
         spec=spec,

@@ -16,6 +16,10 @@ Budgets (all add/remove user-level zCDP, total ρ):
   budget ρ1 = 0.7ρ**, so it pays for choosing r exactly what AdsBPC paid and its total is ρ.
   (Giving it all of ρ would hand it r for free; the paper does not say which it did.)
 - Oracle: NOT private. The true per-day p-quantile as bound and all of ρ on the Gaussian.
+- AdsBPC+ (:mod:`dp_platform.adsbpc_plus`): ρ = ρ1 (each user's filter budget) + the daily
+  noisy histograms + the profile histogram, its plan's exact split (default 0.95/0.03/0.02).
+  Its expected error uses the *filtered* clipped vectors of the repeat (each user's cut
+  depends on their own spend), not a per-day bound alone.
 """
 
 from __future__ import annotations
@@ -27,14 +31,17 @@ from functools import cached_property
 import numpy as np
 
 from dp_platform.adsbpc import AdsbpcPlan
+from dp_platform.adsbpc_plus import PlusPlan
 from dp_platform.baselines import BIN, IPA, MMBPC, UMM, LinearPlan, Stream, Workload, cached_plan
 from dp_platform.config import CampaignConfig
 from dp_platform.evaluation.adsbpc_runs import DailyRun, given_bounds_run, run_adsbpc
 from dp_platform.evaluation.datasets import DatasetSpec
+from dp_platform.evaluation.plus_data import PlusData, run_plus
 from dp_platform.evaluation.prepared import PreparedData
 from dp_platform.privacy.noise import NoiseSource
 
 __all__ = [
+    "ALL_METHODS",
     "BASELINES",
     "LABELS",
     "METHODS",
@@ -45,7 +52,8 @@ __all__ = [
     "run_method",
 ]
 
-METHODS = ("adsbpc", "ipa", "bin", "stream", "umm", "mmbpc", "oracle")
+METHODS = ("adsbpc", "ipa", "bin", "stream", "umm", "mmbpc", "oracle")  # the paper's comparison
+ALL_METHODS = (*METHODS, "adsbpc_plus")  # what --methods accepts; AdsBPC+ on request
 BASELINES = ("ipa", "bin", "stream", "umm", "mmbpc")
 LABELS = {
     "adsbpc": "AdsBPC",
@@ -55,6 +63,7 @@ LABELS = {
     "umm": "UMM",
     "mmbpc": "MMBPC",
     "oracle": "Oracle (non-private)",
+    "adsbpc_plus": "AdsBPC+",
 }
 
 
@@ -83,6 +92,8 @@ class Context:
     plan: AdsbpcPlan
     quantile: float
     adsbpc_runs: dict[int, DailyRun] = field(default_factory=dict)
+    plus_plan: PlusPlan | None = None
+    plus_data: PlusData | None = None
 
     @cached_property
     def queries(self) -> np.ndarray:
@@ -138,6 +149,17 @@ def _stream(ctx: Context, noise: NoiseSource) -> Outcome:
     return Outcome(answers, variances[None, :] + bias**2, variances=variances)
 
 
+def _plus(ctx: Context, noise: NoiseSource) -> Outcome:
+    """AdsBPC+'s repeat: answers Q x̃, Var_q = Σ_i Q_qi² σ_i², bias Q(filtered − truth)."""
+    if ctx.plus_plan is None or ctx.plus_data is None:
+        raise ValueError("adsbpc_plus needs the context's plus_plan and plus_data")
+    run = run_plus(ctx.plus_plan, ctx.plus_data, noise)
+    q = ctx.queries
+    variances = (q**2) @ run.sigmas**2
+    bias = run.clipped @ q.T - ctx.truth_answers
+    return Outcome(run.released @ q.T, variances[None, :] + bias**2, run.bounds, variances)
+
+
 def run_method(
     name: str,
     ctx: Context,
@@ -149,6 +171,8 @@ def run_method(
     MMBPC reads the bounds of AdsBPC's run of the same repeat (run here if not yet).
     """
     gs = float(ctx.spec.global_bound)
+    if name == "adsbpc_plus":
+        return _plus(ctx, noise("adsbpc_plus"))
     if name == "adsbpc":
         return daily_outcome(_adsbpc_run(ctx, repeat, lambda: noise("adsbpc")), ctx)
     if name == "oracle":
@@ -170,7 +194,7 @@ def run_method(
         return Outcome(outcome.answers, outcome.expected, run.bounds, outcome.variances)
     mechanisms = {"ipa": IPA(gs, ctx.rho), "bin": BIN(gs, ctx.rho), "umm": UMM(gs, ctx.rho)}
     if name not in mechanisms:
-        raise ValueError(f"unknown method {name!r}; expected one of {METHODS}")
+        raise ValueError(f"unknown method {name!r}; expected one of {ALL_METHODS}")
     plan = cached_plan(mechanisms[name], ctx.workload)
     return linear_outcome(plan, ctx.data.global_clipped(gs), ctx, noise(name))
 
@@ -178,6 +202,9 @@ def run_method(
 def rho_charged(name: str, ctx: Context) -> float:
     """zCDP the method charges (the oracle's bound is not private: only its Gaussian counts)."""
     gs = float(ctx.spec.global_bound)
+    if name == "adsbpc_plus":
+        assert ctx.plus_plan is not None
+        return float(ctx.plus_plan.budget.total)
     if name == "adsbpc":
         return float(ctx.plan.budget.total)
     if name == "oracle":

@@ -32,7 +32,7 @@ from dp_platform.events.model import MS_PER_DAY, ConversionSet
 from dp_platform.privacy.filter import clip_unit_rows, count_fraction
 from dp_platform.privacy.noise import NoiseSource
 
-__all__ = ["PlusData", "PlusRun", "prepare_plus", "run_plus"]
+__all__ = ["PlusData", "PlusRun", "filter_day", "prepare_plus", "run_plus"]
 
 
 def _ranks(new_group: np.ndarray) -> np.ndarray:
@@ -129,6 +129,21 @@ class PlusRun:
     day_costs: np.ndarray | None = None  # (n × users) if asked for: ‖c̄‖²/(2σ²) per day
 
 
+def filter_day(
+    data: PlusData, day: int, bound: float, sigma: float, spend: np.ndarray, cap: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Day ``day`` (0-based) through the filter at public (r, σ): each row's kept fraction, and
+    each user's cost ‖c̄_{u}‖²/(2σ²) (length n_users). Only a row's own user's spend enters."""
+    rows = data.rows(day)
+    user = data.user[rows]
+    two_var = 2.0 * sigma**2
+    allowed = two_var * np.maximum(cap - spend[user], 0.0)
+    keep, increment = clip_unit_rows(
+        data.rank[rows], data.same_before[rows], data.sq_before[rows], allowed, bound
+    )
+    return keep, np.bincount(user, increment, minlength=data.n_users) / two_var
+
+
 def run_plus(
     plan: PlusPlan, data: PlusData, noise: NoiseSource, *, keep_costs: bool = False
 ) -> PlusRun:
@@ -160,11 +175,8 @@ def run_plus(
             noise=noise,
         )
         user, rank, same = data.user[rows], data.rank[rows], data.same_before[rows]
-        two_var = 2.0 * choice.sigma**2
-        allowed = two_var * np.maximum(cap - spend[user], 0.0)
-        keep, increment = clip_unit_rows(rank, same, data.sq_before[rows], allowed, choice.bound)
+        keep, cost = filter_day(data, day, choice.bound, choice.sigma, spend, cap)
         clipped[:, day] = np.bincount(data.publisher[rows], keep, minlength=data.n_publishers)
-        cost = np.bincount(user, increment, minlength=data.n_users) / two_var
         spend += cost
         if costs is not None:
             costs[day] = cost
