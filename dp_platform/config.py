@@ -35,10 +35,27 @@ class AccountConfig(_Strict):
     rho_cap: float = Field(gt=0, description="zCDP cap for all campaigns of this account")
 
 
+class PrivateTouchConfig(_Strict):
+    """``rule: private_last_touch`` (seed 000 §2): the credited touch is drawn by the
+    exponential mechanism, protecting each touch time within ±τ (dp_platform/attribution)."""
+
+    score: Literal["time", "exp_time", "inverse_gap"] = "time"
+    tau_hours: float = Field(default=1.0, gt=0, description="τ: protected shift of a touch time")
+    alpha_hours: float | None = Field(default=None, gt=0, description="α: inverse_gap only")
+    epsilon: float = Field(default=1.0, gt=0, description="ε per conversion's draw")
+
+    @model_validator(mode="after")
+    def _alpha(self) -> PrivateTouchConfig:
+        if self.score == "inverse_gap" and self.alpha_hours is None:
+            raise ValueError("alpha_hours is required when score is inverse_gap")
+        return self
+
+
 class AttributionConfig(_Strict):
-    rule: Literal["lta", "fta", "uni", "time_decay", "u_shaped"] = "lta"
+    rule: Literal["lta", "fta", "uni", "time_decay", "u_shaped", "private_last_touch"] = "lta"
     lookback_days: int = Field(default=30, gt=0, le=366)
     half_life_days: float = Field(default=7.0, gt=0, description="time_decay only")
+    private: PrivateTouchConfig = PrivateTouchConfig()
 
 
 class SplitConfig(_Strict):
@@ -174,6 +191,53 @@ class AdsbpcPlusConfig(_Strict):
         return self
 
 
+class OneShotConfig(_Strict):
+    """``mode: one_shot``: one Laplace release of the whole period (dp_platform/oneshot.py)."""
+
+    enforcement: Literal["pre", "post"] = "post"
+    bound: float = Field(default=1.0, gt=0, description="r: conversions kept per user")
+    measure: Literal["count", "value"] = "count"
+    value_cap: float = Field(default=1.0, gt=0, description="Δ(f): largest value counted")
+    noise: Literal["laplace", "discrete_laplace"] = "laplace"
+
+
+class ReachConfig(_Strict):
+    """Reach and k+-frequency over the whole period (dp_platform/reach.py); its own ρ."""
+
+    rho: float = Field(gt=0, description="zCDP budget of the reach release (on the account)")
+    max_frequency: int = Field(default=10, ge=1, description="K: frequencies >= K pooled")
+
+
+def _check_validity(campaign: CampaignConfig) -> None:
+    """The release's configuration must be valid (docs/validity.md); one_shot's options sound."""
+    from dp_platform.validity import check
+
+    rule = campaign.attribution.rule
+    rule = "lta" if rule == "private_last_touch" else rule
+    one_shot = campaign.one_shot
+    enforcement = one_shot.enforcement if campaign.mode == "one_shot" else "post"
+    cell = check(rule, "user", enforcement)
+    if not cell.valid:
+        raise ValueError(
+            f"attribution.rule: ({rule}, user, {enforcement}) is invalid: {cell.reason}"
+        )
+    if campaign.mode != "one_shot":
+        return
+    if campaign.mechanism != "adsbpc":
+        raise ValueError("mode: one_shot replaces the daily mechanism; leave mechanism at adsbpc")
+    if one_shot.enforcement == "pre" and one_shot.bound != int(one_shot.bound):
+        raise ValueError("one_shot.bound: a pre-attribution bound counts conversions (integer)")
+    if one_shot.noise == "discrete_laplace" and (
+        one_shot.measure != "count"
+        or one_shot.bound != int(one_shot.bound)
+        or rule not in {"lta", "fta"}
+    ):
+        raise ValueError(
+            "one_shot.noise: discrete_laplace needs integer sums (measure count, an integer "
+            "bound and a single-touch rule)"
+        )
+
+
 class CampaignConfig(_Strict):
     name: str
     advertiser: str
@@ -188,6 +252,9 @@ class CampaignConfig(_Strict):
     objective: ObjectiveConfig = ObjectiveConfig()
     bounds: BoundsConfig = BoundsConfig()
     adsbpc_plus: AdsbpcPlusConfig = AdsbpcPlusConfig()
+    mode: Literal["adsbpc", "one_shot"] = "adsbpc"
+    one_shot: OneShotConfig = OneShotConfig()
+    reach: ReachConfig | None = None
 
     @field_validator("name")
     @classmethod
@@ -234,6 +301,7 @@ class CampaignConfig(_Strict):
         split = self.privacy.split
         if split.quantile == 0 or split.svt == 0:
             raise ValueError("privacy.split: quantile and svt must be > 0 for adsbpc")
+        _check_validity(self)
         return self
 
     @property

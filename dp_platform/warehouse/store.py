@@ -254,20 +254,27 @@ class Warehouse:
                 first=first,
                 last=last,
             )
-            script = {"lta": "attribute_lta", "fta": "attribute_fta"}.get(rule, "attribute_touches")
-            self.sql.run(
-                script,
-                campaign=campaign.name,
-                advertiser=campaign.advertiser,
-                first=first,
-                last=last,
-                lookback_days=campaign.attribution.lookback_days,
-                tie_room=TIE_ROOM,
-                rule=rule,
-                half_life_us=campaign.attribution.half_life_days * _US_PER_DAY,
-            )
+            if rule == "private_last_touch":  # random draw per conversion (seed 000 §2)
+                from dp_platform.attribution.private_touch import attribute_private_last_touch
+
+                attribute_private_last_touch(self.sql, campaign, first, last, tie_room=TIE_ROOM)
+            else:
+                script = {"lta": "attribute_lta", "fta": "attribute_fta"}.get(
+                    rule, "attribute_touches"
+                )
+                self.sql.run(
+                    script,
+                    campaign=campaign.name,
+                    advertiser=campaign.advertiser,
+                    first=first,
+                    last=last,
+                    lookback_days=campaign.attribution.lookback_days,
+                    tie_room=TIE_ROOM,
+                    rule=rule,
+                    half_life_us=campaign.attribution.half_life_days * _US_PER_DAY,
+                )
             self._record(_ATTRIBUTED, campaign, first, last, None)
-            single = rule in {"lta", "fta"}  # one row per attributed conversion
+            single = rule in {"lta", "fta", "private_last_touch"}  # one row per conversion
             stats = self.sql.query(
                 f"SELECT {'count(*)' if single else 'count(DISTINCT conversion_key)'}, "
                 f"count(*) FROM {_ATTRIBUTED} "

@@ -1,0 +1,1 @@
+"""Attribution rules beyond the warehouse's deterministic SQL: private_last_touch (seed 000)."""

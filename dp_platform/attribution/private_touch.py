@@ -1,0 +1,155 @@
+"""Private single-touch attribution (seed 000 §2): ``rule: private_last_touch``.
+
+For each conversion at t_C with candidate touches t_1 < … < t_n (the warehouse's candidates:
+same user and advertiser, inside the look-back window), the credited touch is drawn by the
+exponential mechanism, P(i) ∝ exp(ε·s(i)/(2Δ)), with a score that prefers recent touches.
+Times are in hours relative to the conversion (age_i = t_C − t_i ≥ 0):
+
+* ``time``: s(i) = t_i (= −age_i + const), Δ = τ;
+* ``exp_time``: s(i) = e^{t_i − t_C} = e^{−max(age_i, 0)}, Δ = 1 − e^{−τ} (reached at age 0;
+  the seed's e^{t_C}(e^τ − 1), = e^τ − 1 with t_C = 0, is a looser upper bound);
+* ``inverse_gap``: s(i) = −1/max(age_i, α), Δ = 1/α − 1/(α + τ), which is at most the seed's
+  1/(α − τ) − 1/α whenever α > τ.
+
+Privacy unit and adjacency (seed 000 Def. 1): one touch's *time*, moved by at most τ, the set
+of candidate touches fixed. Each conversion's draw is ε-DP (ε²/8-zCDP) for that unit — in fact
+ε/2, since only one score moves between neighbours (tested); we keep the seed's exponent
+ε·s/(2Δ) and report ε. Draws of
+different conversions are independent, so a touch shared by k conversions is kε-protected.
+``exp_time`` clamps age at 0 and ``inverse_gap`` at α, so the stated Δ holds for *every* pair
+of times, not only under the seed's separation assumption.
+
+This is not the user-level guarantee of the releases: those are computed from the attributed
+table and stay (ρ, user)-private whatever the draws, because each conversion still credits one
+touch of its own user with weight 1 (docs/validity.md) and the draws of one user's conversions
+are independent of everyone else's. The ledger's ρ is unchanged; ε here is reported, not
+charged.
+
+Scale: the draw happens in the warehouse. SQL lists the candidates with a dense index; Python
+draws one Exp(1) per candidate from the secure source (data-independent but for the count)
+and registers them; SQL picks argmin ln E_i − ε·s(i)/(2Δ) per conversion (the exponential
+race, :func:`dp_platform.privacy.exponential.grouped_exponential`). No Python loop over rows.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import pandas as pd
+
+from dp_platform.privacy.discrete import IntegerNoiseSource, exponentials
+from dp_platform.privacy.exponential import grouped_exponential, utility_gap
+
+if TYPE_CHECKING:
+    from dp_platform.config import CampaignConfig
+    from dp_platform.warehouse.runner import SqlRunner
+
+__all__ = [
+    "Score",
+    "attribute_private_last_touch",
+    "choose_touches",
+    "scores",
+    "sensitivity",
+    "theorem3_gap",
+]
+
+Score = Literal["time", "exp_time", "inverse_gap"]
+
+
+def sensitivity(score: Score, tau: float, alpha: float | None = None) -> float:
+    """Δ of the score function when one touch time moves by ≤ τ (hours)."""
+    if not (tau > 0 and math.isfinite(tau)):
+        raise ValueError("tau must be finite and > 0")
+    if score == "time":
+        return tau
+    if score == "exp_time":
+        return -math.expm1(-tau)
+    if score == "inverse_gap":
+        if alpha is None or not alpha > 0:
+            raise ValueError("inverse_gap needs a separation alpha > 0")
+        return 1.0 / alpha - 1.0 / (alpha + tau)
+    raise ValueError(f"unknown score {score!r}")
+
+
+def scores(score: Score, ages: np.ndarray, alpha: float | None = None) -> np.ndarray:
+    """s(i) from ages t_C − t_i in hours (shifted per conversion: the law is shift-invariant
+    for ``time``; the other two are written relative to t_C as the seed does)."""
+    age = np.asarray(ages, dtype=np.float64)
+    if score == "time":
+        return -age
+    if score == "exp_time":
+        return np.exp(-np.maximum(age, 0.0))
+    if score == "inverse_gap":
+        if alpha is None:
+            raise ValueError("inverse_gap needs alpha")
+        return -1.0 / np.maximum(age, alpha)
+    raise ValueError(f"unknown score {score!r}")
+
+
+def choose_touches(
+    group_starts: np.ndarray,
+    ages: np.ndarray,
+    *,
+    score: Score,
+    epsilon: float,
+    tau: float,
+    alpha: float | None = None,
+    noise: IntegerNoiseSource | None = None,
+) -> np.ndarray:
+    """Vectorised draw for many conversions: candidates of conversion g are
+    ages[group_starts[g]:group_starts[g+1]]; returns the chosen global index per conversion."""
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ValueError("epsilon must be finite and > 0")
+    delta = sensitivity(score, tau, alpha)
+    exponents = epsilon * scores(score, ages, alpha) / (2.0 * delta)
+    return grouped_exponential(group_starts, exponents, exponentials(len(exponents), noise))
+
+
+def theorem3_gap(candidates: int, *, epsilon: float, tau: float, k: float) -> float:
+    """Seed 000 Thm 3 (score ``time``): P(s(chosen) < s_max − 2τ(ln n + k)/ε) ≤ e^{−k}."""
+    return utility_gap(candidates, epsilon=epsilon, sensitivity=tau, t=k)
+
+
+def attribute_private_last_touch(
+    sql: SqlRunner,
+    campaign: CampaignConfig,
+    first: date,
+    last: date,
+    *,
+    tie_room: int,
+    noise: IntegerNoiseSource | None = None,
+) -> int:
+    """Insert the private attribution of days first..last into attributed_conversions.
+
+    Runs inside the caller's transaction with ``campaign_pubs`` set (Warehouse.attribute_days
+    does both). Returns the number of candidate rows drawn for (monitoring only).
+    """
+    options = campaign.attribution.private
+    delta = sensitivity(options.score, options.tau_hours, options.alpha_hours)
+    count = int(
+        sql.run(
+            "attribute_private_candidates",
+            advertiser=campaign.advertiser,
+            first=first,
+            last=last,
+            lookback_days=campaign.attribution.lookback_days,
+            tie_room=tie_room,
+        )[0][0]
+    )
+    draws = exponentials(count, noise)
+    frame = pd.DataFrame({"idx": np.arange(count, dtype=np.int64), "e": draws})
+    sql.con.register("race_noise", frame)
+    try:
+        sql.run(
+            "attribute_private_select",
+            campaign=campaign.name,
+            eps_half_over_delta=options.epsilon / (2.0 * delta),
+            score=options.score,
+            alpha_hours=float(options.alpha_hours or 1.0),
+        )
+    finally:
+        sql.con.unregister("race_noise")
+    return count
