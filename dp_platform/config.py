@@ -275,7 +275,7 @@ class CampaignConfig(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> CampaignConfig:
-        if self.bounds.quantile_days >= self.days:
+        if self.mechanism == "adsbpc" and self.bounds.quantile_days >= self.days:
             raise ValueError(
                 f"bounds.quantile_days: l must be < days (l = {self.bounds.quantile_days}, "
                 f"days = {self.days})"
