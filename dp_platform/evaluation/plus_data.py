@@ -29,7 +29,7 @@ from dp_platform.adsbpc_plus import (
     profile_factors,
 )
 from dp_platform.events.model import MS_PER_DAY, ConversionSet
-from dp_platform.privacy.filter import clip_unit_rows, count_fraction
+from dp_platform.privacy.filter import clip_unit_rows, count_fraction, remaining
 from dp_platform.privacy.noise import NoiseSource
 
 __all__ = ["PlusData", "PlusRun", "filter_day", "prepare_plus", "run_plus"]
@@ -137,7 +137,7 @@ def filter_day(
     rows = data.rows(day)
     user = data.user[rows]
     two_var = 2.0 * sigma**2
-    allowed = two_var * np.maximum(cap - spend[user], 0.0)
+    allowed = two_var * remaining(cap, spend[user])
     keep, increment = clip_unit_rows(
         data.rank[rows], data.same_before[rows], data.sq_before[rows], allowed, bound
     )

@@ -32,14 +32,24 @@ import numpy as np
 
 __all__ = [
     "CAP_SLACK",
+    "RESIDUAL",
     "budget_fraction",
     "clip_unit_rows",
     "count_fraction",
     "filter_cap",
+    "remaining",
     "worst_case_charge",
 ]
 
 CAP_SLACK = 1e-9
+RESIDUAL = 1e-12  # a remaining budget below RESIDUAL·cap is float noise: treated as spent
+
+
+def remaining(cap: float, spend: np.ndarray) -> np.ndarray:
+    """cap − s_u, or 0 when below RESIDUAL·cap (otherwise a first conversion would keep
+    √(float noise) ≈ 10⁻⁸ of itself, and two correct implementations would disagree)."""
+    left = cap - np.asarray(spend, dtype=np.float64)
+    return np.where(left > RESIDUAL * cap, left, 0.0)
 
 
 def filter_cap(rho1: Fraction | float) -> float:
@@ -61,8 +71,9 @@ def budget_fraction(
     b = np.asarray(b, dtype=np.float64)
     room = np.asarray(allowed, dtype=np.float64) - q
     full = q + a + 2.0 * b <= allowed
+    # (−b + √(b² + a·x))/a written as x/(b + √(b² + a·x)): no cancellation when a·x ≪ b².
     with np.errstate(divide="ignore", invalid="ignore"):
-        root = (-b + np.sqrt(np.maximum(b * b + a * room, 0.0))) / a
+        root = room / (b + np.sqrt(np.maximum(b * b + a * room, 0.0)))
     part = np.where(room > 0, np.clip(root, 0.0, 1.0), 0.0)
     return np.where(full | (a == 0), 1.0, part)
 

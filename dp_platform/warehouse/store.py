@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from dp_platform.config import CampaignConfig, ConfigError
+from dp_platform.privacy.filter import RESIDUAL
 from dp_platform.warehouse.ingest import TIE_ROOM, IngestReport, ingest_files
 from dp_platform.warehouse.runner import SqlRunner
 
@@ -403,3 +404,148 @@ class Warehouse:
                     },
                 )
         return vector
+
+    # -- AdsBPC+: the individual filter's per-user spend (secret state) ------------------------
+    # Separate from AdsBPC's methods above; tables in plus_schema.sql, SQL in plus_*.sql.
+
+    def plus_clipped_vector(
+        self, campaign: CampaignConfig, day: date, bound: float, sigma: float, cap: float
+    ) -> np.ndarray:
+        """Day's per-publisher sums after the AdsBPC+ filter clip at (r, σ), in publisher order;
+        the users' spends are updated in the same transaction (privacy/filter.py).
+
+        Write-once per (campaign, day): a re-run with the same (r, σ, cap) returns the stored
+        vector and leaves the spends alone; other parameters are refused. Days run in order.
+        """
+        if not (bound > 0 and sigma > 0 and cap > 0 and np.isfinite([bound, sigma, cap]).all()):
+            raise ValueError("bound, sigma and cap must be finite numbers > 0")
+        index = campaign.day_index(day)
+        self._version(_ATTRIBUTED, campaign, day)
+        whole = int(np.floor(bound))
+        with self.sql.transaction():
+            self.sql.run("plus_schema")
+            stored = self.sql.query(
+                "SELECT bound, sigma, cap FROM plus_spend_days WHERE campaign = $c AND day = $d",
+                c=campaign.name,
+                d=day,
+            )
+            if stored:
+                if tuple(stored[0]) != (float(bound), float(sigma), float(cap)):
+                    raise WarehouseError(
+                        f"campaign {campaign.name}, {day}: already filtered with (r, σ, cap) = "
+                        f"{tuple(stored[0])}; a day's spend is applied once"
+                    )
+                return self._stored_vector(campaign, day)
+            if index > 1 and not self.sql.query(
+                "SELECT 1 FROM plus_spend_days WHERE campaign = $c AND day = $d",
+                c=campaign.name,
+                d=day - timedelta(days=1),
+            ):
+                raise WarehouseError(
+                    f"campaign {campaign.name}: the filter needs {day - timedelta(days=1)} "
+                    "first (spends carry over, days run in order)"
+                )
+            publishers = self._scope(campaign)
+            vector = np.zeros(len(publishers), dtype=np.float64)
+            rows = self.sql.run(
+                "plus_clip",
+                campaign=campaign.name,
+                day=day,
+                whole=whole,
+                fraction=float(bound - whole),
+                two_var=2.0 * float(sigma) ** 2,
+                cap=float(cap),
+                residual=RESIDUAL,
+            )
+            for position, value in rows:
+                vector[position] = value
+            users, top = self.sql.query(
+                "SELECT count(*), coalesce(max(spend), 0.0) FROM plus_user_spend "
+                "WHERE campaign = $c AND day = $d",
+                c=campaign.name,
+                d=day,
+            )[0]
+            if top > cap * (1.0 + 1e-12):  # the filter makes this impossible; never release
+                raise WarehouseError(f"campaign {campaign.name}, {day}: a spend passed the cap")
+            self.sql.query(
+                "INSERT INTO plus_spend_days VALUES ($c, $d, $r, $s, $cap, $users, $top)",
+                c=campaign.name,
+                d=day,
+                r=float(bound),
+                s=float(sigma),
+                cap=float(cap),
+                users=int(users),
+                top=float(top),
+            )
+            self.sql.query(
+                f"DELETE FROM {_CLIPPED} WHERE campaign = $campaign AND day = $day",
+                campaign=campaign.name,
+                day=day,
+            )
+            if publishers:
+                self.con.execute(
+                    f"INSERT INTO {_CLIPPED} SELECT $campaign, $day, $bound, "
+                    "generate_subscripts($values, 1) - 1, unnest($publishers), unnest($values)",
+                    {
+                        "campaign": campaign.name,
+                        "day": day,
+                        "bound": float(bound),
+                        "publishers": publishers,
+                        "values": vector.tolist(),
+                    },
+                )
+        return vector
+
+    def _stored_vector(self, campaign: CampaignConfig, day: date) -> np.ndarray:
+        rows = self.sql.query(
+            f"SELECT position, value FROM {_CLIPPED} WHERE campaign = $c AND day = $d "
+            "ORDER BY position",
+            c=campaign.name,
+            d=day,
+        )
+        return np.array([value for _, value in rows], dtype=np.float64)
+
+    def plus_profile_histogram(
+        self,
+        campaign: CampaignConfig,
+        days: list[date],
+        bounds: list[float],
+        factors: list[float],
+        cap: int,
+    ) -> np.ndarray:
+        """Users per profile bin (adsbpc_plus.PROFILE_EDGES × Λ²) of T_u = Σ_d φ_d‖clip(c)‖²."""
+        from dp_platform.adsbpc_plus import PROFILE_BINS, PROFILE_LOW
+
+        if not (len(days) == len(bounds) == len(factors)) or not days:
+            raise ValueError("need one bound and one factor per day, and at least one day")
+        for day in days:
+            campaign.day_index(day)
+            self._version(_ATTRIBUTED, campaign, day)
+        whole = [int(np.floor(b)) for b in bounds]
+        hist = np.zeros(PROFILE_BINS, dtype=np.int64)
+        with self.sql.transaction():
+            self._scope(campaign)
+            rows = self.sql.run(
+                "plus_profile",
+                campaign=campaign.name,
+                days=list(days),
+                whole=whole,
+                fraction=[float(b - w) for b, w in zip(bounds, whole, strict=True)],
+                factor=[float(f) for f in factors],
+                low=PROFILE_LOW * cap * cap,
+                step=float(np.log(1.0 / PROFILE_LOW) / PROFILE_BINS),
+                bins=PROFILE_BINS,
+            )
+        for bin_, users in rows:
+            hist[bin_] = users
+        return hist
+
+    def plus_spend_summary(self, campaign: CampaignConfig) -> dict:
+        """Aggregates of the filter's state (monitoring/tests): days filtered, users, max spend."""
+        self.sql.run("plus_schema")
+        days, users, top = self.sql.query(
+            "SELECT count(DISTINCT day), count(DISTINCT user_key), coalesce(max(spend), 0.0) "
+            "FROM plus_user_spend WHERE campaign = $c",
+            c=campaign.name,
+        )[0]
+        return {"days": int(days), "users": int(users), "max_spend": float(top)}

@@ -1,0 +1,147 @@
+"""The individual zCDP filter: exact per-user spend of what was released, never above ρ1.
+
+Small random conversion sets (fixed seeds), the public per-day (r_i, σ_i) fixed by hand so the
+filter binds for many users. Spends are re-derived from the released per-user vectors as exact
+rationals; a filter charging ‖c‖₁², or forgetting a fractional cut, would fail these.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from dp_platform.evaluation.plus_data import filter_day, prepare_plus
+from dp_platform.events.model import ConversionSet
+from dp_platform.events.paper import spread
+from dp_platform.privacy.filter import (
+    budget_fraction,
+    clip_unit_rows,
+    count_fraction,
+    filter_cap,
+    worst_case_charge,
+)
+
+RHO1 = Fraction(9, 10)
+BOUNDS = [2.5, 3.0, 1.7, 4.0, 2.2, 3.3]
+SIGMAS = [1.1, 0.9, 1.4, 0.8, 1.0, 1.2]
+
+
+def _data(seed: int, users: int = 300, publishers: int = 4) -> ConversionSet:
+    rng = np.random.default_rng(seed)
+    totals = rng.integers(1, 30, size=users)
+    return spread(totals, days=len(BOUNDS), publishers=publishers, rng=rng, name="t")
+
+
+def _run(conversions: ConversionSet):
+    """Per day: rows' kept fractions, users' recorded costs; and the final spends."""
+    data = prepare_plus(conversions)
+    spend = np.zeros(data.n_users)
+    keeps, costs = [], []
+    for day, (bound, sigma) in enumerate(zip(BOUNDS, SIGMAS, strict=True)):
+        keep, cost = filter_day(data, day, bound, sigma, spend, filter_cap(RHO1))
+        spend = spend + cost
+        keeps.append(keep)
+        costs.append(cost)
+    return data, keeps, costs, spend
+
+
+def _released_per_user(data, day: int, keep: np.ndarray) -> dict[int, dict[int, Fraction]]:
+    rows = data.rows(day)
+    out: dict[int, dict[int, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
+    for user, pub, f in zip(data.user[rows], data.publisher[rows], keep, strict=True):
+        out[int(user)][int(pub)] += Fraction(float(f))
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_recorded_spend_is_the_exact_l2_cost_of_the_release_and_never_exceeds_rho1(seed):
+    data, keeps, costs, spend = _run(_data(seed))
+    exact_total: dict[int, Fraction] = defaultdict(Fraction)
+    for day, keep in enumerate(keeps):
+        sigma = Fraction(SIGMAS[day])
+        released = _released_per_user(data, day, keep)
+        for user, vector in released.items():
+            assert sum(vector.values()) <= Fraction(BOUNDS[day])  # L1 cap r_i
+            exact = sum((c * c for c in vector.values()), Fraction(0)) / (2 * sigma * sigma)
+            assert costs[day][user] == pytest.approx(float(exact), rel=1e-12, abs=1e-15)
+            exact_total[user] += exact
+        silent = np.setdiff1d(np.arange(data.n_users), list(released))
+        assert np.all(costs[day][silent] == 0)
+    assert all(total <= RHO1 for total in exact_total.values())  # exact, every user
+    for user, total in exact_total.items():
+        assert spend[user] == pytest.approx(float(total), rel=1e-12)
+    capped = sum(1 for t in exact_total.values() if t > RHO1 * Fraction(999, 1000))
+    assert capped >= 10  # the filter really binds in this test
+
+
+def test_the_cost_is_the_squared_l2_norm_not_l1():
+    """Two conversions to two publishers cost 2/(2σ²); to one publisher 4/(2σ²)."""
+    spread_user = ConversionSet(
+        np.array([0, 0, 1, 1]),
+        np.array([0, 0, 0, 0]),
+        np.array([0, 1, 2, 2]),
+        np.array([10, 20, 10, 20]),
+        2,
+        1,
+        3,
+        "t",
+    )
+    data = prepare_plus(spread_user)
+    keep, cost = filter_day(data, 0, 5.0, 1.0, np.zeros(2), 100.0)
+    assert keep.tolist() == [1, 1, 1, 1]
+    assert cost.tolist() == [1.0, 2.0]  # ‖(1, 1)‖² / 2 and ‖(2)‖² / 2
+
+
+def test_a_user_added_changes_only_their_own_contributions():
+    base = _data(7)
+    extra = ConversionSet(
+        np.append(base.user, [base.n_users] * 40),
+        np.append(base.day, np.arange(40) % len(BOUNDS)),
+        np.append(base.publisher, np.zeros(40, dtype=base.publisher.dtype)),
+        np.append(base.time_ms, np.arange(40) * 1000),
+        base.n_users + 1,
+        base.n_days,
+        base.n_publishers,
+        "t",
+    )
+    data0, keeps0, _, spend0 = _run(base)
+    data1, keeps1, _, spend1 = _run(extra)
+    np.testing.assert_array_equal(spend1[:-1], spend0)
+    assert spend1[-1] > 0
+    for day in range(len(BOUNDS)):
+        mine = data1.user[data1.rows(day)] == base.n_users
+        a = sorted(zip(data0.user[data0.rows(day)].tolist(), keeps0[day].tolist(), strict=True))
+        b = sorted(
+            zip(
+                data1.user[data1.rows(day)][~mine].tolist(),
+                keeps1[day][~mine].tolist(),
+                strict=True,
+            )
+        )
+        assert a == b
+
+
+def test_budget_fraction_solves_the_quadratic_and_cuts_later_rows():
+    # q = 3, w = (1, 0), C has 1 on w's publisher: q + 2f·1 + f² ≤ 5 → f = √3 − 1
+    f = budget_fraction(np.array([3.0]), np.array([1.0]), np.array([1.0]), np.array([5.0]))
+    assert f[0] == pytest.approx(np.sqrt(3) - 1, rel=1e-15)
+    assert budget_fraction(np.array([6.0]), np.ones(1), np.zeros(1), np.array([5.0]))[0] == 0.0
+    assert budget_fraction(np.array([9.0]), np.zeros(1), np.zeros(1), np.array([5.0]))[0] == 1.0
+    keep, inc = clip_unit_rows(np.arange(4), np.zeros(4), np.arange(4.0), np.full(4, 10.0), 2.5)
+    assert keep.tolist() == [1.0, 1.0, 0.5, 0.0]
+    assert inc.tolist() == [1.0, 1.0, 0.25, 0.0]
+    assert count_fraction(np.arange(4), 2.0).tolist() == [1.0, 1.0, 0.0, 0.0]
+
+
+def test_ledger_charge_is_the_worst_case_rise_and_stops_at_rho1():
+    rho1, spent = Fraction(1), Fraction(0)
+    charges = []
+    for cost in (Fraction(3, 10), Fraction(4, 10), Fraction(5, 10), Fraction(1, 10)):
+        charge = worst_case_charge(spent, cost, rho1)
+        charges.append(charge)
+        spent += charge
+    assert charges == [Fraction(3, 10), Fraction(4, 10), Fraction(3, 10), Fraction(0)]
+    assert filter_cap(rho1) < 1 and filter_cap(rho1) > 1 - 1e-8
