@@ -102,9 +102,13 @@ def _now() -> str:
 
 
 def campaign_fingerprint(campaign: CampaignConfig, plan: AdsbpcPlan) -> str:
-    """Hash of everything that decides what a campaign releases and spends."""
-    relevant = campaign.model_dump(mode="json", exclude={"advertiser"})
-    relevant["advertiser"] = campaign.advertiser
+    """Hash of everything that decides what a campaign releases and spends.
+
+    Fields left at their defaults are omitted, so a release of the platform that adds a new
+    option (with a default that keeps today's behaviour) does not orphan running campaigns;
+    the plan's exact allotments and σ̄ are hashed too, so any change that matters shows.
+    """
+    relevant = campaign.model_dump(mode="json", exclude_defaults=True)
     relevant["plan"] = {
         "allotments": [str(a) for a in plan.allotments],
         "sigma_bar": list(plan.sigma_bar),
