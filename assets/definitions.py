@@ -11,22 +11,28 @@ from assets.resources import CatalogueResource, LedgerResource, WarehouseResourc
 from dp_platform.config import load_catalogue
 from dp_platform.daily import plans_for
 from dp_platform.home import Home
-from dp_platform.privacy.noise import NoiseSource
+from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
 
 
 def build_definitions(
-    config_path: str | Path, home: str | Path, *, noise: NoiseSource | None = None
+    config_path: str | Path,
+    home: str | Path,
+    *,
+    noise: NoiseSource | None = None,
+    integer_noise: IntegerNoiseSource | None = None,
 ) -> dg.Definitions:
-    """Definitions for a catalogue over a platform home. ``noise`` is for tests only."""
+    """Definitions for a catalogue over a platform home. The noise sources are for tests only."""
     config_path = Path(config_path).resolve()
     catalogue = load_catalogue(config_path)
     plans = plans_for(catalogue, config_path.parent)
     assets, jobs, schedules = [], [], []
     for campaign in catalogue.campaigns:
-        built = build_campaign(campaign, plans[campaign.name], catalogue, noise=noise)
+        built = build_campaign(
+            campaign, plans[campaign.name], catalogue, noise=noise, integer_noise=integer_noise
+        )
         assets.extend(built.assets)
-        jobs.append(built.job)
-        schedules.append(built.schedule)
+        jobs.extend(built.jobs)
+        schedules.extend(built.schedules)
     root = str(Home.at(home).root)
     return dg.Definitions(
         assets=assets,

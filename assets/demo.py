@@ -65,7 +65,7 @@ def run_demo(home_dir: Path, *, days: int, users: int, publishers: int) -> dict:
     report: dict = {"home": str(home.root), "ingest": ingest, "campaigns": {}}
     with Ledger.at_home(home.root) as ledger:
         for campaign in catalogue.campaigns:
-            plan = plans[campaign.name]
+            plan = plans[campaign.name].stream
             releases = ledger.releases(campaign.name)
             truth = _truth(home, campaign, len(releases))
             noisy = np.array([r.values for r in releases])

@@ -16,19 +16,32 @@ annotations of asset functions at definition time.)
 """
 
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 
 import dagster as dg
 
 from assets.checks import schema_check_result, schema_check_specs
-from assets.metadata import answers_metadata, bound_metadata, release_metadata
+from assets.metadata import (
+    answers_metadata,
+    bound_metadata,
+    one_shot_metadata,
+    reach_metadata,
+    release_metadata,
+)
 from assets.partitions import campaign_partitions, keys_to_dates, lookback, previous_day
 from assets.resources import LedgerResource, WarehouseResource
-from dp_platform.adsbpc import AdsbpcPlan
-from dp_platform.config import CampaignConfig, Catalogue
-from dp_platform.daily import answers_through, bound_day, clipped_day, release_day
+from dp_platform.config import CampaignConfig, Catalogue, ConfigError
+from dp_platform.daily import (
+    answers_through,
+    bound_day,
+    clipped_day,
+    release_day,
+    release_one_shot,
+    release_reach,
+)
 from dp_platform.ledger import Ledger
-from dp_platform.privacy.noise import NoiseSource
+from dp_platform.plans import CampaignPlan
+from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
 
 WRITER_POOL = "dp_platform_writer"  # size 1 in dagster.yaml: one writer of DuckDB/ledger at a time
 SPENT_CHECK = "spent_within_plan"
@@ -37,8 +50,8 @@ SPENT_CHECK = "spent_within_plan"
 @dataclass(frozen=True)
 class CampaignDefinitions:
     assets: list[dg.AssetsDefinition]
-    job: object  # an unresolved asset job (resolved by Definitions)
-    schedule: object  # a schedule built from the partitioned job
+    jobs: list  # unresolved asset jobs (resolved by Definitions)
+    schedules: list
 
 
 def _summary(days: list[date]) -> dict[str, dg.MetadataValue]:
@@ -60,17 +73,22 @@ def _observe(context: dg.AssetExecutionContext, day: date, metadata: dict) -> No
 
 def build_campaign(
     campaign: CampaignConfig,
-    plan: AdsbpcPlan,
+    campaign_plan: CampaignPlan,
     catalogue: Catalogue,
     *,
     noise: NoiseSource | None = None,
+    integer_noise: IntegerNoiseSource | None = None,
 ) -> CampaignDefinitions:
-    """All assets, the daily job and its 02:00 UTC schedule for one campaign.
+    """All assets, jobs and schedules of one campaign.
 
-    ``noise`` is for tests only (an explicit seeded source); production leaves it None, which
-    means OpenDP's secure samplers.
+    Daily (partitioned): the raw and attributed data and, for a streaming campaign, the chain
+    down to the noisy release and the query answers. Campaign-level (one partition-less asset
+    each, after the last day): the one-shot release (``mode: one_shot``) and reach & frequency
+    (a ``reach:`` block). ``noise``/``integer_noise`` are for tests only (explicit seeded
+    sources); production leaves them None: OpenDP's secure samplers.
     """
     name = campaign.name
+    plan = campaign_plan.stream
     partitions = campaign_partitions(campaign)
     common = {
         "key_prefix": [name],
@@ -83,7 +101,7 @@ def build_campaign(
         return dg.AssetKey([name, asset])
 
     def register(ledger: Ledger) -> None:
-        ledger.register(campaign, plan, catalogue.account(campaign.account))
+        ledger.register(campaign, campaign_plan, catalogue.account(campaign.account))
 
     @dg.asset(
         name="raw_impressions",
@@ -136,6 +154,132 @@ def build_campaign(
                 wh.attribute_day(campaign, day)
             check = schema_check_result(wh, "attributed", campaign, days)
         return dg.MaterializeResult(metadata=_summary(days), check_results=[check])
+
+    data_assets = [raw_impressions, raw_conversions, attributed_conversions]
+    if plan is None:
+        stream_assets: list = []
+    else:
+        stream_assets = _stream_assets(campaign, plan, common, key, register, noise=noise)
+    final_assets = _campaign_level_assets(
+        campaign, campaign_plan, key, register, noise=noise, integer_noise=integer_noise
+    )
+    job = dg.define_asset_job(
+        f"{name}_daily",
+        selection=dg.AssetSelection.assets(*data_assets, *stream_assets),
+        description=f"Materialise one day (or a range) of campaign {name}, in day order.",
+    )
+    schedule = dg.build_schedule_from_partitioned_job(
+        job,
+        name=f"{name}_daily_0200_utc",
+        hour_of_day=2,
+        minute_of_hour=0,
+        description=f"02:00 UTC: materialise the previous day of campaign {name} while it runs.",
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+    )
+    jobs, schedules = [job], [schedule]
+    if final_assets:
+        final_job = dg.define_asset_job(
+            f"{name}_final",
+            selection=dg.AssetSelection.assets(*final_assets),
+            description=f"Campaign-level releases of {name}, once its last day is complete.",
+        )
+        jobs.append(final_job)
+        schedules.append(_final_schedule(campaign, final_job))
+    return CampaignDefinitions(
+        assets=[*data_assets, *stream_assets, *final_assets], jobs=jobs, schedules=schedules
+    )
+
+
+def _final_schedule(campaign: CampaignConfig, job) -> dg.ScheduleDefinition:
+    """03:00 UTC daily; asks for the campaign-level run once, the first night after the end."""
+
+    @dg.schedule(
+        name=f"{campaign.name}_final_0300_utc",
+        cron_schedule="0 3 * * *",
+        execution_timezone="UTC",
+        job=job,
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description=f"After {campaign.end}: the campaign-level releases of {campaign.name}.",
+    )
+    def final(context: dg.ScheduleEvaluationContext):
+        today = context.scheduled_execution_time.date()
+        if today <= campaign.end:
+            return dg.SkipReason(f"campaign {campaign.name} runs until {campaign.end}")
+        return dg.RunRequest(run_key=f"{campaign.name}-final")  # once: run keys dedupe
+
+    return final
+
+
+def _campaign_level_assets(
+    campaign: CampaignConfig,
+    campaign_plan: CampaignPlan,
+    key,
+    register,
+    *,
+    noise: NoiseSource | None,
+    integer_noise: IntegerNoiseSource | None,
+) -> list[dg.AssetsDefinition]:
+    name = campaign.name
+    assets: list[dg.AssetsDefinition] = []
+
+    def require_ended() -> None:
+        if datetime.now(UTC).date() <= campaign.end:
+            raise ConfigError(
+                f"campaign {name} runs until {campaign.end}: its campaign-level releases cover "
+                "the whole period and are drawn once, after the last day"
+            )
+
+    if campaign_plan.one_shot is not None:
+
+        @dg.asset(
+            name="one_shot_release",
+            key_prefix=[name],
+            group_name=name,
+            kinds={"python", "sqlite"},
+            description="RELEASE. The whole period's attributed conversions per publisher with "
+            "Laplace noise of scale C0·r·Δ(f)/ε (mode: one_shot), drawn once (ledger).",
+            deps=[dg.AssetDep(key("attributed_conversions"))],
+            pool=WRITER_POOL,
+        )
+        def one_shot_release(warehouse: WarehouseResource, ledger: LedgerResource):
+            require_ended()
+            with warehouse.open() as wh, ledger.open() as led:
+                register(led)
+                payload, drawn = release_one_shot(
+                    wh, led, campaign, campaign_plan, noise=noise, integer_noise=integer_noise
+                )
+            return dg.MaterializeResult(metadata=one_shot_metadata(payload, drawn))
+
+        assets.append(one_shot_release)
+
+    if campaign_plan.reach is not None:
+
+        @dg.asset(
+            name="reach_and_frequency",
+            key_prefix=[name],
+            group_name=name,
+            kinds={"python", "sqlite"},
+            description="RELEASE. How many users saw the campaign's ads, and how many at least "
+            "k times, over the whole period (noisy histogram; own ρ on the account).",
+            deps=[dg.AssetDep(key("raw_impressions"))],
+            pool=WRITER_POOL,
+        )
+        def reach_and_frequency(warehouse: WarehouseResource, ledger: LedgerResource):
+            require_ended()
+            with warehouse.open() as wh, ledger.open() as led:
+                register(led)
+                payload, drawn = release_reach(
+                    wh, led, campaign, campaign_plan, noise=integer_noise
+                )
+            return dg.MaterializeResult(metadata=reach_metadata(payload, drawn))
+
+        assets.append(reach_and_frequency)
+    return assets
+
+
+def _stream_assets(campaign: CampaignConfig, plan, common: dict, key, register, *, noise):
+    """The daily chain from per-user contributions to the noisy release and query answers."""
+    name = campaign.name
 
     @dg.asset(
         name="user_day_contributions",
@@ -265,27 +409,10 @@ def build_campaign(
             answers = answers_through(led, campaign, plan, days[-1], publishers)
         return dg.MaterializeResult(metadata={**_summary(days), **answers_metadata(plan, answers)})
 
-    assets = [
-        raw_impressions,
-        raw_conversions,
-        attributed_conversions,
+    return [
         user_day_contributions,
         contribution_bound,
         clipped_daily_vector,
         noisy_daily_release,
         cumulative_query_answers,
     ]
-    job = dg.define_asset_job(
-        f"{name}_daily",
-        selection=dg.AssetSelection.groups(name),
-        description=f"Materialise one day (or a range) of campaign {name}, in day order.",
-    )
-    schedule = dg.build_schedule_from_partitioned_job(
-        job,
-        name=f"{name}_daily_0200_utc",
-        hour_of_day=2,
-        minute_of_hour=0,
-        description=f"02:00 UTC: materialise the previous day of campaign {name} while it runs.",
-        default_status=dg.DefaultScheduleStatus.RUNNING,
-    )
-    return CampaignDefinitions(assets=assets, job=job, schedule=schedule)

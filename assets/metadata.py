@@ -82,3 +82,34 @@ def _query_std(plan: AdsbpcPlan, query: int, answers: CampaignAnswers) -> float:
     weights = plan.queries[query, : len(sigmas)]
     publishers = len(answers.publishers)
     return math.sqrt(publishers * sum((w * s) ** 2 for w, s in zip(weights, sigmas, strict=True)))
+
+
+def one_shot_metadata(payload: dict, drawn_now: bool) -> dict[str, dg.MetadataValue]:
+    """The one-shot release (DP values: noisy per-publisher sums, scale, ρ)."""
+    values = payload.get("values", {})
+    rows = [f"| {p} | {v:.2f} |" for p, v in values.items()]
+    return {
+        "noisy_total": dg.MetadataValue.float(float(payload["total"])),
+        "noise_scale": dg.MetadataValue.float(float(payload["scale"])),
+        "std_per_publisher": dg.MetadataValue.float(float(payload["std"])),
+        "epsilon": dg.MetadataValue.float(float(payload["epsilon"])),
+        "rho_charged": dg.MetadataValue.float(float(payload["rho_charged"])),
+        "noisy_values": dg.MetadataValue.md(
+            "\n".join(["| publisher | noisy value |", "|---|---|", *rows[:50]])
+        ),
+        "drawn_now": dg.MetadataValue.bool(drawn_now),
+    }
+
+
+def reach_metadata(payload: dict, drawn_now: bool) -> dict[str, dg.MetadataValue]:
+    """Reach and k+-frequency (DP values: the noisy histogram and what follows from it)."""
+    at_least = payload.get("at_least", [])
+    rows = [f"| {k}+ | {v} |" for k, v in enumerate(at_least, start=1)]
+    return {
+        "noisy_reach": dg.MetadataValue.float(float(payload["reach"])),
+        "rho_charged": dg.MetadataValue.float(float(payload["rho_charged"])),
+        "frequency": dg.MetadataValue.md(
+            "\n".join(["| seen at least | noisy users |", "|---|---|", *rows])
+        ),
+        "drawn_now": dg.MetadataValue.bool(drawn_now),
+    }

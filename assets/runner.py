@@ -23,7 +23,7 @@ from dp_platform.config import CampaignConfig, ConfigError, load_catalogue
 from dp_platform.daily import campaign_days, plans_for, register_campaigns
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger, LedgerError
-from dp_platform.privacy.noise import NoiseSource
+from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
 
 _REPO_DAGSTER_YAML = Path(__file__).resolve().parents[1] / "dagster.yaml"
 INSTANCE_YAML = """\
@@ -73,8 +73,10 @@ def due_days(
     last = today - timedelta(days=1) if through is None else min(through, today - timedelta(days=1))
     if last < campaign.start:
         return []
-    released = {m.day for m in ledger.releases(campaign.name)}
     days = campaign_days(campaign, last)
+    if campaign.mode == "one_shot":  # no daily release: load and attribute until the one-shot
+        return [] if "one_shot" in ledger.campaign_releases(campaign.name) else days
+    released = {m.day for m in ledger.releases(campaign.name)}
     first_missing = next((i for i, _ in enumerate(days) if (i + 1) not in released), len(days))
     return days[first_missing:]
 
@@ -150,6 +152,7 @@ def run_campaigns(
     campaign: str | None = None,
     through: date | None = None,
     noise: NoiseSource | None = None,
+    integer_noise: IntegerNoiseSource | None = None,
     instance: dg.DagsterInstance | None = None,
     today: date | None = None,
     log_level: str = "WARNING",
@@ -166,32 +169,67 @@ def run_campaigns(
     instance = instance or instance_for(home_dir)
     recover_dead_runs(instance)
     owner = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
-    definitions = build_definitions(config_path, home_dir.root, noise=noise)
+    definitions = build_definitions(
+        config_path, home_dir.root, noise=noise, integer_noise=integer_noise
+    )
     runs = []
+    today = today or datetime.now(UTC).date()
     for selected_campaign in selected:
-        days = schedule[selected_campaign.name]
-        if not days:
-            runs.append(CampaignRun(selected_campaign.name, [], None))
-            continue
-        job = definitions.resolve_job_def(f"{selected_campaign.name}_daily")
-        keys = {"partition_key": days[0].isoformat()} if len(days) == 1 else {}
-        tags = (
-            owner
-            if len(days) == 1
-            else {
-                **owner,
-                "dagster/asset_partition_range_start": days[0].isoformat(),
-                "dagster/asset_partition_range_end": days[-1].isoformat(),
-            }
+        name = selected_campaign.name
+        days = schedule[name]
+        run_id = None
+        if days:
+            keys = {"partition_key": days[0].isoformat()} if len(days) == 1 else {}
+            tags = dict(owner)
+            if len(days) > 1:
+                tags["dagster/asset_partition_range_start"] = days[0].isoformat()
+                tags["dagster/asset_partition_range_end"] = days[-1].isoformat()
+            run_id = _execute(definitions, f"{name}_daily", instance, tags, log_level, keys)
+        final = _has_job(definitions, f"{name}_final")
+        finished = (
+            final
+            and today > selected_campaign.end
+            and (through is None or through >= selected_campaign.end)
         )
-        try:
-            result = job.execute_in_process(
-                instance=instance, tags=tags, run_config=_console(log_level), **keys
-            )
-        except Exception as error:
-            cause = _user_error(error)
-            if cause is not None:
-                raise cause from None
-            raise RunFailed(f"campaign {selected_campaign.name}: {error}") from error
-        runs.append(CampaignRun(selected_campaign.name, days, result.run_id))
+        if finished and _final_due(home_dir, name, plans[name]):
+            _execute(definitions, f"{name}_final", instance, owner, log_level, {})
+        runs.append(CampaignRun(name, days, run_id))
     return runs
+
+
+def _has_job(definitions: dg.Definitions, name: str) -> bool:
+    try:
+        definitions.resolve_job_def(name)
+    except Exception:
+        return False
+    return True
+
+
+def _final_due(home: Home, campaign: str, plan) -> bool:
+    """Campaign-level releases not stored yet (one-shot, reach)."""
+    with Ledger.at_home(home.root) as ledger:
+        stored = ledger.campaign_releases(campaign)
+    wanted = {"one_shot"} if plan.one_shot is not None else set()
+    wanted |= {"reach"} if plan.reach is not None else set()
+    return not wanted <= set(stored)
+
+
+def _execute(
+    definitions: dg.Definitions,
+    job_name: str,
+    instance: dg.DagsterInstance,
+    tags: dict,
+    log_level: str,
+    keys: dict,
+) -> str:
+    job = definitions.resolve_job_def(job_name)
+    try:
+        result = job.execute_in_process(
+            instance=instance, tags=tags, run_config=_console(log_level), **keys
+        )
+    except Exception as error:
+        cause = _user_error(error)
+        if cause is not None:
+            raise cause from None
+        raise RunFailed(f"{job_name}: {error}") from error
+    return result.run_id

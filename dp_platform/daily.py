@@ -20,11 +20,12 @@ from dp_platform.adsbpc import (
     Measurement,
     answer_queries,
     choose_bound,
-    make_plan,
     measure,
 )
 from dp_platform.config import CampaignConfig, Catalogue, ConfigError
 from dp_platform.ledger import Ledger, LedgerError, MissingPreviousDay
+from dp_platform.plans import CampaignPlan, campaign_plans
+from dp_platform.privacy.accounting import Rho
 from dp_platform.privacy.noise import NoiseSource
 
 __all__ = [
@@ -36,16 +37,18 @@ __all__ = [
     "plans_for",
     "register_campaigns",
     "release_day",
+    "release_one_shot",
+    "release_reach",
 ]
 
 
-def plans_for(catalogue: Catalogue, base_dir: str | Path | None = None) -> dict[str, AdsbpcPlan]:
-    """Every campaign's plan (data-independent)."""
-    return {c.name: make_plan(c, base_dir) for c in catalogue.campaigns}
+def plans_for(catalogue: Catalogue, base_dir: str | Path | None = None) -> dict[str, CampaignPlan]:
+    """Every campaign's whole plan (data-independent): daily stream, one-shot, reach."""
+    return campaign_plans(catalogue, base_dir)
 
 
 def register_campaigns(
-    catalogue: Catalogue, plans: dict[str, AdsbpcPlan], ledger: Ledger
+    catalogue: Catalogue, plans: dict[str, CampaignPlan], ledger: Ledger
 ) -> dict[str, bool]:
     """Reserve each campaign's plan against its account's cap (idempotent). Name → newly added."""
     added = {}
@@ -164,3 +167,53 @@ def campaign_days(campaign: CampaignConfig, through: date | None = None) -> list
     if last < campaign.start:
         raise ConfigError(f"campaign {campaign.name} starts on {campaign.start}, after {last}")
     return [campaign.start + timedelta(days=i) for i in range((last - campaign.start).days + 1)]
+
+
+def release_one_shot(
+    warehouse,
+    ledger: Ledger,
+    campaign: CampaignConfig,
+    plan: CampaignPlan,
+    *,
+    noise=None,
+    integer_noise=None,
+) -> tuple[dict, bool]:
+    """The campaign's one-shot Laplace release (mode: one_shot), drawn once (ledger)."""
+    from dp_platform import oneshot
+
+    if plan.one_shot is None:
+        raise ConfigError(f"campaign {campaign.name} is not configured with mode: one_shot")
+    stored = ledger.campaign_releases(campaign.name).get("one_shot")
+    if stored is not None:
+        return stored, False
+    for day in campaign_days(campaign):
+        warehouse.attribute_day(campaign, day)
+    sums = oneshot.warehouse_sums(warehouse, campaign, plan.one_shot)
+    publishers = list(warehouse.campaign_publishers(campaign))
+
+    def draw() -> dict:
+        release = oneshot.release_one_shot(
+            sums, publishers, plan.one_shot, noise=noise, integer_noise=integer_noise
+        )
+        return release.to_json()
+
+    return ledger.release_once(campaign.name, "one_shot", Rho(plan.one_shot.rho), draw)
+
+
+def release_reach(
+    warehouse, ledger: Ledger, campaign: CampaignConfig, plan: CampaignPlan, *, noise=None
+) -> tuple[dict, bool]:
+    """Reach and k+-frequency over the whole campaign (a ``reach:`` block), drawn once."""
+    from dp_platform import reach
+
+    if plan.reach is None:
+        raise ConfigError(f"campaign {campaign.name} has no reach: block")
+    stored = ledger.campaign_releases(campaign.name).get("reach")
+    if stored is not None:
+        return stored, False
+    histogram = reach.warehouse_histogram(warehouse, campaign, plan.reach.max_frequency)
+
+    def draw() -> dict:
+        return reach.release_reach(histogram, plan.reach, noise=noise).to_json()
+
+    return ledger.release_once(campaign.name, "reach", Rho(plan.reach.rho), draw)

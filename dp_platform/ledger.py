@@ -28,6 +28,7 @@ from pathlib import Path
 
 from dp_platform.adsbpc import AdsbpcPlan, BoundChoice, BoundState, Measurement
 from dp_platform.config import AccountConfig, CampaignConfig
+from dp_platform.plans import CampaignPlan
 from dp_platform.privacy.accounting import Rho
 
 __all__ = [
@@ -70,6 +71,13 @@ CREATE TABLE IF NOT EXISTS releases (
     created_at TEXT NOT NULL,
     PRIMARY KEY (campaign, day)
 );
+CREATE TABLE IF NOT EXISTS campaign_releases (
+    campaign TEXT NOT NULL REFERENCES campaigns(name),
+    kind TEXT NOT NULL,
+    release_json TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (campaign, kind)
+);
 CREATE TABLE IF NOT EXISTS charges (
     campaign TEXT NOT NULL REFERENCES campaigns(name),
     day INTEGER NOT NULL,
@@ -101,7 +109,13 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def campaign_fingerprint(campaign: CampaignConfig, plan: AdsbpcPlan) -> str:
+def _as_campaign_plan(campaign: CampaignConfig, plan: AdsbpcPlan | CampaignPlan) -> CampaignPlan:
+    if isinstance(plan, CampaignPlan):
+        return plan
+    return CampaignPlan(campaign.name, campaign.days, plan, None, None)
+
+
+def campaign_fingerprint(campaign: CampaignConfig, plan: AdsbpcPlan | CampaignPlan) -> str:
     """Hash of everything that decides what a campaign releases and spends.
 
     Fields left at their defaults are omitted, so a release of the platform that adds a new
@@ -109,11 +123,7 @@ def campaign_fingerprint(campaign: CampaignConfig, plan: AdsbpcPlan) -> str:
     the plan's exact allotments and σ̄ are hashed too, so any change that matters shows.
     """
     relevant = campaign.model_dump(mode="json", exclude_defaults=True)
-    relevant["plan"] = {
-        "allotments": [str(a) for a in plan.allotments],
-        "sigma_bar": list(plan.sigma_bar),
-        "total": plan.budget.total.to_json(),
-    }
+    relevant["plan"] = _as_campaign_plan(campaign, plan).ledger_json()
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
 
 
@@ -221,7 +231,9 @@ class Ledger:
         rows = db.execute("SELECT planned FROM campaigns WHERE account = ?", (account,)).fetchall()
         return sum((Rho.from_json(r[0]) for r in rows), Rho.zero())
 
-    def register(self, campaign: CampaignConfig, plan: AdsbpcPlan, account: AccountConfig) -> bool:
+    def register(
+        self, campaign: CampaignConfig, plan: AdsbpcPlan | CampaignPlan, account: AccountConfig
+    ) -> bool:
         """Reserve the campaign's whole plan against its account's cap. True if newly registered.
 
         Refused (BudgetExceeded, with the figures) if the cap would be exceeded, and
@@ -230,8 +242,9 @@ class Ledger:
         if campaign.account != account.name:
             raise LedgerError(f"campaign {campaign.name} belongs to account {campaign.account}")
         self.ensure_account(account)
+        plan = _as_campaign_plan(campaign, plan)
         fingerprint = campaign_fingerprint(campaign, plan)
-        planned = plan.budget.total
+        planned = plan.total
         with self._transaction() as db:
             row = db.execute(
                 "SELECT fingerprint FROM campaigns WHERE name = ?", (campaign.name,)
@@ -264,7 +277,7 @@ class Ledger:
                     planned.to_json(),
                     plan.days,
                     fingerprint,
-                    json.dumps({**plan.to_json(), "queries": plan.queries.tolist()}),
+                    json.dumps(plan.ledger_json()),
                     _now(),
                 ),
             )
@@ -287,7 +300,7 @@ class Ledger:
         self, db: sqlite3.Connection, campaign: str, day: int, charges: dict[str, Rho]
     ) -> None:
         account, planned, days = self._campaign_row(db, campaign)
-        if not 1 <= day <= days:
+        if not 0 <= day <= days:  # day 0: campaign-level releases (one-shot, reach)
             raise LedgerError(f"campaign {campaign} has days 1..{days}; day {day} is outside")
         cost = sum(charges.values(), Rho.zero())
         spent = self._spent(db, campaign)
@@ -447,6 +460,40 @@ class Ledger:
             "SELECT release_json FROM releases WHERE campaign = ? AND day = ?", (campaign, day)
         ).fetchone()
         return None if row is None else Measurement.from_json(json.loads(row[0]))
+
+    # -- campaign-level releases (one per kind: "one_shot", "reach") ----------------------
+
+    def release_once(
+        self, campaign: str, kind: str, charge: Rho, draw: Callable[[], dict]
+    ) -> tuple[dict, bool]:
+        """A campaign-level release: the stored one, or ``draw()`` stored once and charged.
+
+        Same transaction as the daily chains (lock → stored? → budget → draw → store, charge);
+        the charge is booked on day 0 under the part ``kind``.
+        """
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT release_json FROM campaign_releases WHERE campaign = ? AND kind = ?",
+                (campaign, kind),
+            ).fetchone()
+            if row is not None:
+                return json.loads(row[0]), False
+            charges = {kind: charge}
+            self._check_budget(db, campaign, 0, charges)
+            payload = draw()
+            db.execute(
+                "INSERT INTO campaign_releases VALUES (?, ?, ?, ?)",
+                (campaign, kind, json.dumps(payload), _now()),
+            )
+            self._charge(db, campaign, 0, charges)
+            return payload, True
+
+    def campaign_releases(self, campaign: str) -> dict[str, dict]:
+        rows = self._db.execute(
+            "SELECT kind, release_json FROM campaign_releases WHERE campaign = ? ORDER BY kind",
+            (campaign,),
+        ).fetchall()
+        return {kind: json.loads(text) for kind, text in rows}
 
     # -- reading ------------------------------------------------------------------------------
 

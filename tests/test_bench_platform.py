@@ -52,9 +52,9 @@ def test_bench_same_days_by_the_library_directly(benchmark, prepared, tmp_path) 
             for day in campaign_days(campaign):
                 warehouse.attribute_day(campaign, day)
                 warehouse.contributions_day(campaign, day)
-                bound_day(warehouse, ledger, campaign, plans["spring"], day)
+                bound_day(warehouse, ledger, campaign, plans["spring"].stream, day)
             for day in campaign_days(campaign):
-                release_day(warehouse, ledger, campaign, plans["spring"], day)
+                release_day(warehouse, ledger, campaign, plans["spring"].stream, day)
             return len(ledger.releases("spring"))
 
     days = benchmark.pedantic(run, setup=lambda: _copy(prepared, tmp_path), rounds=3)

@@ -198,3 +198,71 @@ def test_dagster_metadata_of_releases_is_dp_only(home) -> None:
     ).asset_materialization.metadata
     assert answers["chart"].value.startswith("![noisy query answers](data:image/png;base64,")
     assert np.isfinite(answers["answer_ending_today"].value)
+
+
+def test_one_shot_and_reach_are_released_once_through_dagster(prepared, tmp_path) -> None:
+    import yaml
+
+    from dp_platform import oneshot, reach
+    from dp_platform.privacy.noise import SeededIntegerNoise, SeededNoise
+
+    base = catalogue()["campaigns"][0]
+    campaigns = [
+        {
+            **base,
+            "name": "once",
+            "mode": "one_shot",
+            "privacy": {"rho": 0.5},
+            "one_shot": {"bound": 3, "noise": "discrete_laplace"},
+            "reach": {"rho": 0.1},
+        },
+        {
+            **base,
+            "name": "daily",
+            "privacy": {"rho": 0.6},
+            "reach": {"rho": 0.1, "max_frequency": 5},
+        },
+    ]
+    home = copy_home(prepared, tmp_path / "final")
+    (home.root / "campaigns.yaml").write_text(yaml.safe_dump(catalogue(2.0, campaigns)))
+    config = home.root / "campaigns.yaml"
+    instance = dg.DagsterInstance.ephemeral()
+    run_campaigns(
+        config,
+        home.root,
+        instance=instance,
+        today=TODAY,
+        noise=SeededNoise(1),
+        integer_noise=SeededIntegerNoise(2),
+    )
+    with Ledger.at_home(home.root) as ledger:
+        once = ledger.campaign_releases("once")
+        daily = ledger.campaign_releases("daily")
+        report = ledger.budget_report()
+        assert ledger.releases("once") == []  # one-shot mode has no daily releases
+        assert len(ledger.releases("daily")) == DAYS
+    assert set(once) == {"one_shot", "reach"} and set(daily) == {"reach"}
+    loaded = load_catalogue(config)
+    one_shot_plan = oneshot.plan_from_config(loaded.campaign("once"))
+    assert once["one_shot"]["rho_exact"] == str(one_shot_plan.rho)
+    assert all(float(v) == int(v) for v in once["one_shot"]["values"].values())  # integer noise
+    assert report["campaigns"]["once"]["spent"] == pytest.approx(float(one_shot_plan.rho) + 0.1)
+    assert report["campaigns"]["daily"]["spent"] == pytest.approx(0.7)
+    reach_plan = reach.plan_from_config(loaded.campaign("daily"))
+    assert len(daily["reach"]["at_least"]) == reach_plan.max_frequency
+
+    again = run_campaigns(
+        config,
+        home.root,
+        instance=instance,
+        today=TODAY,
+        noise=SeededNoise(9),
+        integer_noise=SeededIntegerNoise(9),
+    )
+    assert all(not r.days for r in again if r.campaign == "daily")
+    with Ledger.at_home(home.root) as ledger:
+        assert ledger.campaign_releases("once") == once  # stored, not redrawn
+        assert ledger.budget_report() == report
+    event = instance.get_latest_materialization_event(dg.AssetKey(["once", "one_shot_release"]))
+    metadata = event.asset_materialization.metadata
+    assert metadata["noisy_total"].value == pytest.approx(once["one_shot"]["total"])

@@ -11,8 +11,10 @@ import argparse
 import json
 from pathlib import Path
 
-from dp_platform.adsbpc import AdsbpcPlan, make_plan
+from dp_platform.adsbpc import AdsbpcPlan
 from dp_platform.config import Catalogue, load_catalogue
+from dp_platform.plans import CampaignPlan, campaign_plans
+from dp_platform.privacy.accounting import Rho
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,19 +30,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-def account_totals(catalogue: Catalogue, plans: dict[str, AdsbpcPlan]) -> dict[str, dict]:
+def account_totals(catalogue: Catalogue, plans: dict[str, CampaignPlan]) -> dict[str, dict]:
     """Planned ρ per account against its cap (the ledger refuses a campaign that breaks it)."""
     totals: dict[str, dict] = {}
     for account in catalogue.accounts:
         planned = sum(
-            float(plans[c.name].budget.total)
-            for c in catalogue.campaigns
-            if c.account == account.name
+            (plans[c.name].total for c in catalogue.campaigns if c.account == account.name),
+            Rho.zero(),
         )
         totals[account.name] = {
             "rho_cap": account.rho_cap,
-            "planned": planned,
-            "within_cap": planned <= account.rho_cap,
+            "planned": float(planned),
+            "within_cap": planned <= Rho.of(account.rho_cap),
         }
     return totals
 
@@ -49,18 +50,18 @@ def run(args: argparse.Namespace) -> int:
     catalogue = load_catalogue(args.config)
     campaigns = [catalogue.campaign(args.campaign)] if args.campaign else catalogue.campaigns
     base_dir = Path(args.config).resolve().parent
-    plans = {c.name: make_plan(c, base_dir) for c in catalogue.campaigns}
+    plans = campaign_plans(catalogue, base_dir)
     shown = {c.name: plans[c.name] for c in campaigns}
     accounts = account_totals(catalogue, plans)
     if args.json:
         document = {
-            "campaigns": {name: plan.to_json() for name, plan in shown.items()},
+            "campaigns": {name: plan_json(plan) for name, plan in shown.items()},
             "accounts": accounts,
         }
         print(json.dumps(document, indent=2))
     else:
         for plan in shown.values():
-            print(render(plan))
+            print(render_campaign(plan))
         for name, account in accounts.items():
             state = "ok" if account["within_cap"] else "OVER CAP"
             print(
@@ -68,6 +69,46 @@ def run(args: argparse.Namespace) -> int:
                 f"{account['rho_cap']:.6g} ({state})"
             )
     return 0 if all(a["within_cap"] for a in accounts.values()) else 1
+
+
+def plan_json(plan: CampaignPlan) -> dict:
+    """design.md §3.3's keys for the daily mechanism, plus the campaign-level releases."""
+    document = {} if plan.stream is None else plan.stream.to_json()
+    document["total_rho"] = float(plan.total)
+    if plan.one_shot is not None:
+        document["one_shot"] = plan.one_shot.to_json()
+    if plan.reach is not None:
+        document["reach"] = plan.reach.to_json()
+    return document
+
+
+def render_campaign(plan: CampaignPlan) -> str:
+    lines = []
+    if isinstance(plan.stream, AdsbpcPlan):
+        lines.append(render(plan.stream))
+    elif plan.stream is not None:
+        data = plan.stream.to_json()
+        lines.append(
+            f"campaign {plan.campaign}: {plan.days} days, mechanism adsbpc_plus, ρ "
+            f"{data['rho']:.6g} (ρ1 {data['rho1']:.6g}, histograms "
+            f"{data['rho_histogram_per_day']:.6g}/day, profile {data['rho_profile']:.6g})"
+        )
+    else:
+        lines.append(f"campaign {plan.campaign}: {plan.days} days, mode one_shot")
+    if plan.one_shot is not None:
+        o = plan.one_shot.to_json()
+        lines.append(
+            f"  one-shot release: ρ {o['rho']:.6g} (ε {o['epsilon']:.4f}), C0 {o['c0']:g}, "
+            f"bound {o['bound']:g}, Laplace scale {o['scale']:.4g} per publisher"
+        )
+    if plan.reach is not None:
+        r = plan.reach.to_json()
+        lines.append(
+            f"  reach & frequency: ρ {r['rho']:.6g}, up to {r['max_frequency']}+, reach std "
+            f"{r['reach_std']:.4g}"
+        )
+    lines.append(f"  total ρ reserved on the account: {float(plan.total):.6g}")
+    return "\n".join(lines)
 
 
 def render(plan: AdsbpcPlan) -> str:

@@ -2,7 +2,8 @@
 
 Reads the ledger's write-once releases: per day the bound r_i, σ_i, ρ charged, the noisy value
 of every publisher and the answers of the campaign's queries that end by that day (post-
-processing of the noisy values). This is what an advertiser may see.
+processing of the noisy values); and the campaign-level releases (one-shot, reach and
+frequency) when there are any. This is what an advertiser may see.
 """
 
 from __future__ import annotations
@@ -33,7 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def published(ledger: Ledger, campaign: str) -> list[dict]:
     """Per-day published records (design.md §3.3)."""
     info = ledger.campaign_info(campaign)
-    queries = np.asarray(info["plan"]["queries"], dtype=np.float64)
+    stream = info["plan"].get("stream")
+    if stream is None:  # mode: one_shot — no daily releases
+        return []
+    queries = np.asarray(stream["queries"], dtype=np.float64)
     ends = queries.shape[1] - np.argmax((queries != 0)[:, ::-1], axis=1)
     publishers = info["publishers"] or []
     budget = ledger.campaign_budget(campaign)
@@ -64,9 +68,20 @@ def published(ledger: Ledger, campaign: str) -> list[dict]:
 def run(args: argparse.Namespace) -> int:
     with Ledger.at_home(Home.at(args.home).root) as ledger:
         records = published(ledger, args.campaign)
+        campaign_level = ledger.campaign_releases(args.campaign)
     if args.json:
-        print(json.dumps({"campaign": args.campaign, "days": records}, indent=2))
+        document = {"campaign": args.campaign, "days": records, **campaign_level}
+        print(json.dumps(document, indent=2))
         return 0
+    for kind, payload in campaign_level.items():
+        if kind == "one_shot":
+            print(
+                f"one-shot release (whole period, ρ {payload['rho_charged']:.6g}): noisy total "
+                f"{payload['total']:.1f} ± {payload['std']:.1f} per publisher"
+            )
+        elif kind == "reach":
+            at_least = ", ".join(f"{k}+: {v}" for k, v in enumerate(payload["at_least"], 1))
+            print(f"reach (ρ {payload['rho_charged']:.6g}): {payload['reach']} users; {at_least}")
     print(f"campaign {args.campaign}: {len(records)} released days")
     print(" day    bound      σ_i   ρ charged   noisy total   answer(s) ending today (total)")
     for record in records:
