@@ -100,3 +100,11 @@ def test_release_path_draws_no_noise_of_its_own(module: str) -> None:
     assert "random" not in attributes and "random" not in imports
     assert "SeededNoise" not in names | imports
     assert "default_rng" not in attributes
+
+
+def test_real_and_integer_secure_sources_are_distinct() -> None:
+    from dp_platform.privacy.noise import SecureIntegerNoise, resolve_integer
+
+    assert isinstance(resolve(None), SecureNoise)
+    assert isinstance(resolve_integer(None), SecureIntegerNoise)
+    assert isinstance(resolve(None), SecureNoise)  # whichever is resolved first

@@ -15,12 +15,13 @@ from datetime import datetime, timedelta
 
 import dagster as dg
 import pytest
+import yaml
 from dagster._serdes import serialize_value
 
 from assets.runner import instance_for
 from dp_platform.ledger import Ledger
 from dp_platform.warehouse import Warehouse
-from tests.platform_fixtures import DAYS, START, copy_home, make_home
+from tests.platform_fixtures import DAYS, START, catalogue, copy_home, make_home
 
 CLI = [sys.executable, "-m", "dp_platform.cli"]
 
@@ -117,18 +118,36 @@ def plant_sentinel(home) -> None:
     assert report["conversions"]["accepted"] == SENTINEL_USERS
 
 
+def _around(text: str, match: re.Match | None) -> str:
+    return "" if match is None else text[max(0, match.start() - 400) : match.end() + 100]
+
+
 def number_pattern(value: float) -> re.Pattern:
     text = repr(float(value)).removesuffix(".0")
-    return re.compile(rf"(?<![0-9a-f.\-]){re.escape(text)}(?:\.0+)?(?![0-9a-f])")
+    # the value as a whole number (4321, 4321.0, 4321.00), not a noisy neighbour like 4321.18
+    return re.compile(rf"(?<![0-9a-f.\-]){re.escape(text)}(?:\.0+)?(?![0-9a-f.])")
 
 
 def test_true_values_and_svt_thresholds_never_reach_dagster(prepared, tmp_path) -> None:
     home = copy_home(prepared, tmp_path / "home")
     plant_sentinel(home)
+    # Also a one-shot campaign with reach & frequency over the same data: its true sum for
+    # pub_sentinel is exactly the planted count (one conversion per sentinel user, bound 1).
+    base = catalogue()["campaigns"][0]
+    # ρ = 0.01 gives Laplace scale ≈ 7, so a noisy value printed as exactly "4321.00" (a false
+    # alarm) has probability ≈ 0.07%.
+    once = {**base, "name": "once", "mode": "one_shot", "privacy": {"rho": 0.01}}
+    once["reach"] = {"rho": 0.1}
+    (home.root / "campaigns.yaml").write_text(
+        yaml.safe_dump(catalogue(3.0, [{**base, "reach": {"rho": 0.1}}, once]))
+    )
     run = start_run(home)
     out, err = run.communicate(timeout=300)
     assert run.returncode == 0, err[-2000:]
     cli_output = out + err
+    with Ledger.at_home(home.root) as ledger:
+        assert set(ledger.campaign_releases("once")) == {"one_shot", "reach"}
+        assert set(ledger.campaign_releases("spring")) == {"reach"}
 
     instance = instance_for(home)
     events = [
@@ -140,7 +159,10 @@ def test_true_values_and_svt_thresholds_never_reach_dagster(prepared, tmp_path) 
     everything = "\n".join([*events, cli_output])
 
     sentinel = number_pattern(SENTINEL_USERS)
-    assert not sentinel.search(everything), "a planted true count reached the event log"
+    found = sentinel.search(everything)
+    assert found is None, (
+        f"a planted true count reached the event log: {_around(everything, found)}"
+    )
 
     with Ledger.at_home(home.root) as ledger:
         secret_states = ledger._db.execute("SELECT secret_state_json FROM bound_choices").fetchall()
@@ -162,7 +184,12 @@ def test_true_values_and_svt_thresholds_never_reach_dagster(prepared, tmp_path) 
             event = entry.dagster_event
             if event is None or event.asset_key is None:
                 continue
-            if event.asset_key.path[-1] not in {"noisy_daily_release", "cumulative_query_answers"}:
+            if event.asset_key.path[-1] not in {
+                "noisy_daily_release",
+                "cumulative_query_answers",
+                "one_shot_release",
+                "reach_and_frequency",
+            }:
                 continue
             for value in _metadata_floats(event):
                 assert value not in truths

@@ -275,17 +275,17 @@ class SeededIntegerNoise:
         return np.where(draws > 0, draws, 2.0**_GRID_K)
 
 
-_SECURE: SecureIntegerNoise | None = None
+_SECURE_INTEGER: SecureIntegerNoise | None = None
 
 
 def resolve_integer(noise: IntegerNoiseSource | None) -> IntegerNoiseSource:
     """The caller's source (tests) or the process-wide secure one (production)."""
-    global _SECURE
+    global _SECURE_INTEGER
     if noise is not None:
         return noise
-    if _SECURE is None:
-        _SECURE = SecureIntegerNoise()
-    return _SECURE
+    if _SECURE_INTEGER is None:
+        _SECURE_INTEGER = SecureIntegerNoise()
+    return _SECURE_INTEGER
 
 
 def exponentials(size: int, noise: IntegerNoiseSource | None = None) -> np.ndarray:
