@@ -10,14 +10,15 @@ conv AS (
     SELECT
         c.conversion_key, c.conversion_id, c.user_key, c.ts,
         CAST(c.ts AS DATE) AS day,
-        epoch_us(c.ts - to_days(CAST($lookback_days AS INTEGER))) * $tie_room AS window_key
+        epoch_us(c.ts - to_days(CAST($lookback_days AS INTEGER))) * $tie_room AS window_key,
+        epoch_us(c.ts) * $tie_room AS conv_key
     FROM conversions AS c
     WHERE c.advertiser_key = (SELECT advertiser_key FROM advertiser)
       AND c.ts >= CAST($first AS TIMESTAMP)
       AND c.ts < CAST($last AS TIMESTAMP) + INTERVAL 1 DAY
 ),
 imp AS (
-    SELECT i.user_key, i.publisher_key, i.ts, i.ord_key
+    SELECT i.user_key, i.publisher_key, i.ord_key
     FROM impressions AS i
     WHERE i.advertiser_key = (SELECT advertiser_key FROM advertiser)
       AND i.publisher_key IN (SELECT publisher_key FROM campaign_pubs)
@@ -28,7 +29,7 @@ matched AS (
     SELECT conv.*, imp.publisher_key
     FROM conv
     ASOF JOIN imp ON imp.user_key = conv.user_key AND conv.window_key <= imp.ord_key
-    WHERE imp.ts < conv.ts
+    WHERE imp.ord_key < conv.conv_key
 )
 SELECT
     $campaign, day, conversion_key, user_key,

@@ -3,8 +3,10 @@
 -- campaign's publishers, with conv.ts - lookback <= imp.ts < conv.ts; impressions before the
 -- campaign's start count when inside the window. LTA credits the greatest (ts, impression_id),
 -- i.e. the greatest ord_key below the conversion's own key (epoch_us(ts) * tie_room, tie 0):
--- one ASOF join, no many-to-many join. Weight 1; conversions without a candidate are dropped
--- (unattributed). Rows are stored in day order so a day's reads skip the other days' blocks.
+-- one ASOF join, no many-to-many join. The window's start is checked on keys too
+-- (imp.ts >= t  <=>  imp.ord_key >= epoch_us(t) * tie_room), so the join carries 16 bytes a
+-- row. Weight 1; conversions without a candidate are dropped (unattributed). Rows are stored
+-- in day order so a day's reads skip the other days' blocks.
 INSERT INTO attributed_conversions
 WITH
 advertiser AS (
@@ -14,14 +16,15 @@ conv AS (
     SELECT
         c.conversion_key, c.conversion_id, c.user_key, c.ts,
         CAST(c.ts AS DATE) AS day,
-        epoch_us(c.ts) * $tie_room AS conv_key
+        epoch_us(c.ts) * $tie_room AS conv_key,
+        epoch_us(c.ts - to_days(CAST($lookback_days AS INTEGER))) * $tie_room AS window_key
     FROM conversions AS c
     WHERE c.advertiser_key = (SELECT advertiser_key FROM advertiser)
       AND c.ts >= CAST($first AS TIMESTAMP)
       AND c.ts < CAST($last AS TIMESTAMP) + INTERVAL 1 DAY
 ),
 imp AS (
-    SELECT i.user_key, i.publisher_key, i.ts, i.ord_key
+    SELECT i.user_key, i.publisher_key, i.ord_key
     FROM impressions AS i
     WHERE i.advertiser_key = (SELECT advertiser_key FROM advertiser)
       AND i.publisher_key IN (SELECT publisher_key FROM campaign_pubs)
@@ -32,7 +35,7 @@ matched AS (
     SELECT conv.*, imp.publisher_key
     FROM conv
     ASOF JOIN imp ON imp.user_key = conv.user_key AND conv.conv_key > imp.ord_key
-    WHERE imp.ts >= conv.ts - to_days(CAST($lookback_days AS INTEGER))
+    WHERE imp.ord_key >= conv.window_key
 )
 SELECT
     $campaign, day, conversion_key, user_key,

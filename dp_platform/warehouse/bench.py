@@ -16,6 +16,7 @@ one-day methods day after day (the daily schedule). Histograms and clipping are 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import resource
 import time
 from collections.abc import Callable
@@ -119,53 +120,70 @@ def _open(spec: BenchSpec, database: str):
 def duckdb_ingest(spec: BenchSpec, files: dict, database: str) -> dict:
     with _open(spec, database) as warehouse:
         warehouse.sql.timings = []
-        started = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         report = warehouse.ingest(files["impressions"], files["conversions"], now=spec.now)
-        seconds = time.perf_counter() - started
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         profile = list(warehouse.sql.timings)
     return {
-        "seconds": {"ingest": seconds},
+        "seconds": {"ingest": wall},
+        "cpu_seconds": {"ingest": cpu},
         "peak_rss_mb": _peak_rss_mb(),
         "report": report.to_json(),
         "profile": profile,
     }
 
 
+class _Stopwatch:
+    """Wall and CPU seconds (all threads of this process) per stage."""
+
+    def __init__(self) -> None:
+        self.wall = dict.fromkeys(STAGES, 0.0)
+        self.cpu = dict.fromkeys(STAGES, 0.0)
+
+    def __call__(self, stage: str) -> _Stopwatch:
+        self._stage = stage
+        return self
+
+    def __enter__(self) -> None:
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall[self._stage] += time.perf_counter() - self._wall
+        self.cpu[self._stage] += time.process_time() - self._cpu
+
+
 def duckdb_pipeline(spec: BenchSpec, database: str) -> dict:
     campaign = spec.campaign()
     days = [campaign.start + timedelta(days=i) for i in range(campaign.days)]
-    seconds = dict.fromkeys(PIPELINE, 0.0)
+    clock = _Stopwatch()
+    load = os.getloadavg()  # other work on the machine slows every stage: recorded, not hidden
     with _open(spec, database) as warehouse:
         warehouse.sql.timings = []
-        clock = time.perf_counter()
-        if spec.mode == "backfill":
-            rows = warehouse.attribute_days(campaign, days[0], days[-1])
-        else:
-            parts = [warehouse.attribute_day(campaign, day) for day in days]
-            rows = {k: sum(p[k] for p in parts) for k in ("attributed", "unattributed", "rows")}
-        seconds["attribution"] = time.perf_counter() - clock
-        clock = time.perf_counter()
-        if spec.mode == "backfill":
-            counted = warehouse.contributions_days(campaign, days[0], days[-1])
-        else:
-            counted = {"user_days": 0}
-            for day in days:
-                counted["user_days"] += warehouse.contributions_day(campaign, day)["user_days"]
-        seconds["contributions"] = time.perf_counter() - clock
-        clock = time.perf_counter()
-        histograms = [warehouse.day_histogram(campaign, day).tolist() for day in days]
-        seconds["histogram"] = time.perf_counter() - clock
-        clock = time.perf_counter()
-        vectors = [warehouse.clipped_vector(campaign, day, spec.bound).tolist() for day in days]
-        seconds["clipping"] = time.perf_counter() - clock
+        with clock("attribution"):
+            if spec.mode == "backfill":
+                rows = warehouse.attribute_days(campaign, days[0], days[-1])
+            else:
+                parts = [warehouse.attribute_day(campaign, day) for day in days]
+                rows = {k: sum(p[k] for p in parts) for k in ("attributed", "unattributed")}
+        with clock("contributions"):
+            if spec.mode == "backfill":
+                user_days = warehouse.contributions_days(campaign, days[0], days[-1])["user_days"]
+            else:
+                user_days = sum(warehouse.contributions_day(campaign, d)["user_days"] for d in days)
+        with clock("histogram"):
+            histograms = [warehouse.day_histogram(campaign, day).tolist() for day in days]
+        with clock("clipping"):
+            vectors = [warehouse.clipped_vector(campaign, day, spec.bound).tolist() for day in days]
         profile = list(warehouse.sql.timings)
     return {
-        "seconds": seconds,
+        "seconds": {stage: clock.wall[stage] for stage in PIPELINE},
+        "cpu_seconds": {stage: clock.cpu[stage] for stage in PIPELINE},
+        "load_average": [round(x, 2) for x in load],
         "peak_rss_mb": _peak_rss_mb(),
         "rows": {
             "attributed": rows["attributed"],
             "unattributed": rows["unattributed"],
-            "user_days": counted["user_days"],
+            "user_days": user_days,
         },
         "histograms": histograms,
         "vectors": vectors,
@@ -177,26 +195,22 @@ def pandas_reference(spec: BenchSpec, files: dict) -> dict:
     from dp_platform.warehouse.pandas_reference import PandasPipeline
 
     pipeline = PandasPipeline(spec.campaign())
-    seconds = dict.fromkeys(STAGES, 0.0)
-    clock = time.perf_counter()
-    pipeline.ingest(files["impressions"], files["conversions"], now=spec.now)
-    seconds["ingest"] = time.perf_counter() - clock
+    clock = _Stopwatch()
+    with clock("ingest"):
+        pipeline.ingest(files["impressions"], files["conversions"], now=spec.now)
     histograms, vectors = [], []
     for day in pipeline.days():
-        clock = time.perf_counter()
-        pipeline.attribute_day(day)
-        seconds["attribution"] += time.perf_counter() - clock
-        clock = time.perf_counter()
-        pipeline.contributions_day(day)
-        seconds["contributions"] += time.perf_counter() - clock
-        clock = time.perf_counter()
-        histograms.append(pipeline.day_histogram(day).tolist())
-        seconds["histogram"] += time.perf_counter() - clock
-        clock = time.perf_counter()
-        vectors.append(pipeline.clipped_vector(day, spec.bound).tolist())
-        seconds["clipping"] += time.perf_counter() - clock
+        with clock("attribution"):
+            pipeline.attribute_day(day)
+        with clock("contributions"):
+            pipeline.contributions_day(day)
+        with clock("histogram"):
+            histograms.append(pipeline.day_histogram(day).tolist())
+        with clock("clipping"):
+            vectors.append(pipeline.clipped_vector(day, spec.bound).tolist())
     return {
-        "seconds": seconds,
+        "seconds": clock.wall,
+        "cpu_seconds": clock.cpu,
         "peak_rss_mb": _peak_rss_mb(),
         "histograms": histograms,
         "vectors": vectors,
@@ -232,6 +246,7 @@ def run_bench(spec: BenchSpec, workdir: str | Path, *, reference: str | None = N
     loaded = _in_fresh_process(duckdb_ingest, spec, files, database)
     piped = _in_fresh_process(duckdb_pipeline, spec, database)
     seconds = _with_totals({**loaded["seconds"], **piped["seconds"]})
+    cpu_seconds = _with_totals({**loaded["cpu_seconds"], **piped["cpu_seconds"]})
     result: dict[str, Any] = {
         "conversions": spec.conversions,
         "impressions": spec.impressions,
@@ -245,6 +260,8 @@ def run_bench(spec: BenchSpec, workdir: str | Path, *, reference: str | None = N
         "threads": spec.threads,
         "memory_limit": spec.memory_limit,
         "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
+        "load_average_before_pipeline": piped["load_average"],
         "peak_rss_mb": round(max(loaded["peak_rss_mb"], piped["peak_rss_mb"]), 1),
         "peak_rss_mb_by_phase": {
             "ingest": round(loaded["peak_rss_mb"], 1),
@@ -265,6 +282,7 @@ def run_bench(spec: BenchSpec, workdir: str | Path, *, reference: str | None = N
         result["reference"] = {
             "engine": "pandas",
             "seconds": ref_seconds,
+            "cpu_seconds": _with_totals(ref["cpu_seconds"]),
             "peak_rss_mb": round(ref["peak_rss_mb"], 1),
         }
         result["speedup"] = {
