@@ -331,7 +331,16 @@ def _stream_assets(campaign: CampaignConfig, plan, common: dict, key, register, 
         kinds={"duckdb"},
         description="Per-publisher sums after clipping every user's day to r_i (fractional, in "
         "conversion order). True values: never shown. Private.",
-        deps=[dg.AssetDep(key("contribution_bound")), dg.AssetDep(key("user_day_contributions"))],
+        deps=[
+            dg.AssetDep(key("contribution_bound")),
+            dg.AssetDep(key("user_day_contributions")),
+            # AdsBPC+'s filter carries every user's spend from day to day: days run in order.
+            *(
+                [dg.AssetDep(key("clipped_daily_vector"), partition_mapping=previous_day())]
+                if campaign.mechanism == "adsbpc_plus"
+                else []
+            ),
+        ],
         check_specs=schema_check_specs(key("clipped_daily_vector")),
         pool=WRITER_POOL,
         **common,
@@ -342,7 +351,7 @@ def _stream_assets(campaign: CampaignConfig, plan, common: dict, key, register, 
         days = keys_to_dates(context.partition_keys)
         with warehouse.open() as wh, ledger.open() as led:
             for day in days:
-                clipped_day(wh, led, campaign, day)
+                clipped_day(wh, led, campaign, day, plan)
             check = schema_check_result(wh, "clipped", campaign, days)
         return dg.MaterializeResult(metadata=_summary(days), check_results=[check])
 

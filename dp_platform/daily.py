@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -62,46 +63,103 @@ def _bound_charges(plan: AdsbpcPlan, day: int) -> dict:
     return {part: rho for part, rho in plan.day_charge(day).items() if part != "gaussian"}
 
 
+def _is_plus(plan) -> bool:
+    """AdsBPC+ (mechanism: adsbpc_plus) has its own choice and state types and filter clip."""
+    from dp_platform.adsbpc_plus import PlusPlan
+
+    return isinstance(plan, PlusPlan)
+
+
+def _types(plan) -> dict:
+    if _is_plus(plan):
+        from dp_platform.adsbpc_plus import PlusChoice, PlusState
+
+        return {"choice_type": PlusChoice, "state_type": PlusState}
+    return {}
+
+
 def bound_day(
     warehouse,  # dp_platform.warehouse.Warehouse (duck-typed so tests may pass a fake)
     ledger: Ledger,
     campaign: CampaignConfig,
-    plan: AdsbpcPlan,
+    plan,  # AdsbpcPlan or adsbpc_plus.PlusPlan
     day: date,
     *,
     noise: NoiseSource | None = None,
-) -> tuple[BoundChoice, bool]:
+) -> tuple[Any, bool]:
     """Day's private contribution bound r_i, chosen once (ledger) from the day's histogram."""
     index = campaign.day_index(day)
-    stored = ledger.bound_choice(campaign.name, index)
+    types = _types(plan)
+    stored = ledger.bound_choice(campaign.name, index, types.get("choice_type", BoundChoice))
     if stored is not None:  # fast path; the ledger re-checks under its lock anyway
         return stored, False
     histogram = np.asarray(warehouse.day_histogram(campaign, day), dtype=np.int64)
+    if not _is_plus(plan):
+        return ledger.bound_for_day(
+            campaign.name,
+            index,
+            _bound_charges(plan, index),
+            lambda state: choose_bound(plan, state, histogram, noise=noise),
+        )
+    from dp_platform import adsbpc_plus
+
+    publishers = len(warehouse.campaign_publishers(campaign))
+    profile = None
+    if plan.needs_profile(index):
+        # T_u over days 1..m at their (public) bounds: the profile histogram of day m+1.
+        earlier = campaign_days(campaign)[: index - 1]
+        bounds = []
+        for number in range(1, index):
+            choice = ledger.bound_choice(campaign.name, number, types["choice_type"])
+            if choice is None:
+                raise MissingPreviousDay(
+                    f"campaign {campaign.name}: day {number} has no bound; day {index} needs it"
+                )
+            bounds.append(choice.bound)
+        profile = warehouse.plus_profile_histogram(
+            campaign, earlier, bounds, list(adsbpc_plus.profile_factors(plan)), plan.config.cap
+        )
     return ledger.bound_for_day(
         campaign.name,
         index,
-        _bound_charges(plan, index),
-        lambda state: choose_bound(plan, state, histogram, noise=noise),
+        plan.bound_charges(index),
+        lambda state: adsbpc_plus.choose_bound(
+            plan, state, histogram, publishers=publishers, profile=profile, noise=noise
+        ),
+        **types,
     )
 
 
-def clipped_day(warehouse, ledger: Ledger, campaign: CampaignConfig, day: date) -> np.ndarray:
-    """The day's clipped per-publisher vector at its stored bound (true values: never shown)."""
+def clipped_day(
+    warehouse, ledger: Ledger, campaign: CampaignConfig, day: date, plan=None
+) -> np.ndarray:
+    """The day's clipped per-publisher vector at its stored bound (true values: never shown).
+
+    For AdsBPC+ this is the filter clip, which also updates every user's spend in the warehouse,
+    once per day (a re-run returns the stored vector and leaves the spends alone).
+    """
     index = campaign.day_index(day)
-    choice = ledger.bound_choice(campaign.name, index)
+    types = _types(plan)
+    choice = ledger.bound_choice(campaign.name, index, types.get("choice_type", BoundChoice))
     if choice is None:
         raise MissingPreviousDay(
             f"campaign {campaign.name}: {day} has no contribution bound yet; materialise "
             "contribution_bound for that day first"
         )
-    return np.asarray(warehouse.clipped_vector(campaign, day, choice.bound), dtype=np.float64)
+    if _is_plus(plan):
+        vector = warehouse.plus_clipped_vector(
+            campaign, day, choice.bound, choice.sigma, plan.filter_cap
+        )
+    else:
+        vector = warehouse.clipped_vector(campaign, day, choice.bound)
+    return np.asarray(vector, dtype=np.float64)
 
 
 def release_day(
     warehouse,
     ledger: Ledger,
     campaign: CampaignConfig,
-    plan: AdsbpcPlan,
+    plan,  # AdsbpcPlan or adsbpc_plus.PlusPlan
     day: date,
     *,
     noise: NoiseSource | None = None,
@@ -111,12 +169,24 @@ def release_day(
     stored = ledger.releases(campaign.name, through=index)
     if stored and stored[-1].day == index:
         return stored[-1], False
-    clipped = clipped_day(warehouse, ledger, campaign, day)
+    clipped = clipped_day(warehouse, ledger, campaign, day, plan)
     publishers = list(warehouse.campaign_publishers(campaign))
     if len(publishers) != clipped.size:
         raise LedgerError(
             f"campaign {campaign.name}: {clipped.size} clipped values for {len(publishers)} "
             "publishers"
+        )
+    if _is_plus(plan):
+        from dp_platform import adsbpc_plus
+
+        choice = ledger.bound_choice(campaign.name, index, _types(plan)["choice_type"])
+        return ledger.release_for_day(
+            campaign.name,
+            index,
+            {"gaussian": choice.gaussian},
+            lambda c: adsbpc_plus.measure(plan, c, clipped, noise=noise),
+            publishers,
+            choice_type=_types(plan)["choice_type"],
         )
     gaussian = {"gaussian": plan.day_charge(index)["gaussian"]}
     return ledger.release_for_day(

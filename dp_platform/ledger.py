@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from dp_platform.adsbpc import AdsbpcPlan, BoundChoice, BoundState, Measurement
 from dp_platform.config import AccountConfig, CampaignConfig
@@ -338,11 +339,16 @@ class Ledger:
         campaign: str,
         day: int,
         expected_charges: dict[str, Rho],
-        choose: Callable[[BoundState], tuple[BoundChoice, BoundState]],
-    ) -> tuple[BoundChoice, bool]:
+        choose: Callable[[Any], tuple[Any, Any]],
+        *,
+        choice_type: type = BoundChoice,
+        state_type: type = BoundState,
+    ) -> tuple[Any, bool]:
         """Day ``day``'s bound: the stored one, or ``choose(state of day − 1)`` stored once.
 
         Returns (choice, drawn_now). Fails without drawing if day − 1 has no stored state.
+        ``choice_type``/``state_type`` are the mechanism's (AdsBPC's by default; AdsBPC+ has
+        its own), each with ``to_json``/``from_json``.
         """
         with self._transaction() as db:
             row = db.execute(
@@ -350,8 +356,8 @@ class Ledger:
                 (campaign, day),
             ).fetchone()
             if row is not None:
-                return BoundChoice.from_json(json.loads(row[0])), False
-            previous = self._bound_state(db, campaign, day - 1)
+                return choice_type.from_json(json.loads(row[0])), False
+            previous = self._bound_state(db, campaign, day - 1, state_type)
             self._check_budget(db, campaign, day, expected_charges)
             choice, state = choose(previous)
             if choice.day != day or state.day != day:
@@ -365,9 +371,11 @@ class Ledger:
             self._charge(db, campaign, day, choice.charges)
             return choice, True
 
-    def _bound_state(self, db: sqlite3.Connection, campaign: str, day: int) -> BoundState:
+    def _bound_state(
+        self, db: sqlite3.Connection, campaign: str, day: int, state_type: type = BoundState
+    ) -> Any:
         if day == 0:
-            return BoundState()
+            return state_type()
         row = db.execute(
             "SELECT secret_state_json FROM bound_choices WHERE campaign = ? AND day = ?",
             (campaign, day),
@@ -377,15 +385,17 @@ class Ledger:
                 f"campaign {campaign}: day {day} has no contribution bound, so day {day + 1} "
                 f"cannot choose one; materialise day {day} first (backfills run days in order)"
             )
-        return BoundState.from_json(json.loads(row[0]))
+        return state_type.from_json(json.loads(row[0]))
 
     def release_for_day(
         self,
         campaign: str,
         day: int,
         expected_charges: dict[str, Rho],
-        draw: Callable[[BoundChoice], Measurement],
+        draw: Callable[[Any], Measurement],
         publishers: list[str],
+        *,
+        choice_type: type = BoundChoice,
     ) -> tuple[Measurement, bool]:
         """Day ``day``'s release: the stored one, or ``draw(bound of the day)`` stored once.
 
@@ -411,7 +421,7 @@ class Ledger:
                     f"campaign {campaign}: day {day} has no contribution bound yet"
                 )
             self._check_budget(db, campaign, day, expected_charges)
-            measurement = draw(BoundChoice.from_json(json.loads(row[0])))
+            measurement = draw(choice_type.from_json(json.loads(row[0])))
             if measurement.day != day or measurement.charges != expected_charges:
                 raise LedgerError(f"campaign {campaign}, day {day}: release out of step")
             db.execute(
@@ -497,11 +507,11 @@ class Ledger:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def bound_choice(self, campaign: str, day: int) -> BoundChoice | None:
+    def bound_choice(self, campaign: str, day: int, choice_type: type = BoundChoice) -> Any | None:
         row = self._db.execute(
             "SELECT choice_json FROM bound_choices WHERE campaign = ? AND day = ?", (campaign, day)
         ).fetchone()
-        return None if row is None else BoundChoice.from_json(json.loads(row[0]))
+        return None if row is None else choice_type.from_json(json.loads(row[0]))
 
     def releases(self, campaign: str, through: int | None = None) -> list[Measurement]:
         """Stored releases of a campaign in day order (DP values only)."""

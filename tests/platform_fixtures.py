@@ -84,3 +84,18 @@ def copy_home(source: Home, target: Path) -> Home:
     """A copy of a prepared home (same data), for running a second path independently."""
     shutil.copytree(source.root, target)
     return Home.at(target)
+
+
+class PlusRoutedNoise(RoutedNoise):
+    """RoutedNoise for AdsBPC+, whose bound phase also draws Gaussians (its noisy histograms):
+    Gaussian draws of ``publishers`` values are releases, any other length belongs to the bound
+    phase (tests only; the histograms have Λ bins, a different length from the release)."""
+
+    def __init__(self, bound_seed: int, release_seed: int, publishers: int) -> None:
+        super().__init__(bound_seed, release_seed)
+        self.publishers = publishers
+
+    def add_gaussian(self, values: np.ndarray, scale: float) -> np.ndarray:
+        if np.asarray(values).size == self.publishers:
+            return self.release.add_gaussian(values, scale)
+        return self.bound.add_gaussian(values, scale)

@@ -15,7 +15,15 @@ from dp_platform.config import load_catalogue
 from dp_platform.daily import campaign_days
 from dp_platform.ledger import BudgetExceeded, Ledger, MissingPreviousDay
 from dp_platform.warehouse import Warehouse
-from tests.platform_fixtures import DAYS, START, RoutedNoise, catalogue, copy_home, make_home
+from tests.platform_fixtures import (
+    DAYS,
+    START,
+    PlusRoutedNoise,
+    RoutedNoise,
+    catalogue,
+    copy_home,
+    make_home,
+)
 
 TODAY = date(2026, 11, 22)  # every campaign day is complete, whatever the wall clock says
 
@@ -266,3 +274,59 @@ def test_one_shot_and_reach_are_released_once_through_dagster(prepared, tmp_path
     event = instance.get_latest_materialization_event(dg.AssetKey(["once", "one_shot_release"]))
     metadata = event.asset_materialization.metadata
     assert metadata["noisy_total"].value == pytest.approx(once["one_shot"]["total"])
+
+
+def test_adsbpc_plus_runs_through_the_same_assets_and_ledger(prepared, tmp_path) -> None:
+    """mechanism: adsbpc_plus is a config switch: same assets, ledger, write-once releases; the
+    releases equal the library's stream on the same data and seeds."""
+    import yaml
+
+    from dp_platform import adsbpc_plus
+
+    plus = {**catalogue()["campaigns"][0], "mechanism": "adsbpc_plus"}
+    home = copy_home(prepared, tmp_path / "plus")
+    direct_home = copy_home(prepared, tmp_path / "plus_direct")
+    for target in (home, direct_home):
+        (target.root / "campaigns.yaml").write_text(yaml.safe_dump(catalogue(2.0, [plus])))
+    instance = dg.DagsterInstance.ephemeral()
+    config = home.root / "campaigns.yaml"
+    run_campaigns(config, home.root, instance=instance, today=TODAY, noise=PlusRoutedNoise(5, 6, 4))
+    with Ledger.at_home(home.root) as ledger:
+        stored = ledger.releases("spring")
+        budget = ledger.campaign_budget("spring")
+    assert [r.day for r in stored] == list(range(1, DAYS + 1))
+    assert budget.spent == budget.planned
+
+    campaign = load_catalogue(direct_home.root / "campaigns.yaml").campaign("spring")
+    plan = adsbpc_plus.make_plan(campaign)
+    assert "histogram" in plan.bound_charges(1)
+    days = campaign_days(campaign)
+    bounds: list[float] = []
+    with Warehouse(direct_home.warehouse) as warehouse:
+        for day in days:
+            warehouse.attribute_day(campaign, day)
+            warehouse.contributions_day(campaign, day)
+        histograms = [warehouse.day_histogram(campaign, day) for day in days]
+
+        def clip(number, bound, sigma):
+            bounds.append(bound)
+            return warehouse.plus_clipped_vector(
+                campaign, days[number - 1], bound, sigma, plan.filter_cap
+            )
+
+        def profile(factors):
+            m = plan.config.profile_days
+            return warehouse.plus_profile_histogram(
+                campaign, days[:m], bounds[:m], list(factors), plan.config.cap
+            )
+
+        publishers = len(warehouse.campaign_publishers(campaign))
+        releases, _ = adsbpc_plus.run_stream(
+            plan, histograms, clip, profile, publishers=publishers, noise=PlusRoutedNoise(5, 6, 4)
+        )
+    assert [r.measurement.values for r in releases] == [r.values for r in stored]
+
+    run_campaigns(config, home.root, instance=instance, today=TODAY, noise=RoutedNoise(7, 8))
+    with Ledger.at_home(home.root) as ledger:
+        assert ledger.releases("spring") == stored  # write-once
+        assert ledger.campaign_budget("spring").spent == budget.spent
