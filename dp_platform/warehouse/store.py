@@ -260,20 +260,23 @@ class Warehouse:
 
                 attribute_private_last_touch(self.sql, campaign, first, last, tie_room=TIE_ROOM)
             else:
-                script = {"lta": "attribute_lta", "fta": "attribute_fta"}.get(
-                    rule, "attribute_touches"
-                )
-                self.sql.run(
-                    script,
-                    campaign=campaign.name,
-                    advertiser=campaign.advertiser,
-                    first=first,
-                    last=last,
-                    lookback_days=campaign.attribution.lookback_days,
-                    tie_room=TIE_ROOM,
-                    rule=rule,
-                    half_life_us=campaign.attribution.half_life_days * _US_PER_DAY,
-                )
+                single_touch = rule in {"lta", "fta"}
+                script = f"attribute_{rule}" if single_touch else "attribute_touches"
+                # One ASOF join covers the whole range; a multi-touch join (every candidate of
+                # every conversion) goes day by day so its intermediate stays a day's size.
+                spans = [(first, last)] if single_touch else [(d, d) for d in _days(first, last)]
+                for span_first, span_last in spans:
+                    self.sql.run(
+                        script,
+                        campaign=campaign.name,
+                        advertiser=campaign.advertiser,
+                        first=span_first,
+                        last=span_last,
+                        lookback_days=campaign.attribution.lookback_days,
+                        tie_room=TIE_ROOM,
+                        rule=rule,
+                        half_life_us=campaign.attribution.half_life_days * _US_PER_DAY,
+                    )
             self._record(_ATTRIBUTED, campaign, first, last, None)
             single = rule in {"lta", "fta", "private_last_touch"}  # one row per conversion
             stats = self.sql.query(
