@@ -9,8 +9,10 @@ refuses ``replace``). Budget (zCDP, exact): ρ = ρ1 + n·ρ_h + ρ_p, fixed bef
 - **Profile histogram** (once, before day m+1, ρ_p = profile_share·ρ): per user
   T_u = Σ_{i≤m} (w_i/W_m)·‖clip_{r_i}(c_{u,i})‖₂² (a weighted mean of their squared daily
   contribution, ≤ Λ²) binned on public log edges Λ²·:data:`PROFILE_EDGES`; one bin per user →
-  1/(2σ_p²) ≤ ρ_p. Its noisy q-quantile s² (threshold (1 − q)·K̃, K̃ the noisy number of users)
-  is the profile of a user the filter must not cut.
+  1/(2σ_p²) ≤ ρ_p. An upper confidence bound s² on its q-quantile (threshold (1 − q)·K̃, K̃ the
+  noisy number of users; z = :data:`SCALE_Z` standard deviations of the noisy excess, so a tail
+  too small for the noise to resolve gives a larger s, not a random one) is the profile of a
+  user the filter must not cut.
 - **Gaussian release with an individual filter** (every day, ρ1 per user in total): day i adds
   N(0, σ_i² I) with σ_i = σ̄_i·ψ0·r_i on days ≤ m (ψ0 a public prior) and σ̄_i·min(s, r_i)
   after. σ̄ is AdsBPC's workload shape at ρ1 (Σ_i 1/(2σ̄_i²) ≤ ρ1, weights w_i = 1/(2σ̄_i²ρ1)),
@@ -39,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 
@@ -57,6 +60,8 @@ from dp_platform.privacy.scales import query_weights, solve_scales, workload_mat
 
 __all__ = [
     "PROFILE_EDGES",
+    "SCALE_ALPHA",
+    "SCALE_Z",
     "PlusBudget",
     "PlusChoice",
     "PlusPlan",
@@ -78,6 +83,8 @@ PROFILE_BINS = 48
 PROFILE_EDGES = np.geomspace(PROFILE_LOW, 1.0, PROFILE_BINS + 1)  # × Λ²: public edges
 BOUND_STEP = 0.01  # grid of candidate r_i
 NOISE_FLOOR = 2.0  # pooled bins below NOISE_FLOOR × their noise std count as empty
+SCALE_ALPHA = NormalDist().cdf(-2.0)  # ≈ 2.3 %: allowed chance that s undershoots (2σ level)
+SCALE_Z = NormalDist().inv_cdf(1.0 - SCALE_ALPHA / PROFILE_BINS)  # Bonferroni, 48 bins: ≈ 3.31
 REPORTED_DELTAS = (1e-5, 1e-6, 1e-9)
 
 
@@ -168,6 +175,7 @@ class PlusPlan:
             "profile_days": cfg.profile_days,
             "quantile": cfg.quantile,
             "prior_scale": cfg.prior_scale,
+            "scale_z": SCALE_Z,
             "cap": cfg.cap,
             "epsilon_at_delta": {
                 f"{d:g}": zcdp_epsilon(float(self.budget.total), d) for d in REPORTED_DELTAS
@@ -306,17 +314,41 @@ class PlusChoice:
         )
 
 
-def estimate_scale(noisy_profile: np.ndarray, quantile: float, cap: int) -> float:
-    """s: √ of the upper edge of the first bin whose noisy tail N(>bin) ≤ (1 − q)·K̃.
+def estimate_scale(
+    noisy_profile: np.ndarray, quantile: float, cap: int, *, sigma: float, z: float = SCALE_Z
+) -> float:
+    """s: √ of the upper edge of the first bin j with, *at confidence*, at most (1 − q) of the
+    users above it — an upper confidence bound on the profile's q-quantile.
 
-    K̃ is the noisy number of users in the histogram, so the threshold scales with the data.
-    Noise pushes s up (less cutting, more noise), never past Λ.
+    With t_j the number of bins above j and B = :data:`PROFILE_BINS`, the excess
+    E_j = N(>j) − (1 − q)·K = q·N(>j) − (1 − q)·N(≤j) is a signed sum of the bins, so its noisy
+    value Ẽ_j (from the noisy tail and the noisy user count K̃ = Σ h̃) has the exact standard
+    deviation sd_j = σ·√(q²·t_j + (1 − q)²·(B − t_j)) — K̃'s noise is counted once, jointly
+    with the tail's, not bounded a second time. s is read at the first j with
+    Ẽ_j + z·sd_j ≤ 0; z = 0 is the plain rule N(>j) ≤ (1 − q)·K̃.
+
+    Guarantee (default z = :data:`SCALE_Z`): let j* be the first bin whose *true* excess is
+    ≤ 0; E_j falls with j, so every j < j* has E_j > 0 and passes only if its noise is below
+    −z·sd_j, probability Φ(−z). A union over at most B bins gives P(s below j*'s edge) ≤
+    B·Φ(−z) = :data:`SCALE_ALPHA` ≈ 2.3 % (the first crossing of B tests needs the Bonferroni
+    z ≈ 3.31; a per-bin z = 2 is not guaranteed to). When K̃ is small against σ, z·sd_j dominates
+    and s rises towards Λ (less cutting, more noise); with many users it is ≪ (1 − q)·K
+    (≤ 3.31·5·√48 ≈ 115 users at the default σ_p = 5) and s is the plain estimate. No
+    qualifying bin, or K̃ ≤ 0: s = Λ.
+
+    Privacy: reads only the noisy histogram (a DP output) and public values (q, Λ, z and
+    σ = the plan's σ_p): post-processing, free; the ledger charges ρ_p exactly as before.
     """
     h = np.asarray(noisy_profile, dtype=np.float64)
     if h.shape != (PROFILE_BINS,):
         raise ValueError(f"the profile histogram has {PROFILE_BINS} bins")
+    if not sigma > 0 or not z >= 0:
+        raise ValueError("sigma must be > 0 and z >= 0")
     active = float(h.sum())
-    below = np.flatnonzero(tail_counts(h) <= (1.0 - quantile) * active)
+    above = np.arange(PROFILE_BINS - 1, -1, -1, dtype=np.float64)  # t_j: bins above bin j
+    sd = sigma * np.sqrt(quantile**2 * above + (1.0 - quantile) ** 2 * (PROFILE_BINS - above))
+    excess = tail_counts(h) - (1.0 - quantile) * active
+    below = np.flatnonzero(excess + z * sd <= 0.0)
     if not active > 0 or below.size == 0:
         return float(cap)
     return float(cap * math.sqrt(PROFILE_EDGES[below[0] + 1]))
@@ -390,7 +422,7 @@ def choose_bound(
             raise ValueError(f"day {day} needs the profile histogram of days 1..{day - 1}")
         assert plan.sigma_profile is not None
         noisy_profile = noisy_histogram(profile, plan.sigma_profile, noise=source)
-        estimate = estimate_scale(noisy_profile, cfg.quantile, cfg.cap)
+        estimate = estimate_scale(noisy_profile, cfg.quantile, cfg.cap, sigma=plan.sigma_profile)
     elif profile is not None:
         raise ValueError(f"day {day} takes no profile histogram (only day {plan.profile_day})")
     histograms = (*state.histograms, tuple(float(v) for v in noisy))

@@ -96,10 +96,93 @@ def test_sigma_depends_only_on_public_values():
 def test_estimate_scale_reads_the_noisy_tail_against_the_noisy_user_count():
     h = np.zeros(PROFILE_BINS)
     h[10], h[30] = 990.0, 10.0  # 1 % of users in bin 30
-    s = estimate_scale(h, 0.99, 4)
+    plain = {"sigma": 1.0, "z": 0.0}  # z = 0: the plain rule N(>j) <= (1 - q)·K̃
+    s = estimate_scale(h, 0.99, 4, **plain)
     assert s == pytest.approx(4 * np.sqrt(adsbpc_plus.PROFILE_EDGES[11]))
-    assert estimate_scale(h, 0.995, 4) == pytest.approx(4 * np.sqrt(adsbpc_plus.PROFILE_EDGES[31]))
-    assert estimate_scale(np.full(PROFILE_BINS, -1.0), 0.99, 4) == 4.0  # no signal: s = Λ
+    assert estimate_scale(h, 0.995, 4, **plain) == pytest.approx(
+        4 * np.sqrt(adsbpc_plus.PROFILE_EDGES[31])
+    )
+    assert estimate_scale(np.full(PROFILE_BINS, -1.0), 0.99, 4, sigma=5.0) == 4.0  # no signal
+    with pytest.raises(ValueError):
+        estimate_scale(h, 0.99, 4, sigma=0.0)
+
+
+def test_the_confidence_rule_is_the_plain_rule_with_many_users_and_cautious_with_few():
+    assert pytest.approx(3.3055, abs=1e-4) == adsbpc_plus.SCALE_Z  # Bonferroni over 48 bins
+    assert pytest.approx(0.0227501, abs=1e-7) == adsbpc_plus.SCALE_ALPHA  # Φ(−2)
+    big = np.zeros(PROFILE_BINS)
+    big[[10, 20, 30]] = 400_000.0, 96_000.0, 4_000.0  # 0.8 % above bin 20
+    edge = 4 * np.sqrt(adsbpc_plus.PROFILE_EDGES[21])
+    assert estimate_scale(big, 0.99, 4, sigma=5.0) == pytest.approx(edge)
+    assert estimate_scale(big, 0.99, 4, sigma=5.0, z=0.0) == pytest.approx(edge)
+    small = big / 1000.0  # 500 users, 4 above bin 20: not resolvable with σ = 5 per bin
+    assert estimate_scale(small, 0.99, 4, sigma=5.0, z=0.0) == pytest.approx(edge)
+    assert estimate_scale(small, 0.99, 4, sigma=5.0) == 4.0  # s = Λ: cut nobody
+    rng = np.random.default_rng(0)
+    for _ in range(50):  # never below the plain rule; grows with z
+        noisy = small + rng.normal(0.0, 5.0, PROFILE_BINS)
+        got = [estimate_scale(noisy, 0.99, 4, sigma=5.0, z=z) for z in (0.0, 2.0, 3.3)]
+        assert got == sorted(got)
+
+
+def test_the_scale_undershoots_the_true_quantile_at_most_as_often_as_stated():
+    """P(s < the true q-quantile's bin edge) ≤ SCALE_ALPHA at ≈ 420 users; the plain rule
+    (z = 0) undershoots about half the time there (measured 0.53), which cut heavy users."""
+    true = np.zeros(PROFILE_BINS)
+    true[np.arange(5, 33)] = np.geomspace(60, 1, 28).round()  # 419 users, a thin tail
+    tail = np.concatenate([np.cumsum(true[::-1])[::-1][1:], [0.0]])
+    first = int(np.flatnonzero(tail <= 0.01 * true.sum())[0])
+    truth = 10 * np.sqrt(adsbpc_plus.PROFILE_EDGES[first + 1])
+    rng = np.random.default_rng(7)
+    draws = true + rng.normal(0.0, 5.0, (4000, PROFILE_BINS))
+    under = {
+        z: np.mean([estimate_scale(d, 0.99, 10, sigma=5.0, z=z) < truth for d in draws])
+        for z in (adsbpc_plus.SCALE_Z, 0.0)
+    }
+    assert under[adsbpc_plus.SCALE_Z] <= adsbpc_plus.SCALE_ALPHA
+    assert under[0.0] > 0.3
+
+
+class _FixedNoise:
+    """A 'noise source' whose outputs ignore the true counts: only what it returns is seen."""
+
+    def __init__(self, outputs):
+        self.outputs, self.scales = outputs, []
+
+    def add_gaussian(self, values, scale):
+        self.scales.append(scale)
+        return np.array(self.outputs[np.asarray(values).size], dtype=np.float64)
+
+
+def test_the_scale_and_bound_see_only_the_noisy_outputs_and_public_sigma():
+    """Two very different true profiles (and day histograms) with the same noisy outputs must
+    give the same choice; fails if the rule read K, the tail or any count before the noise."""
+    plan = make_plan(_campaign())
+    noisy_profile = np.linspace(40.0, -3.0, PROFILE_BINS)
+    outputs = {6: [300.0, 40.0, 8.0, 2.0, -1.0, 0.5], PROFILE_BINS: noisy_profile}
+    state = PlusState(
+        day=4,
+        bounds=(3.0,) * 4,
+        scales=(0.5,) * 4,
+        histograms=((300.0, 40.0, 8.0, 2.0, 0.0, 0.0),) * 4,
+        gaussian_charged=Fraction(0),
+    )
+    light = np.zeros(PROFILE_BINS, dtype=np.int64)
+    light[3] = 100_000  # s near the bottom if it were read from the true counts
+    heavy = np.zeros(PROFILE_BINS, dtype=np.int64)
+    heavy[[20, 47]] = 5000, 900
+    choices = []
+    for true_profile, day_hist in ((light, [0, 5, 0, 0]), (heavy, [0, 9000, 700, 50, 20, 9, 9])):
+        noise = _FixedNoise(outputs)
+        choice, new_state = choose_bound(
+            plan, state, np.array(day_hist), publishers=5, profile=true_profile, noise=noise
+        )
+        assert noise.scales == [plan.sigma_histogram, plan.sigma_profile]
+        choices.append((choice, new_state.scale_estimate))
+    assert choices[0] == choices[1]
+    expected = estimate_scale(noisy_profile, 0.99, 6, sigma=plan.sigma_profile)
+    assert choices[0][1] == expected
+    assert plan.to_json()["scale_z"] == adsbpc_plus.SCALE_Z
 
 
 def test_bound_choice_grows_where_the_histogram_cannot_see_the_tail():
