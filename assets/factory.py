@@ -229,51 +229,53 @@ def _campaign_level_assets(
                 "the whole period and are drawn once, after the last day"
             )
 
+    def final_asset(asset: str, upstream: str, description: str, release, metadata):
+        """A campaign-level release asset: after the last day, drawn once through the ledger."""
+
+        @dg.asset(
+            name=asset,
+            key_prefix=[name],
+            group_name=name,
+            kinds={"python", "sqlite"},
+            description=description,
+            deps=[dg.AssetDep(key(upstream))],
+            pool=WRITER_POOL,
+        )
+        def campaign_level(warehouse: WarehouseResource, ledger: LedgerResource):
+            require_ended()
+            with warehouse.open() as wh, ledger.open() as led:
+                register(led)
+                payload, drawn = release(wh, led)
+            return dg.MaterializeResult(metadata=metadata(payload, drawn))
+
+        return campaign_level
+
     if campaign_plan.one_shot is not None:
-
-        @dg.asset(
-            name="one_shot_release",
-            key_prefix=[name],
-            group_name=name,
-            kinds={"python", "sqlite"},
-            description="RELEASE. The whole period's attributed conversions per publisher with "
-            "Laplace noise of scale C0·r·Δ(f)/ε (mode: one_shot), drawn once (ledger).",
-            deps=[dg.AssetDep(key("attributed_conversions"))],
-            pool=WRITER_POOL,
-        )
-        def one_shot_release(warehouse: WarehouseResource, ledger: LedgerResource):
-            require_ended()
-            with warehouse.open() as wh, ledger.open() as led:
-                register(led)
-                payload, drawn = release_one_shot(
+        assets.append(
+            final_asset(
+                "one_shot_release",
+                "attributed_conversions",
+                "RELEASE. The whole period's attributed conversions per publisher with Laplace "
+                "noise of scale C0·r·Δ(f)/ε (mode: one_shot), drawn once (ledger).",
+                lambda wh, led: release_one_shot(
                     wh, led, campaign, campaign_plan, noise=noise, integer_noise=integer_noise
-                )
-            return dg.MaterializeResult(metadata=one_shot_metadata(payload, drawn))
-
-        assets.append(one_shot_release)
-
-    if campaign_plan.reach is not None:
-
-        @dg.asset(
-            name="reach_and_frequency",
-            key_prefix=[name],
-            group_name=name,
-            kinds={"python", "sqlite"},
-            description="RELEASE. How many users saw the campaign's ads, and how many at least "
-            "k times, over the whole period (noisy histogram; own ρ on the account).",
-            deps=[dg.AssetDep(key("raw_impressions"))],
-            pool=WRITER_POOL,
+                ),
+                one_shot_metadata,
+            )
         )
-        def reach_and_frequency(warehouse: WarehouseResource, ledger: LedgerResource):
-            require_ended()
-            with warehouse.open() as wh, ledger.open() as led:
-                register(led)
-                payload, drawn = release_reach(
+    if campaign_plan.reach is not None:
+        assets.append(
+            final_asset(
+                "reach_and_frequency",
+                "raw_impressions",
+                "RELEASE. How many users saw the campaign's ads, and how many at least k times, "
+                "over the whole period (noisy histogram; own ρ on the account).",
+                lambda wh, led: release_reach(
                     wh, led, campaign, campaign_plan, noise=integer_noise
-                )
-            return dg.MaterializeResult(metadata=reach_metadata(payload, drawn))
-
-        assets.append(reach_and_frequency)
+                ),
+                reach_metadata,
+            )
+        )
     return assets
 
 
