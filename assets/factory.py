@@ -16,7 +16,7 @@ annotations of asset functions at definition time.)
 """
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 import dagster as dg
 
@@ -168,14 +168,7 @@ def build_campaign(
         selection=dg.AssetSelection.assets(*data_assets, *stream_assets),
         description=f"Materialise one day (or a range) of campaign {name}, in day order.",
     )
-    schedule = dg.build_schedule_from_partitioned_job(
-        job,
-        name=f"{name}_daily_0200_utc",
-        hour_of_day=2,
-        minute_of_hour=0,
-        description=f"02:00 UTC: materialise the previous day of campaign {name} while it runs.",
-        default_status=dg.DefaultScheduleStatus.RUNNING,
-    )
+    schedule = _daily_schedule(campaign, job)
     jobs, schedules = [job], [schedule]
     if final_assets:
         final_job = dg.define_asset_job(
@@ -188,6 +181,28 @@ def build_campaign(
     return CampaignDefinitions(
         assets=[*data_assets, *stream_assets, *final_assets], jobs=jobs, schedules=schedules
     )
+
+
+def _daily_schedule(campaign: CampaignConfig, job) -> dg.ScheduleDefinition:
+    """02:00 UTC: the previous day, while it is a campaign day (skips before and after)."""
+
+    @dg.schedule(
+        name=f"{campaign.name}_daily_0200_utc",
+        cron_schedule="0 2 * * *",
+        execution_timezone="UTC",
+        job=job,
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description=f"02:00 UTC: materialise the previous day of campaign {campaign.name} "
+        f"({campaign.start} .. {campaign.end}).",
+    )
+    def daily(context: dg.ScheduleEvaluationContext):
+        yesterday = context.scheduled_execution_time.date() - timedelta(days=1)
+        if not campaign.start <= yesterday <= campaign.end:
+            return dg.SkipReason(f"{yesterday} is not a day of campaign {campaign.name}")
+        key = yesterday.isoformat()
+        return dg.RunRequest(run_key=f"{campaign.name}-{key}", partition_key=key)
+
+    return daily
 
 
 def _final_schedule(campaign: CampaignConfig, job) -> dg.ScheduleDefinition:

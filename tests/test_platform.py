@@ -183,9 +183,14 @@ def test_definitions_schedules_and_policies(home) -> None:
     assert schedule.cron_schedule == "0 2 * * *"
     assert schedule.execution_timezone in (None, "UTC")
     tick = datetime(2026, 3, 6, 2, 0, tzinfo=UTC)
-    context = dg.build_schedule_context(scheduled_execution_time=tick)
+    repository = definitions.get_repository_def()
+    context = dg.build_schedule_context(scheduled_execution_time=tick, repository_def=repository)
     requests = schedule.evaluate_tick(context).run_requests
     assert [r.partition_key for r in requests] == ["2026-03-05"]  # yesterday, UTC
+    after = dg.build_schedule_context(
+        scheduled_execution_time=datetime(2026, 4, 2, 2, tzinfo=UTC), repository_def=repository
+    )
+    assert schedule.evaluate_tick(after).run_requests == []  # the campaign is over: skip
 
 
 def test_dagster_metadata_of_releases_is_dp_only(home) -> None:
