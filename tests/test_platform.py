@@ -335,3 +335,30 @@ def test_adsbpc_plus_runs_through_the_same_assets_and_ledger(prepared, tmp_path)
     with Ledger.at_home(home.root) as ledger:
         assert ledger.releases("spring") == stored  # write-once
         assert ledger.campaign_budget("spring").spent == budget.spent
+
+
+def test_a_partition_that_breaks_its_schema_fails_the_check_and_blocks_the_release(home) -> None:
+    """Rows that got past ingest into the warehouse but break the Pandera model (here a negative
+    value written straight into the table) fail the day's blocking check: nothing downstream
+    runs, nothing is released, and the check names the rule, not the value."""
+    with Warehouse(home.warehouse) as warehouse:
+        warehouse.con.execute(
+            "UPDATE conversions SET value = -12345.5 WHERE conversion_key = (SELECT "
+            "min(conversion_key) FROM conversions WHERE CAST(ts AS DATE) = DATE '2026-03-01')"
+        )
+    instance = dg.DagsterInstance.ephemeral()
+    job = build_definitions(home.root / "campaigns.yaml", home.root).resolve_job_def("spring_daily")
+    result = job.execute_in_process(
+        instance=instance, partition_key="2026-03-01", raise_on_error=False
+    )
+    checks = [
+        e.event_specific_data
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    ]
+    failed = [c for c in checks if not c.passed]
+    assert [c.asset_key.path[-1] for c in failed] == ["raw_conversions"]
+    rules = failed[0].metadata["failures_by_rule"].value
+    assert any(rule.startswith("value:") for rule in rules)
+    assert "12345" not in str(failed[0].metadata)
+    assert releases(home) == []
