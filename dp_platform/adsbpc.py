@@ -52,6 +52,7 @@ __all__ = [
     "Release",
     "answer_queries",
     "choose_bound",
+    "clipped_vector",
     "initial_state",
     "make_plan",
     "measure",
@@ -309,6 +310,14 @@ def choose_bound(
     return choice, BoundState(day=day, bounds=(*state.bounds, bound), svt=svt)
 
 
+def clipped_vector(clipped: np.ndarray) -> np.ndarray:
+    """The day's clipped per-publisher sums as a float vector; refuses what cannot be released."""
+    vector = np.asarray(clipped, dtype=np.float64)
+    if vector.ndim != 1 or vector.size == 0 or not np.all(np.isfinite(vector)):
+        raise ValueError("the clipped vector must be finite, non-empty and 1-d")
+    return vector
+
+
 def measure(
     plan: AdsbpcPlan,
     choice: BoundChoice,
@@ -317,9 +326,7 @@ def measure(
     noise: NoiseSource | None = None,
 ) -> Measurement:
     """Release x[i] + N(0, σ_i² I_k), σ_i = σ̄_i·r_i; costs day i's Gaussian allotment."""
-    vector = np.asarray(clipped, dtype=np.float64)
-    if vector.ndim != 1 or vector.size == 0 or not np.all(np.isfinite(vector)):
-        raise ValueError("the clipped vector must be finite, non-empty and 1-d")
+    vector = clipped_vector(clipped)
     sigma = _sigma_for_allotment(choice.bound, plan.allotments[choice.day - 1], plan.factor)
     values = tuple(float(v) for v in resolve(noise).add_gaussian(vector, sigma))
     charges = {"gaussian": plan.day_charge(choice.day)["gaussian"]}

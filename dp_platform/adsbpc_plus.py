@@ -45,7 +45,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from dp_platform.adsbpc import Measurement, answer_queries
+from dp_platform.adsbpc import Measurement, answer_queries, clipped_vector
 from dp_platform.config import AdsbpcPlusConfig, CampaignConfig, ConfigError
 from dp_platform.privacy.accounting import Rho, gaussian_rho, gaussian_sigma, zcdp_epsilon
 from dp_platform.privacy.filter import filter_cap, worst_case_charge
@@ -456,9 +456,7 @@ def measure(
     noise: NoiseSource | None = None,
 ) -> Measurement:
     """Release x[i] + N(0, σ_i² I); x[i] must come from the filter clip at (r_i, σ_i)."""
-    vector = np.asarray(clipped, dtype=np.float64)
-    if vector.ndim != 1 or vector.size == 0 or not np.all(np.isfinite(vector)):
-        raise ValueError("the clipped vector must be finite, non-empty and 1-d")
+    vector = clipped_vector(clipped)
     if choice.day > plan.days or not choice.sigma > 0:
         raise ValueError("choice does not belong to this plan")
     values = tuple(float(v) for v in resolve(noise).add_gaussian(vector, choice.sigma))

@@ -389,24 +389,35 @@ class Warehouse:
             )
             for position, value in rows:
                 vector[position] = value
-            self.sql.query(
-                f"DELETE FROM {_CLIPPED} WHERE campaign = $campaign AND day = $day",
-                campaign=campaign.name,
-                day=day,
-            )
-            if publishers:
-                self.con.execute(
-                    f"INSERT INTO {_CLIPPED} SELECT $campaign, $day, $bound, "
-                    "generate_subscripts($values, 1) - 1, unnest($publishers), unnest($values)",
-                    {
-                        "campaign": campaign.name,
-                        "day": day,
-                        "bound": float(bound),
-                        "publishers": publishers,
-                        "values": vector.tolist(),
-                    },
-                )
+            self._store_clipped(campaign, day, bound, publishers, vector)
         return vector
+
+    def _store_clipped(
+        self,
+        campaign: CampaignConfig,
+        day: date,
+        bound: float,
+        publishers: list[str],
+        vector: np.ndarray,
+    ) -> None:
+        """Replace the (campaign, day) partition of the clipped-vector table (schema checks)."""
+        self.sql.query(
+            f"DELETE FROM {_CLIPPED} WHERE campaign = $campaign AND day = $day",
+            campaign=campaign.name,
+            day=day,
+        )
+        if publishers:
+            self.con.execute(
+                f"INSERT INTO {_CLIPPED} SELECT $campaign, $day, $bound, "
+                "generate_subscripts($values, 1) - 1, unnest($publishers), unnest($values)",
+                {
+                    "campaign": campaign.name,
+                    "day": day,
+                    "bound": float(bound),
+                    "publishers": publishers,
+                    "values": vector.tolist(),
+                },
+            )
 
     # -- AdsBPC+: the individual filter's per-user spend (secret state) ------------------------
     # Separate from AdsBPC's methods above; tables in plus_schema.sql, SQL in plus_*.sql.
@@ -480,23 +491,7 @@ class Warehouse:
                 users=int(users),
                 top=float(top),
             )
-            self.sql.query(
-                f"DELETE FROM {_CLIPPED} WHERE campaign = $campaign AND day = $day",
-                campaign=campaign.name,
-                day=day,
-            )
-            if publishers:
-                self.con.execute(
-                    f"INSERT INTO {_CLIPPED} SELECT $campaign, $day, $bound, "
-                    "generate_subscripts($values, 1) - 1, unnest($publishers), unnest($values)",
-                    {
-                        "campaign": campaign.name,
-                        "day": day,
-                        "bound": float(bound),
-                        "publishers": publishers,
-                        "values": vector.tolist(),
-                    },
-                )
+            self._store_clipped(campaign, day, bound, publishers, vector)
         return vector
 
     def _stored_vector(self, campaign: CampaignConfig, day: date) -> np.ndarray:
