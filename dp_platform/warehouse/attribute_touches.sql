@@ -1,5 +1,5 @@
 -- Multi-touch attribution ($rule: uni | time_decay | u_shaped; lta and fta too, as a cross-check
--- of the ASOF versions). Candidates as in attribute_lta.sql, ordered by ord_key = (ts,
+-- of the ASOF versions). Candidates from attribution_scope.sql, ordered by ord_key = (ts,
 -- impression_id). Weights of one conversion's m candidates:
 --   uni         1/m each;
 --   time_decay  proportional to 2^(-(conv.ts - imp.ts) / half_life), normalised to sum 1
@@ -10,35 +10,12 @@
 -- Rows are per (conversion, publisher): a publisher's weights within one conversion add up.
 INSERT INTO attributed_conversions
 WITH
-advertiser AS (
-    SELECT advertiser_key FROM advertisers WHERE advertiser_id = $advertiser
-),
 conv AS (
-    SELECT
-        c.conversion_key, c.conversion_id, c.user_key, c.ts,
-        CAST(c.ts AS DATE) AS day,
-        epoch_us(c.ts) * $tie_room AS conv_key
-    FROM conversions AS c
-    WHERE c.advertiser_key = (SELECT advertiser_key FROM advertiser)
-      AND c.ts >= CAST($first AS TIMESTAMP)
-      AND c.ts < CAST($last AS TIMESTAMP) + INTERVAL 1 DAY
-),
-imp AS (
-    SELECT i.user_key, i.publisher_key, i.ts, i.ord_key
-    FROM impressions AS i
-    WHERE i.advertiser_key = (SELECT advertiser_key FROM advertiser)
-      AND i.publisher_key IN (SELECT publisher_key FROM campaign_pubs)
-      AND i.ts >= CAST($first AS TIMESTAMP) - to_days(CAST($lookback_days AS INTEGER))
-      AND i.ts < CAST($last AS TIMESTAMP) + INTERVAL 1 DAY
+    SELECT * FROM scope_conversions($advertiser, $first, $last, $tie_room)
 ),
 cand AS (
-    SELECT
-        conv.conversion_key, imp.publisher_key, imp.ord_key,
-        epoch_us(conv.ts) - epoch_us(imp.ts) AS age_us
-    FROM conv
-    JOIN imp ON imp.user_key = conv.user_key
-    WHERE imp.ord_key < conv.conv_key
-      AND imp.ts >= conv.ts - to_days(CAST($lookback_days AS INTEGER))
+    SELECT conversion_key, publisher_key, ord_key, age_us
+    FROM scope_candidates($advertiser, $first, $last, $lookback_days, $tie_room)
 ),
 per_conv AS (
     SELECT

@@ -175,6 +175,7 @@ class Warehouse:
         self.sql.run("campaign_publishers", publisher_ids=publishers or [""])
         if not publishers:
             self.con.execute("DELETE FROM campaign_pubs")
+        self.sql.run("attribution_scope")  # temp macros over this campaign_pubs (bound now)
         return publishers
 
     @staticmethod
