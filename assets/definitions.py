@@ -9,8 +9,8 @@ import dagster as dg
 from assets.factory import build_campaign
 from assets.resources import CatalogueResource, LedgerResource, WarehouseResource
 from dp_platform.config import load_catalogue
-from dp_platform.daily import plans_for
 from dp_platform.home import Home
+from dp_platform.plans import campaign_plans
 from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
 
 
@@ -24,7 +24,7 @@ def build_definitions(
     """Definitions for a catalogue over a platform home. The noise sources are for tests only."""
     config_path = Path(config_path).resolve()
     catalogue = load_catalogue(config_path)
-    plans = plans_for(catalogue, config_path.parent)
+    plans = campaign_plans(catalogue, config_path.parent)
     assets, jobs, schedules = [], [], []
     for campaign in catalogue.campaigns:
         built = build_campaign(

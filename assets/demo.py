@@ -11,10 +11,11 @@ import yaml
 from assets.commands.demo import DEMO_SEED, DEMO_START, catalogue_for
 from assets.runner import run_campaigns
 from dp_platform.config import load_catalogue
-from dp_platform.daily import campaign_days, plans_for
+from dp_platform.daily import campaign_days
 from dp_platform.events import generate_campaign, write_events
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger
+from dp_platform.plans import campaign_plans
 from dp_platform.reporting import cumulative_chart
 from dp_platform.warehouse import Warehouse
 
@@ -61,7 +62,7 @@ def run_demo(home_dir: Path, *, days: int, users: int, publishers: int) -> dict:
     config.write_text(yaml.safe_dump(catalogue_for(days), sort_keys=False))
     runs = {r.campaign: r for r in run_campaigns(config, home.root)}
     catalogue = load_catalogue(config)
-    plans = plans_for(catalogue, config.parent)
+    plans = campaign_plans(catalogue, config.parent)
     report: dict = {"home": str(home.root), "ingest": ingest, "campaigns": {}}
     with Ledger.at_home(home.root) as ledger:
         for campaign in catalogue.campaigns:

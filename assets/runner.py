@@ -20,18 +20,22 @@ import dagster as dg
 
 from assets.definitions import build_definitions
 from dp_platform.config import CampaignConfig, ConfigError, load_catalogue
-from dp_platform.daily import campaign_days, plans_for, register_campaigns
+from dp_platform.daily import campaign_days, register_campaigns
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger, LedgerError
+from dp_platform.plans import campaign_plans
 from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
 
-_REPO_DAGSTER_YAML = Path(__file__).resolve().parents[1] / "dagster.yaml"
+# What <home>/dagster/dagster.yaml says; the repository's dagster.yaml is the same settings for
+# `dagster dev` run from a checkout (tests/test_definitions_validate.py keeps the two equal).
 INSTANCE_YAML = """\
-# Written by dp-platform: the repository's dagster.yaml for this platform home.
+# Written by dp-platform for this platform home (same settings as the repository's dagster.yaml).
 telemetry:
   enabled: false
 concurrency:
   pools:
+    # Every asset that writes the DuckDB warehouse or the privacy ledger is in the pool
+    # `dp_platform_writer`: one such step at a time across all runs of this instance.
     default_limit: 1
     granularity: op
 """
@@ -50,10 +54,7 @@ def instance_for(home: Home) -> dg.DagsterInstance:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         if not config.exists():
-            source = (
-                _REPO_DAGSTER_YAML.read_text() if _REPO_DAGSTER_YAML.exists() else INSTANCE_YAML
-            )
-            config.write_text(source)
+            config.write_text(INSTANCE_YAML)
         os.environ["DAGSTER_HOME"] = str(home.dagster)
         instance = dg.DagsterInstance.get()
         instance.get_runs(limit=1)
@@ -161,7 +162,7 @@ def run_campaigns(
     home_dir = Home.at(home)
     catalogue = load_catalogue(config_path)
     selected = [catalogue.campaign(campaign)] if campaign else list(catalogue.campaigns)
-    plans = plans_for(catalogue, Path(config_path).resolve().parent)
+    plans = campaign_plans(catalogue, Path(config_path).resolve().parent)
     with Ledger.at_home(home_dir.root) as ledger:
         chosen = catalogue.model_copy(update={"campaigns": selected})
         register_campaigns(chosen, plans, ledger)

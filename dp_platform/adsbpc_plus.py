@@ -82,7 +82,6 @@ PROFILE_LOW = 1e-4
 PROFILE_BINS = 48
 PROFILE_EDGES = np.geomspace(PROFILE_LOW, 1.0, PROFILE_BINS + 1)  # × Λ²: public edges
 BOUND_STEP = 0.01  # grid of candidate r_i
-NOISE_FLOOR = 2.0  # pooled bins below NOISE_FLOOR × their noise std count as empty
 SCALE_ALPHA = NormalDist().cdf(-2.0)  # ≈ 2.3 %: allowed chance that s undershoots (2σ level)
 SCALE_Z = NormalDist().inv_cdf(1.0 - SCALE_ALPHA / PROFILE_BINS)  # Bonferroni, 48 bins: ≈ 3.31
 REPORTED_DELTAS = (1e-5, 1e-6, 1e-9)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,7 @@ from dp_platform.adsbpc import (
 )
 from dp_platform.config import CampaignConfig, Catalogue, ConfigError
 from dp_platform.ledger import Ledger, LedgerError, MissingPreviousDay
-from dp_platform.plans import CampaignPlan, campaign_plans
+from dp_platform.plans import CampaignPlan
 from dp_platform.privacy.accounting import Rho
 from dp_platform.privacy.noise import NoiseSource
 
@@ -35,17 +34,11 @@ __all__ = [
     "bound_day",
     "campaign_days",
     "clipped_day",
-    "plans_for",
     "register_campaigns",
     "release_day",
     "release_one_shot",
     "release_reach",
 ]
-
-
-def plans_for(catalogue: Catalogue, base_dir: str | Path | None = None) -> dict[str, CampaignPlan]:
-    """Every campaign's whole plan (data-independent): daily stream, one-shot, reach."""
-    return campaign_plans(catalogue, base_dir)
 
 
 def register_campaigns(

@@ -10,8 +10,9 @@ import pytest
 
 from assets.runner import run_campaigns
 from dp_platform.config import load_catalogue
-from dp_platform.daily import bound_day, campaign_days, plans_for, register_campaigns, release_day
+from dp_platform.daily import bound_day, campaign_days, register_campaigns, release_day
 from dp_platform.ledger import Ledger
+from dp_platform.plans import campaign_plans
 from dp_platform.warehouse import Warehouse
 from tests.platform_fixtures import DAYS, copy_home, make_home
 from tests.test_platform import TODAY
@@ -45,7 +46,7 @@ def test_bench_backfill_through_dagster(benchmark, prepared, tmp_path) -> None:
 def test_bench_same_days_by_the_library_directly(benchmark, prepared, tmp_path) -> None:
     def run(home) -> int:
         catalogue = load_catalogue(home.root / "campaigns.yaml")
-        plans = plans_for(catalogue)
+        plans = campaign_plans(catalogue)
         campaign = catalogue.campaign("spring")
         with Ledger.at_home(home.root) as ledger, Warehouse(home.warehouse) as warehouse:
             register_campaigns(catalogue, plans, ledger)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -48,3 +50,9 @@ def test_library_never_imports_dagster() -> None:
         )
     ]
     assert offenders == []
+
+
+def test_instance_config_written_to_a_home_matches_the_repository() -> None:
+    from assets.runner import INSTANCE_YAML
+
+    assert yaml.safe_load(INSTANCE_YAML) == yaml.safe_load((REPO / "dagster.yaml").read_text())
