@@ -9,10 +9,11 @@ refuses ``replace``). Budget (zCDP, exact): ρ = ρ1 + n·ρ_h + ρ_p, fixed bef
 - **Profile histogram** (once, before day m+1, ρ_p = profile_share·ρ): per user
   T_u = Σ_{i≤m} (w_i/W_m)·‖clip_{r_i}(c_{u,i})‖₂² (a weighted mean of their squared daily
   contribution, ≤ Λ²) binned on public log edges Λ²·:data:`PROFILE_EDGES`; one bin per user →
-  1/(2σ_p²) ≤ ρ_p. An upper confidence bound s² on its q-quantile (threshold (1 − q)·K̃, K̃ the
-  noisy number of users; z = :data:`SCALE_Z` standard deviations of the noisy excess, so a tail
-  too small for the noise to resolve gives a larger s, not a random one) is the profile of a
-  user the filter must not cut.
+  1/(2σ_p²) ≤ ρ_p. s² is the profile of a user the filter must not cut: an upper confidence
+  bound on its q-quantile (threshold (1 − q)·K̃, K̃ the noisy number of users; z =
+  :data:`SCALE_Z` standard deviations of the noisy excess), lowered to the public prior s0
+  (``scale_prior``, default ψ0·Λ) when the confidence interval does not exclude s0 — so a tail
+  too small for the noise to resolve gives the planned s0, not a random one.
 - **Gaussian release with an individual filter** (every day, ρ1 per user in total): day i adds
   N(0, σ_i² I) with σ_i = σ̄_i·ψ0·r_i on days ≤ m (ψ0 a public prior) and σ̄_i·min(s, r_i)
   after. σ̄ is AdsBPC's workload shape at ρ1 (Σ_i 1/(2σ̄_i²) ≤ ρ1, weights w_i = 1/(2σ̄_i²ρ1)),
@@ -174,6 +175,7 @@ class PlusPlan:
             "profile_days": cfg.profile_days,
             "quantile": cfg.quantile,
             "prior_scale": cfg.prior_scale,
+            "scale_prior": cfg.profile_prior,
             "scale_z": SCALE_Z,
             "cap": cfg.cap,
             "epsilon_at_delta": {
@@ -314,28 +316,40 @@ class PlusChoice:
 
 
 def estimate_scale(
-    noisy_profile: np.ndarray, quantile: float, cap: int, *, sigma: float, z: float = SCALE_Z
+    noisy_profile: np.ndarray,
+    quantile: float,
+    cap: int,
+    *,
+    sigma: float,
+    z: float = SCALE_Z,
+    prior: float | None = None,
 ) -> float:
-    """s: √ of the upper edge of the first bin j with, *at confidence*, at most (1 − q) of the
-    users above it — an upper confidence bound on the profile's q-quantile.
+    """s: the profile scale the filter must not cut — an upper confidence bound on the
+    profile's q-quantile, or the public prior s0 where the noisy profile cannot rule s0 out.
 
     With t_j the number of bins above j and B = :data:`PROFILE_BINS`, the excess
     E_j = N(>j) − (1 − q)·K = q·N(>j) − (1 − q)·N(≤j) is a signed sum of the bins, so its noisy
     value Ẽ_j (from the noisy tail and the noisy user count K̃ = Σ h̃) has the exact standard
     deviation sd_j = σ·√(q²·t_j + (1 − q)²·(B − t_j)) — K̃'s noise is counted once, jointly
-    with the tail's, not bounded a second time. s is read at the first j with
-    Ẽ_j + z·sd_j ≤ 0; z = 0 is the plain rule N(>j) ≤ (1 − q)·K̃.
+    with the tail's, not bounded a second time.
 
-    Guarantee (default z = :data:`SCALE_Z`): let j* be the first bin whose *true* excess is
-    ≤ 0; E_j falls with j, so every j < j* has E_j > 0 and passes only if its noise is below
-    −z·sd_j, probability Φ(−z). A union over at most B bins gives P(s below j*'s edge) ≤
-    B·Φ(−z) = :data:`SCALE_ALPHA` ≈ 2.3 % (the first crossing of B tests needs the Bonferroni
-    z ≈ 3.31; a per-bin z = 2 is not guaranteed to). When K̃ is small against σ, z·sd_j dominates
-    and s rises towards Λ (less cutting, more noise); with many users it is ≪ (1 − q)·K
-    (≤ 3.31·5·√48 ≈ 115 users at the default σ_p = 5) and s is the plain estimate. No
-    qualifying bin, or K̃ ≤ 0: s = Λ.
+    - Upper bound U: √ of the upper edge of the first j with Ẽ_j + z·sd_j ≤ 0 (z = 0 is the
+      plain rule N(>j) ≤ (1 − q)·K̃). Let j* be the first bin whose *true* excess is ≤ 0; E_j
+      falls with j, so every j < j* passes only if its noise is below −z·sd_j, probability
+      Φ(−z); over at most B bins P(U below j*'s edge) ≤ B·Φ(−z) = :data:`SCALE_ALPHA` ≈ 2.3 %
+      at the default z = :data:`SCALE_Z` (Bonferroni: the first crossing of B tests). No
+      qualifying bin, or K̃ ≤ 0: U = Λ.
+    - Lower bound L: √ of the lower edge of the first j with Ẽ_j − z·sd_j ≤ 0; every bin below
+      it has, at confidence, more than (1 − q) of the users above it.
 
-    Privacy: reads only the noisy histogram (a DP output) and public values (q, Λ, z and
+    ``prior`` None: s = U. Otherwise s = min(U, s0), except s = U when L > s0 (the profile
+    shows, at confidence, that the quantile is above the prior). So s ≠ U only when s0 < U and
+    the profile cannot tell s0 from the quantile — with many users L and U are one bin apart
+    and s = U whenever s0 ≥ U. Whenever s0 is at or above the true quantile, s is too, except
+    with probability ≤ SCALE_ALPHA (as for U). A prior below the quantile that the profile
+    cannot resolve cuts the users above s0: bias (never privacy), the cost of trusting s0.
+
+    Privacy: reads only the noisy histogram (a DP output) and public values (q, Λ, z, s0 and
     σ = the plan's σ_p): post-processing, free; the ledger charges ρ_p exactly as before.
     """
     h = np.asarray(noisy_profile, dtype=np.float64)
@@ -343,14 +357,26 @@ def estimate_scale(
         raise ValueError(f"the profile histogram has {PROFILE_BINS} bins")
     if not sigma > 0 or not z >= 0:
         raise ValueError("sigma must be > 0 and z >= 0")
+    if prior is not None and not 0 < prior <= cap:
+        raise ValueError(f"prior must be in (0, {cap}]")
     active = float(h.sum())
+    if not active > 0:
+        return float(cap) if prior is None else float(prior)
     above = np.arange(PROFILE_BINS - 1, -1, -1, dtype=np.float64)  # t_j: bins above bin j
     sd = sigma * np.sqrt(quantile**2 * above + (1.0 - quantile) ** 2 * (PROFILE_BINS - above))
     excess = tail_counts(h) - (1.0 - quantile) * active
-    below = np.flatnonzero(excess + z * sd <= 0.0)
-    if not active > 0 or below.size == 0:
-        return float(cap)
-    return float(cap * math.sqrt(PROFILE_EDGES[below[0] + 1]))
+    upper_bins = np.flatnonzero(excess + z * sd <= 0.0)
+    upper = float(cap) if upper_bins.size == 0 else _edge(cap, upper_bins[0] + 1)
+    if prior is None or upper <= prior:
+        return upper
+    lower_bins = np.flatnonzero(excess - z * sd <= 0.0)
+    lower = float(cap) if lower_bins.size == 0 else _edge(cap, lower_bins[0])
+    return upper if lower > prior else float(prior)
+
+
+def _edge(cap: int, index: int) -> float:
+    """√ of the public profile edge ``index`` in conversions: Λ·√PROFILE_EDGES[index]."""
+    return float(cap * math.sqrt(PROFILE_EDGES[index]))
 
 
 def day_sigma(plan: PlusPlan, day: int, bound: float, scale: float | None) -> float:
@@ -421,7 +447,13 @@ def choose_bound(
             raise ValueError(f"day {day} needs the profile histogram of days 1..{day - 1}")
         assert plan.sigma_profile is not None
         noisy_profile = noisy_histogram(profile, plan.sigma_profile, noise=source)
-        estimate = estimate_scale(noisy_profile, cfg.quantile, cfg.cap, sigma=plan.sigma_profile)
+        estimate = estimate_scale(
+            noisy_profile,
+            cfg.quantile,
+            cfg.cap,
+            sigma=plan.sigma_profile,
+            prior=cfg.profile_prior,
+        )
     elif profile is not None:
         raise ValueError(f"day {day} takes no profile histogram (only day {plan.profile_day})")
     histograms = (*state.histograms, tuple(float(v) for v in noisy))

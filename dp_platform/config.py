@@ -181,9 +181,24 @@ class AdsbpcPlusConfig(_Strict):
     )
     cap: int = Field(default=10, ge=1, description="Λ: largest daily bound r_i")
     pool_days: int = Field(default=7, ge=1, description="noisy histograms pooled for r_i")
+    scale_prior: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "s0: profile scale kept when the noisy profile cannot rule it out "
+            "(default ψ0·Λ; set Λ to fall back on cutting nobody)"
+        ),
+    )
+
+    @property
+    def profile_prior(self) -> float:
+        """s0 in conversions: the configured prior, or ψ0·Λ (the scale days 1..m plan for)."""
+        return self.scale_prior if self.scale_prior is not None else self.prior_scale * self.cap
 
     @model_validator(mode="after")
     def _shares(self) -> AdsbpcPlusConfig:
+        if self.scale_prior is not None and self.scale_prior > self.cap:
+            raise ValueError(f"scale_prior must be <= cap ({self.cap})")
         if self.histogram_share + self.profile_share >= 1:
             raise ValueError("histogram_share + profile_share must be < 1 (rho1 needs a share)")
         if (self.profile_days == 0) != (self.profile_share == 0):

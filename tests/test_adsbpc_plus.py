@@ -45,6 +45,15 @@ def test_replace_adjacency_is_refused_with_the_reason():
         _campaign(adsbpc_plus={"profile_days": 12})
     with pytest.raises(ConfigError, match="profile_share"):
         _campaign(adsbpc_plus={"profile_days": 0})
+    with pytest.raises(ConfigError, match="scale_prior"):
+        _campaign(adsbpc_plus={"profile_days": 4, "cap": 6, "scale_prior": 7})
+
+
+def test_the_scale_prior_defaults_to_psi0_times_the_cap_and_is_in_the_plan():
+    assert _campaign().adsbpc_plus.profile_prior == pytest.approx(3.0)
+    chosen = _campaign(adsbpc_plus={"profile_days": 4, "cap": 6, "scale_prior": 6})
+    assert chosen.adsbpc_plus.profile_prior == 6.0
+    assert make_plan(chosen).to_json()["scale_prior"] == 6.0
 
 
 def test_plan_splits_rho_exactly_and_the_gaussian_shape_fits_rho1():
@@ -143,6 +152,63 @@ def test_the_scale_undershoots_the_true_quantile_at_most_as_often_as_stated():
     assert under[0.0] > 0.3
 
 
+def _thin_tail() -> tuple[np.ndarray, float]:
+    """419 users (Facebook's size), a thin tail; and the true 0.99-quantile's bin edge (Λ = 10)."""
+    true = np.zeros(PROFILE_BINS)
+    true[np.arange(5, 33)] = np.geomspace(60, 1, 28).round()
+    tail = np.concatenate([np.cumsum(true[::-1])[::-1][1:], [0.0]])
+    first = int(np.flatnonzero(tail <= 0.01 * true.sum())[0])
+    return true, 10 * np.sqrt(adsbpc_plus.PROFILE_EDGES[first + 1])
+
+
+def test_the_prior_is_kept_only_where_the_noisy_profile_cannot_rule_it_out():
+    big = np.zeros(PROFILE_BINS)
+    big[[10, 20, 30]] = 400_000.0, 96_000.0, 4_000.0  # 0.8 % above bin 20: s = edge 21
+    upper = 4 * np.sqrt(adsbpc_plus.PROFILE_EDGES[21])
+    # many users: the interval is one bin wide, so any prior gives the data's s
+    assert estimate_scale(big, 0.99, 4, sigma=5.0, prior=4.0) == pytest.approx(upper)
+    assert estimate_scale(big, 0.99, 4, sigma=5.0, prior=upper * 1.5) == pytest.approx(upper)
+    assert estimate_scale(big, 0.99, 4, sigma=5.0, prior=upper / 3) == pytest.approx(upper)
+    # few users: the tail is unresolvable, U = Λ, and the prior inside the interval is kept
+    small = big / 1000.0
+    assert estimate_scale(small, 0.99, 4, sigma=5.0) == 4.0
+    assert estimate_scale(small, 0.99, 4, sigma=5.0, prior=2.0) == 2.0
+    assert estimate_scale(small, 0.99, 4, sigma=5.0, prior=4.0) == 4.0  # s0 = Λ: old rule
+    # few users but a resolvable bulk far above the prior: L > s0, so s = U, never s0
+    high = np.zeros(PROFILE_BINS)
+    high[40] = 500.0
+    got = estimate_scale(high, 0.99, 4, sigma=5.0, prior=0.1)
+    assert got > 0.1 and got == estimate_scale(high, 0.99, 4, sigma=5.0)
+    assert estimate_scale(np.full(PROFILE_BINS, -1.0), 0.99, 4, sigma=5.0, prior=2.0) == 2.0
+    for bad in (0.0, 4.5):
+        with pytest.raises(ValueError, match="prior"):
+            estimate_scale(big, 0.99, 4, sigma=5.0, prior=bad)
+
+
+def test_a_prior_at_or_above_the_truth_keeps_the_undershoot_guarantee():
+    """s ≥ min(U, s0), so with s0 ≥ the true quantile P(s < truth) ≤ P(U < truth) ≤ α."""
+    true, truth = _thin_tail()
+    rng = np.random.default_rng(11)
+    draws = true + rng.normal(0.0, 5.0, (4000, PROFILE_BINS))
+    for prior in (truth, 5.0, 10.0):
+        got = np.array([estimate_scale(d, 0.99, 10, sigma=5.0, prior=prior) for d in draws])
+        assert np.mean(got < truth) <= adsbpc_plus.SCALE_ALPHA
+        assert np.all(got <= max(prior, 10.0))
+
+
+def test_a_prior_below_the_truth_is_overruled_when_the_users_are_many():
+    """The cost of s0 is bias only where the data cannot resolve it; with 10⁵× the users the
+    lower confidence bound clears a low prior on every draw and s is the data's U."""
+    true, truth = _thin_tail()
+    many = true * 1e5
+    rng = np.random.default_rng(12)
+    for _ in range(200):
+        noisy = many + rng.normal(0.0, 5.0, PROFILE_BINS)
+        got = estimate_scale(noisy, 0.99, 10, sigma=5.0, prior=truth / 4)
+        assert got == estimate_scale(noisy, 0.99, 10, sigma=5.0)
+        assert got >= truth
+
+
 class _FixedNoise:
     """A 'noise source' whose outputs ignore the true counts: only what it returns is seen."""
 
@@ -180,7 +246,9 @@ def test_the_scale_and_bound_see_only_the_noisy_outputs_and_public_sigma():
         assert noise.scales == [plan.sigma_histogram, plan.sigma_profile]
         choices.append((choice, new_state.scale_estimate))
     assert choices[0] == choices[1]
-    expected = estimate_scale(noisy_profile, 0.99, 6, sigma=plan.sigma_profile)
+    prior = plan.config.profile_prior
+    assert prior == pytest.approx(0.5 * 6)  # default s0 = ψ0·Λ
+    expected = estimate_scale(noisy_profile, 0.99, 6, sigma=plan.sigma_profile, prior=prior)
     assert choices[0][1] == expected
     assert plan.to_json()["scale_z"] == adsbpc_plus.SCALE_Z
 

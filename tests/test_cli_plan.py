@@ -59,3 +59,21 @@ def test_simulate_spends_the_plan(capsys) -> None:
     assert len(document["days"]) == 31
     assert document["rho_spent"] == pytest.approx(document["rho_planned"])
     assert all(day["sigma"] > 0 for day in document["days"])
+
+
+def test_plan_text_of_an_adsbpc_plus_campaign_shows_its_split_and_scale_prior(
+    tmp_path, capsys
+) -> None:
+    plus = tmp_path / "c.yaml"
+    plus.write_text(
+        EXAMPLE.read_text().replace(
+            "    advertiser: acme\n",
+            "    advertiser: acme\n    mechanism: adsbpc_plus\n"
+            "    adsbpc_plus: {scale_prior: 2.5}\n",
+            1,
+        )
+    )
+    assert main(["plan", str(plus), "--campaign", "spring_sale"]) == 0
+    out = capsys.readouterr().out
+    assert "mechanism adsbpc_plus" in out
+    assert "profile after day 7: q 0.99, scale prior s0 2.5" in out

@@ -93,6 +93,12 @@ def render_campaign(plan: CampaignPlan) -> str:
             f"{data['rho']:.6g} (ρ1 {data['rho1']:.6g}, histograms "
             f"{data['rho_histogram_per_day']:.6g}/day, profile {data['rho_profile']:.6g})"
         )
+        if data["profile_days"]:
+            lines.append(
+                f"  profile after day {data['profile_days']}: q {data['quantile']:g}, scale prior "
+                f"s0 {data['scale_prior']:g} (kept unless the noisy profile rules it out), "
+                f"cap {data['cap']}"
+            )
     else:
         lines.append(f"campaign {plan.campaign}: {plan.days} days, mode one_shot")
     if plan.one_shot is not None:
