@@ -26,6 +26,9 @@ def test_adsbpc_plus_runs_beside_adsbpc_and_charges_rho(result):
     assert plus.rho_charged == pytest.approx(1.0, abs=1e-12)
     assert plus.private and plus.score.error > 0
     assert len(plus.mean_bounds) == 31
+    assert len(plus.scales) == 2  # the profile scale s of each repeat, in (0, Λ]
+    assert all(0 < s <= 10 for s in plus.scales) and plus.to_json()["scales"] == list(plus.scales)
+    assert "adsbpc" in result.methods and result.methods["adsbpc"].scales is None
     ratio = result.summary()["adsbpc_plus_over_adsbpc"]
     assert ratio == plus.score.error / result.methods["adsbpc"].score.error
 
@@ -53,3 +56,5 @@ def test_the_results_block_is_replaced_in_place(tmp_path, result):
     text = path.read_text()
     assert text.count("BEGIN GENERATED: adsbpc_plus") == 1 and "note two" in text
     assert "kept text" in text
+    scales = result.methods["adsbpc_plus"].scales
+    assert f"{min(scales):.2f}–{max(scales):.2f}" in text

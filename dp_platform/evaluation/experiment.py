@@ -106,6 +106,7 @@ class MethodResult:
     seconds: float
     rho_charged: float
     mean_bounds: tuple[float, ...] | None = None
+    scales: tuple[float, ...] | None = None  # AdsBPC+'s profile scale s, one per repeat
 
     @property
     def private(self) -> bool:
@@ -125,6 +126,8 @@ class MethodResult:
         }
         if self.mean_bounds is not None:
             out["mean_bounds"] = list(self.mean_bounds)
+        if self.scales is not None:
+            out["scales"] = list(self.scales)
         return out
 
 
@@ -263,12 +266,14 @@ def run_experiment(
                 bar.advance(name)
             seconds = time.perf_counter() - started
             bounds = [o.bounds for o in outcomes if o.bounds is not None]
+            scales = [o.scale for o in outcomes if o.scale is not None]
             results[name] = MethodResult(
                 name=name,
                 score=score(outcomes, ctx.truth_answers, workload),
                 seconds=seconds,
                 rho_charged=rho_charged(name, ctx),
                 mean_bounds=tuple(np.mean(bounds, axis=0).tolist()) if bounds else None,
+                scales=tuple(scales) if scales else None,
             )
     ordered = {name: results[name] for name in ALL_METHODS if name in results}
     return ExperimentResult(

@@ -78,6 +78,7 @@ class Outcome:
     expected: np.ndarray
     bounds: np.ndarray | None = None
     variances: np.ndarray | None = None
+    scale: float | None = None  # AdsBPC+'s profile scale s (DP output; evaluation only)
 
 
 @dataclass
@@ -157,7 +158,13 @@ def _plus(ctx: Context, noise: NoiseSource) -> Outcome:
     q = ctx.queries
     variances = (q**2) @ run.sigmas**2
     bias = run.clipped @ q.T - ctx.truth_answers
-    return Outcome(run.released @ q.T, variances[None, :] + bias**2, run.bounds, variances)
+    return Outcome(
+        run.released @ q.T,
+        variances[None, :] + bias**2,
+        run.bounds,
+        variances,
+        run.scale_estimate,
+    )
 
 
 def run_method(

@@ -127,6 +127,7 @@ class PlusRun:
     released: np.ndarray
     spend: np.ndarray
     day_costs: np.ndarray | None = None  # (n × users) if asked for: ‖c̄‖²/(2σ²) per day
+    scale_estimate: float | None = None  # s, the profile scale chosen after day m
 
 
 def filter_day(
@@ -194,4 +195,5 @@ def run_plus(
         released=released,
         spend=spend,
         day_costs=costs,
+        scale_estimate=state.scale_estimate,
     )

@@ -65,6 +65,14 @@ def _split(result: ExperimentResult, name: str) -> str:
     return f"{mse * share:,.0f} / {mse * (1 - share):,.0f}"
 
 
+def _scales(scales: tuple[float, ...] | None) -> str:
+    """The profile scale s over the repeats (the filter's planned per-user scale after day m)."""
+    if not scales:
+        return "—"
+    s = np.asarray(scales)
+    return f"{np.median(s):.2f} ({s.min():.2f}–{s.max():.2f})"
+
+
 def plus_block(results: list[ExperimentResult], seconds: dict[str, float], note: str) -> str:
     """The markdown of the generated block (tables only; the prose lives outside it)."""
     lines = [
@@ -73,8 +81,9 @@ def plus_block(results: list[ExperimentResult], seconds: dict[str, float], note:
         "",
         "| dataset | workload | AdsBPC | AdsBPC+ | **AdsBPC+ ÷ AdsBPC** | UMM | "
         "AdsBPC+ ÷ UMM | Oracle † | AdsBPC bias share | AdsBPC+ bias share | "
-        "AdsBPC+ bias² / variance | AdsBPC+ r, days 1–7 / 8–n | AdsBPC+ seconds |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "AdsBPC+ bias² / variance | AdsBPC+ r, days 1–7 / 8–n | AdsBPC+ s: median (range) | "
+        "AdsBPC+ seconds |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
         m = r.methods
@@ -87,7 +96,7 @@ def plus_block(results: list[ExperimentResult], seconds: dict[str, float], note:
             f"{100 * (m['adsbpc'].score.bias_share or 0):.0f}% | "
             f"{100 * (m['adsbpc_plus'].score.bias_share or 0):.0f}% | "
             f"{_split(r, 'adsbpc_plus')} | {bounds[:7].mean():.2f} / {bounds[7:].mean():.2f} | "
-            f"{m['adsbpc_plus'].seconds:.1f} |"
+            f"{_scales(m['adsbpc_plus'].scales)} | {m['adsbpc_plus'].seconds:.1f} |"
         )
     lines += ["", "| step | seconds |", "| --- | --- |"]
     lines += [f"| {step} | {value:.1f} |" for step, value in seconds.items()]
