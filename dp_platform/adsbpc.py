@@ -33,6 +33,8 @@ from dp_platform.config import BoundsConfig, CampaignConfig, ConfigError
 from dp_platform.privacy.accounting import (
     CampaignBudget,
     Rho,
+    charges_from_json,
+    charges_to_json,
     epsilon_for_exponential_rho,
     epsilon_for_pure_rho,
     gaussian_rho,
@@ -53,6 +55,7 @@ __all__ = [
     "answer_queries",
     "choose_bound",
     "clipped_vector",
+    "gaussian_allotments",
     "initial_state",
     "make_plan",
     "measure",
@@ -139,6 +142,14 @@ class AdsbpcPlan:
         }
 
 
+def gaussian_allotments(rho1: Fraction, variances: np.ndarray) -> tuple[Fraction, ...]:
+    """Day i's exact share g_i of ρ1 for the workload's variance shape v_i: g_i ∝ 1/v_i and
+    Σ g_i = ρ1 exactly (Fractions), so the Gaussian days of a finished campaign add up to ρ1."""
+    precision = [Fraction(float(p)) for p in 1.0 / np.asarray(variances, dtype=np.float64)]
+    total = sum(precision, Fraction(0))
+    return tuple(rho1 * p / total for p in precision)
+
+
 def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> AdsbpcPlan:
     """Plan a campaign: data-independent, so it can be shown and audited before anything runs."""
     split = campaign.privacy.split
@@ -155,9 +166,7 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> A
         scales = solve_scales(matrix, campaign.objective, float(budget.rho1) / factor)
     except ValueError as error:
         raise ConfigError(f"objective: {error}") from None
-    precision = [Fraction(float(p)) for p in 1.0 / scales.variances]
-    total_precision = sum(precision, Fraction(0))
-    allotments = tuple(budget.rho1.value * p / total_precision for p in precision)
+    allotments = gaussian_allotments(budget.rho1.value, scales.variances)
     sigma_bar = tuple(_sigma_for_allotment(1.0, g, factor) for g in allotments)
     query_std = np.sqrt((matrix**2) @ np.square(sigma_bar))
     return AdsbpcPlan(
@@ -201,14 +210,6 @@ class BoundState:
         )
 
 
-def _charges_to_json(charges: dict[str, Rho]) -> dict[str, str]:
-    return {part: rho.to_json() for part, rho in charges.items()}
-
-
-def _charges_from_json(data: dict[str, str]) -> dict[str, Rho]:
-    return {part: Rho.from_json(text) for part, text in data.items()}
-
-
 @dataclass(frozen=True)
 class BoundChoice:
     """Day i's private bound r_i (a DP output) and what choosing it cost."""
@@ -223,7 +224,7 @@ class BoundChoice:
             "day": self.day,
             "bound": self.bound,
             "method": self.method,
-            "charges": _charges_to_json(self.charges),
+            "charges": charges_to_json(self.charges),
         }
 
     @classmethod
@@ -232,7 +233,7 @@ class BoundChoice:
             day=int(data["day"]),
             bound=float(data["bound"]),
             method=str(data["method"]),
-            charges=_charges_from_json(data["charges"]),
+            charges=charges_from_json(data["charges"]),
         )
 
 
@@ -252,7 +253,7 @@ class Measurement:
             "bound": self.bound,
             "sigma": self.sigma,
             "values": list(self.values),
-            "charges": _charges_to_json(self.charges),
+            "charges": charges_to_json(self.charges),
         }
 
     @classmethod
@@ -262,7 +263,7 @@ class Measurement:
             bound=float(data["bound"]),
             sigma=float(data["sigma"]),
             values=tuple(float(v) for v in data["values"]),
-            charges=_charges_from_json(data["charges"]),
+            charges=charges_from_json(data["charges"]),
         )
 
 
@@ -375,7 +376,7 @@ class Release:
             "sigma": self.sigma,
             "values": list(self.values),
             "answers": {str(j): list(a) for j, a in self.answers.items()},
-            "charges": _charges_to_json(self.charges),
+            "charges": charges_to_json(self.charges),
             "rho_charged": float(self.rho_charged),
             "bound_method": self.bound_method,
         }
@@ -388,7 +389,7 @@ class Release:
             sigma=float(data["sigma"]),
             values=tuple(float(v) for v in data["values"]),
             answers={int(j): tuple(float(v) for v in a) for j, a in data["answers"].items()},
-            charges=_charges_from_json(data["charges"]),
+            charges=charges_from_json(data["charges"]),
             bound_method=str(data["bound_method"]),
         )
 

@@ -46,9 +46,16 @@ from statistics import NormalDist
 
 import numpy as np
 
-from dp_platform.adsbpc import Measurement, answer_queries, clipped_vector
+from dp_platform.adsbpc import Measurement, answer_queries, clipped_vector, gaussian_allotments
 from dp_platform.config import AdsbpcPlusConfig, CampaignConfig, ConfigError
-from dp_platform.privacy.accounting import Rho, gaussian_rho, gaussian_sigma, zcdp_epsilon
+from dp_platform.privacy.accounting import (
+    Rho,
+    charges_from_json,
+    charges_to_json,
+    gaussian_rho,
+    gaussian_sigma,
+    zcdp_epsilon,
+)
 from dp_platform.privacy.filter import filter_cap, worst_case_charge
 from dp_platform.privacy.noise import NoiseSource, resolve
 from dp_platform.privacy.noisy_histogram import (
@@ -210,9 +217,7 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> P
         scales = solve_scales(matrix, campaign.objective, float(budget.rho1))
     except ValueError as error:
         raise ConfigError(f"objective: {error}") from None
-    precision = [Fraction(float(p)) for p in 1.0 / scales.variances]
-    total_precision = sum(precision, Fraction(0))
-    allotments = tuple(budget.rho1.value * p / total_precision for p in precision)
+    allotments = gaussian_allotments(budget.rho1.value, scales.variances)
     sigma_bar = tuple(gaussian_sigma(1.0, g) for g in allotments)
     variance, bias = _workload_weights(campaign, matrix)
     cfg = campaign.adsbpc_plus
@@ -275,10 +280,6 @@ class PlusState:
         )
 
 
-def _charges_json(charges: dict[str, Rho]) -> dict[str, str]:
-    return {part: rho.to_json() for part, rho in charges.items()}
-
-
 @dataclass(frozen=True)
 class PlusChoice:
     """Day i's public parameters (r_i, σ_i, ψ_i), what choosing them cost, its Gaussian charge."""
@@ -298,7 +299,7 @@ class PlusChoice:
             "sigma": self.sigma,
             "scale": self.scale,
             "method": self.method,
-            "charges": _charges_json(self.charges),
+            "charges": charges_to_json(self.charges),
             "gaussian": self.gaussian.to_json(),
         }
 
@@ -310,7 +311,7 @@ class PlusChoice:
             sigma=float(data["sigma"]),
             scale=float(data["scale"]),
             method=str(data["method"]),
-            charges={p: Rho.from_json(t) for p, t in data["charges"].items()},
+            charges=charges_from_json(data["charges"]),
             gaussian=Rho.from_json(data["gaussian"]),
         )
 
@@ -321,8 +322,8 @@ def estimate_scale(
     cap: int,
     *,
     sigma: float,
+    prior: float,
     z: float = SCALE_Z,
-    prior: float | None = None,
 ) -> float:
     """s: the profile scale the filter must not cut — an upper confidence bound on the
     profile's q-quantile, or the public prior s0 where the noisy profile cannot rule s0 out.
@@ -338,12 +339,12 @@ def estimate_scale(
       falls with j, so every j < j* passes only if its noise is below −z·sd_j, probability
       Φ(−z); over at most B bins P(U below j*'s edge) ≤ B·Φ(−z) = :data:`SCALE_ALPHA` ≈ 2.3 %
       at the default z = :data:`SCALE_Z` (Bonferroni: the first crossing of B tests). No
-      qualifying bin, or K̃ ≤ 0: U = Λ.
+      qualifying bin: U = Λ; K̃ ≤ 0 (no signal at all): s = s0.
     - Lower bound L: √ of the lower edge of the first j with Ẽ_j − z·sd_j ≤ 0; every bin below
       it has, at confidence, more than (1 − q) of the users above it.
 
-    ``prior`` None: s = U. Otherwise s = min(U, s0), except s = U when L > s0 (the profile
-    shows, at confidence, that the quantile is above the prior). So s ≠ U only when s0 < U and
+    s = min(U, s0), except s = U when L > s0 (the profile shows, at confidence, that the
+    quantile is above the prior); s0 = Λ gives U itself. So s ≠ U only when s0 < U and
     the profile cannot tell s0 from the quantile — with many users L and U are one bin apart
     and s = U whenever s0 ≥ U. Whenever s0 is at or above the true quantile, s is too, except
     with probability ≤ SCALE_ALPHA (as for U). A prior below the quantile that the profile
@@ -357,17 +358,17 @@ def estimate_scale(
         raise ValueError(f"the profile histogram has {PROFILE_BINS} bins")
     if not sigma > 0 or not z >= 0:
         raise ValueError("sigma must be > 0 and z >= 0")
-    if prior is not None and not 0 < prior <= cap:
+    if not 0 < prior <= cap:
         raise ValueError(f"prior must be in (0, {cap}]")
     active = float(h.sum())
     if not active > 0:
-        return float(cap) if prior is None else float(prior)
+        return float(prior)
     above = np.arange(PROFILE_BINS - 1, -1, -1, dtype=np.float64)  # t_j: bins above bin j
     sd = sigma * np.sqrt(quantile**2 * above + (1.0 - quantile) ** 2 * (PROFILE_BINS - above))
     excess = tail_counts(h) - (1.0 - quantile) * active
     upper_bins = np.flatnonzero(excess + z * sd <= 0.0)
     upper = float(cap) if upper_bins.size == 0 else _edge(cap, upper_bins[0] + 1)
-    if prior is None or upper <= prior:
+    if upper <= prior:
         return upper
     lower_bins = np.flatnonzero(excess - z * sd <= 0.0)
     lower = float(cap) if lower_bins.size == 0 else _edge(cap, lower_bins[0])

@@ -105,15 +105,17 @@ def test_sigma_depends_only_on_public_values():
 def test_estimate_scale_reads_the_noisy_tail_against_the_noisy_user_count():
     h = np.zeros(PROFILE_BINS)
     h[10], h[30] = 990.0, 10.0  # 1 % of users in bin 30
-    plain = {"sigma": 1.0, "z": 0.0}  # z = 0: the plain rule N(>j) <= (1 - q)·K̃
+    # z = 0: the plain rule N(>j) <= (1 - q)·K̃; the prior s0 = Λ leaves U as it is
+    plain = {"sigma": 1.0, "z": 0.0, "prior": 4}
     s = estimate_scale(h, 0.99, 4, **plain)
     assert s == pytest.approx(4 * np.sqrt(adsbpc_plus.PROFILE_EDGES[11]))
     assert estimate_scale(h, 0.995, 4, **plain) == pytest.approx(
         4 * np.sqrt(adsbpc_plus.PROFILE_EDGES[31])
     )
-    assert estimate_scale(np.full(PROFILE_BINS, -1.0), 0.99, 4, sigma=5.0) == 4.0  # no signal
+    no_signal = np.full(PROFILE_BINS, -1.0)
+    assert estimate_scale(no_signal, 0.99, 4, sigma=5.0, prior=4) == 4.0
     with pytest.raises(ValueError):
-        estimate_scale(h, 0.99, 4, sigma=0.0)
+        estimate_scale(h, 0.99, 4, sigma=0.0, prior=4)
 
 
 def test_the_confidence_rule_is_the_plain_rule_with_many_users_and_cautious_with_few():
@@ -122,15 +124,15 @@ def test_the_confidence_rule_is_the_plain_rule_with_many_users_and_cautious_with
     big = np.zeros(PROFILE_BINS)
     big[[10, 20, 30]] = 400_000.0, 96_000.0, 4_000.0  # 0.8 % above bin 20
     edge = 4 * np.sqrt(adsbpc_plus.PROFILE_EDGES[21])
-    assert estimate_scale(big, 0.99, 4, sigma=5.0) == pytest.approx(edge)
-    assert estimate_scale(big, 0.99, 4, sigma=5.0, z=0.0) == pytest.approx(edge)
+    assert estimate_scale(big, 0.99, 4, sigma=5.0, prior=4) == pytest.approx(edge)
+    assert estimate_scale(big, 0.99, 4, sigma=5.0, z=0.0, prior=4) == pytest.approx(edge)
     small = big / 1000.0  # 500 users, 4 above bin 20: not resolvable with σ = 5 per bin
-    assert estimate_scale(small, 0.99, 4, sigma=5.0, z=0.0) == pytest.approx(edge)
-    assert estimate_scale(small, 0.99, 4, sigma=5.0) == 4.0  # s = Λ: cut nobody
+    assert estimate_scale(small, 0.99, 4, sigma=5.0, z=0.0, prior=4) == pytest.approx(edge)
+    assert estimate_scale(small, 0.99, 4, sigma=5.0, prior=4) == 4.0  # s = Λ: cut nobody
     rng = np.random.default_rng(0)
     for _ in range(50):  # never below the plain rule; grows with z
         noisy = small + rng.normal(0.0, 5.0, PROFILE_BINS)
-        got = [estimate_scale(noisy, 0.99, 4, sigma=5.0, z=z) for z in (0.0, 2.0, 3.3)]
+        got = [estimate_scale(noisy, 0.99, 4, sigma=5.0, z=z, prior=4) for z in (0.0, 2.0, 3.3)]
         assert got == sorted(got)
 
 
@@ -145,7 +147,7 @@ def test_the_scale_undershoots_the_true_quantile_at_most_as_often_as_stated():
     rng = np.random.default_rng(7)
     draws = true + rng.normal(0.0, 5.0, (4000, PROFILE_BINS))
     under = {
-        z: np.mean([estimate_scale(d, 0.99, 10, sigma=5.0, z=z) < truth for d in draws])
+        z: np.mean([estimate_scale(d, 0.99, 10, sigma=5.0, z=z, prior=10) < truth for d in draws])
         for z in (adsbpc_plus.SCALE_Z, 0.0)
     }
     assert under[adsbpc_plus.SCALE_Z] <= adsbpc_plus.SCALE_ALPHA
@@ -171,14 +173,14 @@ def test_the_prior_is_kept_only_where_the_noisy_profile_cannot_rule_it_out():
     assert estimate_scale(big, 0.99, 4, sigma=5.0, prior=upper / 3) == pytest.approx(upper)
     # few users: the tail is unresolvable, U = Λ, and the prior inside the interval is kept
     small = big / 1000.0
-    assert estimate_scale(small, 0.99, 4, sigma=5.0) == 4.0
+    assert estimate_scale(small, 0.99, 4, sigma=5.0, prior=4) == 4.0
     assert estimate_scale(small, 0.99, 4, sigma=5.0, prior=2.0) == 2.0
     assert estimate_scale(small, 0.99, 4, sigma=5.0, prior=4.0) == 4.0  # s0 = Λ: old rule
     # few users but a resolvable bulk far above the prior: L > s0, so s = U, never s0
     high = np.zeros(PROFILE_BINS)
     high[40] = 500.0
     got = estimate_scale(high, 0.99, 4, sigma=5.0, prior=0.1)
-    assert got > 0.1 and got == estimate_scale(high, 0.99, 4, sigma=5.0)
+    assert got > 0.1 and got == estimate_scale(high, 0.99, 4, sigma=5.0, prior=4)
     assert estimate_scale(np.full(PROFILE_BINS, -1.0), 0.99, 4, sigma=5.0, prior=2.0) == 2.0
     for bad in (0.0, 4.5):
         with pytest.raises(ValueError, match="prior"):
@@ -205,7 +207,7 @@ def test_a_prior_below_the_truth_is_overruled_when_the_users_are_many():
     for _ in range(200):
         noisy = many + rng.normal(0.0, 5.0, PROFILE_BINS)
         got = estimate_scale(noisy, 0.99, 10, sigma=5.0, prior=truth / 4)
-        assert got == estimate_scale(noisy, 0.99, 10, sigma=5.0)
+        assert got == estimate_scale(noisy, 0.99, 10, sigma=5.0, prior=10)
         assert got >= truth
 
 

@@ -22,6 +22,8 @@ from scipy.optimize import brentq, minimize_scalar
 __all__ = [
     "CampaignBudget",
     "Rho",
+    "charges_from_json",
+    "charges_to_json",
     "epsilon_for_exponential_rho",
     "epsilon_for_pure_rho",
     "exponential_mechanism_rho",
@@ -103,6 +105,15 @@ class Rho:
     @classmethod
     def from_json(cls, text: str) -> Rho:
         return cls(Fraction(text))
+
+
+def charges_to_json(charges: dict[str, Rho]) -> dict[str, str]:
+    """A step's charges by part ({"gaussian": ρ, ...}) as lossless text (ledger, state)."""
+    return {part: rho.to_json() for part, rho in charges.items()}
+
+
+def charges_from_json(data: dict[str, str]) -> dict[str, Rho]:
+    return {part: Rho.from_json(text) for part, text in data.items()}
 
 
 def gaussian_rho(sensitivity: float, sigma: float) -> Fraction:
