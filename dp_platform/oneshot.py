@@ -229,14 +229,10 @@ def warehouse_sums(warehouse: Warehouse, campaign: CampaignConfig, plan: OneShot
             f"one-shot release of {campaign.name} needs attributed_conversions for all "
             f"{campaign.days} days ({int(rows[0][0])} materialised)"
         )
-    publishers = warehouse.campaign_publishers(campaign)
-    vector = np.zeros(len(publishers), dtype=np.float64)
-    if not publishers:
-        return vector
     whole = math.floor(plan.bound)
     with warehouse.sql.transaction():
-        warehouse.sql.run("campaign_publishers", publisher_ids=publishers)
-        result = warehouse.sql.run(
+        _, vector = warehouse.publisher_sums(
+            campaign,
             "oneshot_sums",
             campaign=campaign.name,
             advertiser=campaign.advertiser,
@@ -248,6 +244,4 @@ def warehouse_sums(warehouse: Warehouse, campaign: CampaignConfig, plan: OneShot
             use_value=plan.use_value,
             value_cap=float(plan.value_cap),
         )
-    for position, value in result:
-        vector[position] = value
     return vector

@@ -14,6 +14,7 @@ Canonne, Kamath & Steinke 2020 (zCDP ⇒ (ε, δ)-DP conversion).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -214,13 +215,18 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
         raise ValueError("rho must be >= 0")
     if rho == 0:
         return 0.0
+    return max(0.0, _min_over_orders(lambda alpha: _cks_epsilon_at(alpha, rho, delta)))
+
+
+def _min_over_orders(objective: Callable[[float], float]) -> float:
+    """min over Rényi orders α > 1 of ``objective(α)``, searched on log(α − 1) ∈ [−30, 30]."""
     result = minimize_scalar(
-        lambda log_excess: _cks_epsilon_at(1.0 + math.exp(log_excess), rho, delta),
+        lambda log_excess: objective(1.0 + math.exp(log_excess)),
         bounds=(-30.0, 30.0),
         method="bounded",
         options={"xatol": 1e-12},
     )
-    return max(0.0, float(result.fun))
+    return float(result.fun)
 
 
 def _cks_log_delta_at(alpha: float, rho: float, epsilon: float) -> float:
@@ -235,13 +241,8 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
         raise ValueError("rho and epsilon must be >= 0")
     if rho == 0:
         return 0.0
-    result = minimize_scalar(
-        lambda log_excess: _cks_log_delta_at(1.0 + math.exp(log_excess), rho, epsilon),
-        bounds=(-30.0, 30.0),
-        method="bounded",
-        options={"xatol": 1e-12},
-    )
-    return float(min(1.0, math.exp(result.fun)))
+    log_delta = _min_over_orders(lambda alpha: _cks_log_delta_at(alpha, rho, epsilon))
+    return float(min(1.0, math.exp(log_delta)))
 
 
 @dataclass(frozen=True)

@@ -3,20 +3,11 @@
 -- key epoch_us(conv.ts - lookback) * tie_room, kept only if it is before the conversion.
 INSERT INTO attributed_conversions
 WITH
-conv AS (
-    SELECT
-        *,
-        epoch_us(ts - to_days(CAST($lookback_days AS INTEGER))) * $tie_room AS window_key
-    FROM scope_conversions($advertiser, $first, $last, $tie_room)
-),
-imp AS (
-    SELECT user_key, publisher_key, ord_key
-    FROM scope_impressions($advertiser, $first, $last, $lookback_days)
-),
 matched AS (
     SELECT conv.*, imp.publisher_key
-    FROM conv
-    ASOF JOIN imp ON imp.user_key = conv.user_key AND conv.window_key <= imp.ord_key
+    FROM scope_windowed_conversions($advertiser, $first, $last, $lookback_days, $tie_room) AS conv
+    ASOF JOIN scope_impressions($advertiser, $first, $last, $lookback_days) AS imp
+        ON imp.user_key = conv.user_key AND conv.window_key <= imp.ord_key
     WHERE imp.ord_key < conv.conv_key
 )
 SELECT

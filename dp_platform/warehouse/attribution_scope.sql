@@ -5,6 +5,9 @@
 --   scope_impressions   the advertiser's impressions on the campaign's publishers (temp table
 --                       `campaign_pubs`) that can fall inside some conversion's look-back
 --                       window — views and clicks alike, from before the campaign's start too;
+--   scope_windowed_conversions
+--                       scope_conversions plus window_key = epoch_us(ts − lookback) * tie_room_,
+--                       the smallest impression ord_key inside the conversion's window;
 --   scope_candidates    every (conversion, impression) pair of the same user with
 --                       conv.ts − lookback ≤ imp.ts < conv.ts (ties broken by ord_key, i.e.
 --                       (ts, impression_id)), for the multi-touch and private rules.
@@ -30,6 +33,14 @@ CREATE OR REPLACE TEMP MACRO scope_impressions(advertiser_id_, first_, last_, lo
       AND i.publisher_key IN (SELECT publisher_key FROM campaign_pubs)
       AND i.ts >= CAST(first_ AS TIMESTAMP) - to_days(CAST(lookback_days_ AS INTEGER))
       AND i.ts < CAST(last_ AS TIMESTAMP) + INTERVAL 1 DAY;
+
+CREATE OR REPLACE TEMP MACRO scope_windowed_conversions(
+    advertiser_id_, first_, last_, lookback_days_, tie_room_
+) AS TABLE
+    SELECT
+        *,
+        epoch_us(ts - to_days(CAST(lookback_days_ AS INTEGER))) * tie_room_ AS window_key
+    FROM scope_conversions(advertiser_id_, first_, last_, tie_room_);
 
 CREATE OR REPLACE TEMP MACRO scope_candidates(
     advertiser_id_, first_, last_, lookback_days_, tie_room_

@@ -26,6 +26,8 @@ from typing import Literal
 import duckdb
 
 from dp_platform.config import ConfigError
+from dp_platform.events.files import CONVERSION_COLUMNS as _WRITTEN_CONVERSIONS
+from dp_platform.events.files import IMPRESSION_COLUMNS
 from dp_platform.warehouse.runner import SqlRunner
 
 __all__ = [
@@ -40,16 +42,11 @@ __all__ = [
 
 Kind = Literal["impressions", "conversions"]
 
-IMPRESSION_COLUMNS = (
-    "impression_id",
-    "user_id",
-    "publisher_id",
-    "advertiser_id",
-    "ts",
-    "interaction",
-)
-CONVERSION_COLUMNS = ("conversion_id", "user_id", "advertiser_id", "ts")
+# The event-file format is the one dp_platform.events writes; ``value`` may be left out.
 OPTIONAL_COLUMNS: dict[Kind, tuple[str, ...]] = {"impressions": (), "conversions": ("value",)}
+CONVERSION_COLUMNS = tuple(
+    c for c in _WRITTEN_CONVERSIONS if c not in OPTIONAL_COLUMNS["conversions"]
+)
 REQUIRED: dict[Kind, tuple[str, ...]] = {
     "impressions": IMPRESSION_COLUMNS,
     "conversions": CONVERSION_COLUMNS,

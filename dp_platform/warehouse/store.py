@@ -178,6 +178,18 @@ class Warehouse:
         self.sql.run("attribution_scope")  # temp macros over this campaign_pubs (bound now)
         return publishers
 
+    def publisher_sums(
+        self, campaign: CampaignConfig, query: str, /, **params: object
+    ) -> tuple[list[str], np.ndarray]:
+        """Run ``query`` (rows of (publisher position, sum)) with the campaign's publishers in
+        scope; returns them and the per-publisher vector in that order (zeros where no row).
+        Call inside a transaction, with whatever the query reads."""
+        publishers = self._scope(campaign)
+        vector = np.zeros(len(publishers), dtype=np.float64)
+        for position, value in self.sql.run(query, **params):
+            vector[position] = value
+        return publishers, vector
+
     @staticmethod
     def _check_range(campaign: CampaignConfig, first: date, last: date) -> None:
         campaign.day_index(first)
@@ -379,17 +391,14 @@ class Warehouse:
         self._version(_ATTRIBUTED, campaign, day)
         whole = int(np.floor(bound))
         with self.sql.transaction():
-            publishers = self._scope(campaign)
-            vector = np.zeros(len(publishers), dtype=np.float64)
-            rows = self.sql.run(
+            publishers, vector = self.publisher_sums(
+                campaign,
                 "clip",
                 campaign=campaign.name,
                 day=day,
                 whole=whole,
                 fraction=float(bound - whole),
             )
-            for position, value in rows:
-                vector[position] = value
             self._store_clipped(campaign, day, bound, publishers, vector)
         return vector
 
@@ -460,9 +469,8 @@ class Warehouse:
                     f"campaign {campaign.name}: the filter needs {day - timedelta(days=1)} "
                     "first (spends carry over, days run in order)"
                 )
-            publishers = self._scope(campaign)
-            vector = np.zeros(len(publishers), dtype=np.float64)
-            rows = self.sql.run(
+            publishers, vector = self.publisher_sums(
+                campaign,
                 "plus_clip",
                 campaign=campaign.name,
                 day=day,
@@ -472,8 +480,6 @@ class Warehouse:
                 cap=float(cap),
                 residual=RESIDUAL,
             )
-            for position, value in rows:
-                vector[position] = value
             users, top = self.sql.query(
                 "SELECT count(*), coalesce(max(spend), 0.0) FROM plus_user_spend "
                 "WHERE campaign = $c AND day = $d",
