@@ -28,7 +28,12 @@ def build_definitions(
     assets, jobs, schedules = [], [], []
     for campaign in catalogue.campaigns:
         built = build_campaign(
-            campaign, plans[campaign.name], catalogue, noise=noise, integer_noise=integer_noise
+            campaign,
+            plans[campaign.name],
+            catalogue,
+            base_dir=config_path.parent,
+            noise=noise,
+            integer_noise=integer_noise,
         )
         assets.extend(built.assets)
         jobs.extend(built.jobs)

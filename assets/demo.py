@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -10,14 +11,39 @@ import yaml
 
 from assets.commands.demo import DEMO_SEED, DEMO_START, catalogue_for
 from assets.runner import run_campaigns
-from dp_platform.config import load_catalogue
+from dp_platform.config import ConfigError, load_catalogue
 from dp_platform.daily import campaign_days
 from dp_platform.events import generate_campaign, write_events
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger
-from dp_platform.plans import campaign_plans
+from dp_platform.registration import load_registration
 from dp_platform.reporting import cumulative_chart
 from dp_platform.warehouse import Warehouse
+
+DEMO_MARKER = "demo.json"
+
+
+def _claim_home(home: Home, options: dict) -> None:
+    """The demo prints the *truth* of its data next to the releases, so it must only ever run
+    on data it generated: a home with a warehouse or ledger and no demo marker is refused, and
+    so is a demo home made with other options (its truth would not match the events)."""
+    marker = home.root / DEMO_MARKER
+    if marker.exists():
+        made = json.loads(marker.read_text())
+        if made != options:
+            shown = ", ".join(f"--{k} {v}" for k, v in made.items() if k != "seed")
+            raise ConfigError(
+                f"{home.root} is a demo home made with {shown}; rerun with those options or "
+                "use a new --home"
+            )
+        return
+    if home.warehouse.exists() or home.ledger.exists():
+        raise ConfigError(
+            f"{home.root} holds data the demo did not generate; the demo prints the true "
+            "values of its own simulated data, so it runs only in an empty directory or a home "
+            "it made (use a new --home)"
+        )
+    marker.write_text(json.dumps(options))
 
 
 def _simulate_and_ingest(home: Home, *, days: int, users: int, publishers: int) -> str:
@@ -44,10 +70,11 @@ def _simulate_and_ingest(home: Home, *, days: int, users: int, publishers: int) 
 
 
 def _truth(home: Home, campaign, released_days: int) -> np.ndarray:
-    """Unclipped per-publisher attributed sums per day (day × publisher): simulation only."""
+    """Unclipped per-publisher attributed sums per day (day × publisher): simulation only.
+    ``campaign`` is the registered campaign (publisher keys frozen)."""
     days = campaign_days(campaign)[:released_days]
+    publishers = list(campaign.publishers)
     with home.warehouse_lock(), Warehouse(home.warehouse, read_only=True) as warehouse:
-        publishers = warehouse.campaign_publishers(campaign)
         frame = warehouse.day_frame("attributed", campaign, days)
     sums = frame.groupby(["day", "publisher_id"])["weight"].sum()
     table = sums.unstack(fill_value=0.0).reindex(index=days, columns=publishers, fill_value=0.0)
@@ -57,16 +84,17 @@ def _truth(home: Home, campaign, released_days: int) -> np.ndarray:
 def run_demo(home_dir: Path, *, days: int, users: int, publishers: int) -> dict:
     """Run the demo and return its report (releases next to the truth, errors, budget, plots)."""
     home = Home.at(home_dir)
+    _claim_home(home, {"seed": DEMO_SEED, "days": days, "users": users, "publishers": publishers})
     ingest = _simulate_and_ingest(home, days=days, users=users, publishers=publishers)
     config = home.root / "campaigns.yaml"
     config.write_text(yaml.safe_dump(catalogue_for(days), sort_keys=False))
     runs = {r.campaign: r for r in run_campaigns(config, home.root)}
     catalogue = load_catalogue(config)
-    plans = campaign_plans(catalogue, config.parent)
     report: dict = {"home": str(home.root), "ingest": ingest, "campaigns": {}}
     with Ledger.at_home(home.root) as ledger:
-        for campaign in catalogue.campaigns:
-            plan = plans[campaign.name].stream
+        for entry in catalogue.campaigns:
+            registration = load_registration(ledger, entry.name)
+            campaign, plan = registration.config, registration.plan.stream
             releases = ledger.releases(campaign.name)
             truth = _truth(home, campaign, len(releases))
             noisy = np.array([r.values for r in releases])

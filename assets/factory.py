@@ -17,6 +17,7 @@ annotations of asset functions at definition time.)
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 
 import dagster as dg
 
@@ -34,14 +35,16 @@ from dp_platform.config import CampaignConfig, Catalogue, ConfigError
 from dp_platform.daily import (
     answers_through,
     bound_day,
+    campaign_one_shot,
+    campaign_reach,
     clipped_day,
     release_day,
-    release_one_shot,
-    release_reach,
 )
 from dp_platform.ledger import Ledger
 from dp_platform.plans import CampaignPlan
 from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
+from dp_platform.registration import Registration, registered_campaign
+from dp_platform.warehouse import Warehouse
 
 WRITER_POOL = "dp_platform_writer"  # size 1 in dagster.yaml: one writer of DuckDB/ledger at a time
 SPENT_CHECK = "spent_within_plan"
@@ -76,6 +79,7 @@ def build_campaign(
     campaign_plan: CampaignPlan,
     catalogue: Catalogue,
     *,
+    base_dir: str | Path | None = None,
     noise: NoiseSource | None = None,
     integer_noise: IntegerNoiseSource | None = None,
 ) -> CampaignDefinitions:
@@ -86,6 +90,10 @@ def build_campaign(
     each, after the last day): the one-shot release (``mode: one_shot``) and reach & frequency
     (a ``reach:`` block). ``noise``/``integer_noise`` are for tests only (explicit seeded
     sources); production leaves them None: OpenDP's secure samplers.
+
+    Every asset past the raw events works on the campaign as *registered* in the ledger (its
+    first materialisation registers it): the YAML only registers and is compared, and an edited
+    campaign is refused before anything is drawn, clipped or charged.
     """
     name = campaign.name
     plan = campaign_plan.stream
@@ -100,8 +108,15 @@ def build_campaign(
     def key(asset: str) -> dg.AssetKey:
         return dg.AssetKey([name, asset])
 
-    def register(ledger: Ledger) -> None:
-        ledger.register(campaign, campaign_plan, catalogue.account(campaign.account))
+    def register(ledger: Ledger, warehouse: Warehouse) -> Registration:
+        return registered_campaign(
+            ledger,
+            campaign,
+            campaign_plan,
+            catalogue.account(campaign.account),
+            advertiser_publishers=lambda: warehouse.advertiser_publishers(campaign.advertiser),
+            base_dir=base_dir,
+        )
 
     @dg.asset(
         name="raw_impressions",
@@ -147,19 +162,22 @@ def build_campaign(
         pool=WRITER_POOL,
         **common,
     )
-    def attributed_conversions(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+    def attributed_conversions(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
+    ):
         days = keys_to_dates(context.partition_keys)
-        with warehouse.open() as wh:
+        with warehouse.open() as wh, ledger.open() as led:
+            registered = register(led, wh).config
             # a run's partitions are one contiguous range: one range query, not one per day
-            wh.attribute_days(campaign, days[0], days[-1])
-            check = schema_check_result(wh, "attributed", campaign, days)
+            wh.attribute_days(registered, days[0], days[-1])
+            check = schema_check_result(wh, "attributed", registered, days)
         return dg.MaterializeResult(metadata=_summary(days), check_results=[check])
 
     data_assets = [raw_impressions, raw_conversions, attributed_conversions]
     if plan is None:
         stream_assets: list = []
     else:
-        stream_assets = _stream_assets(campaign, plan, common, key, register, noise=noise)
+        stream_assets = _stream_assets(campaign, common, key, register, noise=noise)
     final_assets = _campaign_level_assets(
         campaign, campaign_plan, key, register, noise=noise, integer_noise=integer_noise
     )
@@ -259,8 +277,7 @@ def _campaign_level_assets(
         def campaign_level(warehouse: WarehouseResource, ledger: LedgerResource):
             require_ended()
             with warehouse.open() as wh, ledger.open() as led:
-                register(led)
-                payload, drawn = release(wh, led)
+                payload, drawn = release(wh, led, register(led, wh))
             return dg.MaterializeResult(metadata=metadata(payload, drawn))
 
         return campaign_level
@@ -272,8 +289,8 @@ def _campaign_level_assets(
                 "attributed_conversions",
                 "RELEASE. The whole period's attributed conversions per publisher with Laplace "
                 "noise of scale C0·r·Δ(f)/ε (mode: one_shot), drawn once (ledger).",
-                lambda wh, led: release_one_shot(
-                    wh, led, campaign, campaign_plan, noise=noise, integer_noise=integer_noise
+                lambda wh, led, reg: campaign_one_shot(
+                    wh, led, reg, noise=noise, integer_noise=integer_noise
                 ),
                 one_shot_metadata,
             )
@@ -285,16 +302,14 @@ def _campaign_level_assets(
                 "raw_impressions",
                 "RELEASE. How many users saw the campaign's ads, and how many at least k times, "
                 "over the whole period (noisy histogram; own ρ on the account).",
-                lambda wh, led: release_reach(
-                    wh, led, campaign, campaign_plan, noise=integer_noise
-                ),
+                lambda wh, led, reg: campaign_reach(wh, led, reg, noise=integer_noise),
                 reach_metadata,
             )
         )
     return assets
 
 
-def _stream_assets(campaign: CampaignConfig, plan, common: dict, key, register, *, noise):
+def _stream_assets(campaign: CampaignConfig, common: dict, key, register, *, noise):
     """The daily chain from per-user contributions to the noisy release and query answers."""
     name = campaign.name
 
@@ -308,11 +323,14 @@ def _stream_assets(campaign: CampaignConfig, plan, common: dict, key, register, 
         pool=WRITER_POOL,
         **common,
     )
-    def user_day_contributions(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+    def user_day_contributions(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
+    ):
         days = keys_to_dates(context.partition_keys)
-        with warehouse.open() as wh:
-            wh.contributions_days(campaign, days[0], days[-1])
-            check = schema_check_result(wh, "contributions", campaign, days)
+        with warehouse.open() as wh, ledger.open() as led:
+            registered = register(led, wh).config
+            wh.contributions_days(registered, days[0], days[-1])
+            check = schema_check_result(wh, "contributions", registered, days)
         return dg.MaterializeResult(metadata=_summary(days), check_results=[check])
 
     @dg.asset(
@@ -334,9 +352,9 @@ def _stream_assets(campaign: CampaignConfig, plan, common: dict, key, register, 
         days = keys_to_dates(context.partition_keys)
         metadata: dict = {}
         with warehouse.open() as wh, ledger.open() as led:
-            register(led)
+            registration = register(led, wh)
             for day in days:
-                choice, drawn = bound_day(wh, led, campaign, plan, day, noise=noise)
+                choice, drawn = bound_day(wh, led, registration, day, noise=noise)
                 metadata = bound_metadata(choice, drawn)
                 if len(days) > 1:
                     _observe(context, day, metadata)
@@ -366,9 +384,10 @@ def _stream_assets(campaign: CampaignConfig, plan, common: dict, key, register, 
     ):
         days = keys_to_dates(context.partition_keys)
         with warehouse.open() as wh, ledger.open() as led:
+            registration = register(led, wh)
             for day in days:
-                clipped_day(wh, led, campaign, day, plan)
-            check = schema_check_result(wh, "clipped", campaign, days)
+                clipped_day(wh, led, registration, day)
+            check = schema_check_result(wh, "clipped", registration.config, days)
         return dg.MaterializeResult(metadata=_summary(days), check_results=[check])
 
     @dg.asset(
@@ -394,11 +413,11 @@ def _stream_assets(campaign: CampaignConfig, plan, common: dict, key, register, 
         days = keys_to_dates(context.partition_keys)
         metadata: dict = {}
         with warehouse.open() as wh, ledger.open() as led:
-            publishers = wh.campaign_publishers(campaign)
+            registration = register(led, wh)
             for day in days:
-                release, drawn = release_day(wh, led, campaign, plan, day, noise=noise)
+                release, drawn = release_day(wh, led, registration, day, noise=noise)
                 budget = led.campaign_budget(name)
-                metadata = release_metadata(release, budget, publishers, drawn)
+                metadata = release_metadata(release, budget, registration.publishers, drawn)
                 if len(days) > 1:
                     _observe(context, day, metadata)
             budget = led.campaign_budget(name)
@@ -428,11 +447,11 @@ def _stream_assets(campaign: CampaignConfig, plan, common: dict, key, register, 
         context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
     ):
         days = keys_to_dates(context.partition_keys)
-        with warehouse.open() as wh:
-            publishers = wh.campaign_publishers(campaign)
-        with ledger.open() as led:
-            answers = answers_through(led, campaign, plan, days[-1], publishers)
-        return dg.MaterializeResult(metadata={**_summary(days), **answers_metadata(plan, answers)})
+        with warehouse.open() as wh, ledger.open() as led:
+            registration = register(led, wh)
+            answers = answers_through(led, registration, days[-1])
+        metadata = answers_metadata(registration.plan.stream, answers)
+        return dg.MaterializeResult(metadata={**_summary(days), **metadata})
 
     return [
         user_day_contributions,

@@ -25,6 +25,7 @@ from dp_platform.home import Home
 from dp_platform.ledger import Ledger, LedgerError
 from dp_platform.plans import campaign_plans
 from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
+from dp_platform.warehouse import Warehouse
 
 # What <home>/dagster/dagster.yaml says; the repository's dagster.yaml is the same settings for
 # `dagster dev` run from a checkout (tests/test_definitions_validate.py keeps the two equal).
@@ -162,11 +163,21 @@ def run_campaigns(
     home_dir = Home.at(home)
     catalogue = load_catalogue(config_path)
     selected = [catalogue.campaign(campaign)] if campaign else list(catalogue.campaigns)
-    plans = campaign_plans(catalogue, Path(config_path).resolve().parent)
+    config_dir = Path(config_path).resolve().parent
+    plans = campaign_plans(catalogue, config_dir)
+
+    def advertiser_publishers(advertiser: str) -> list[str]:
+        with home_dir.warehouse_lock(), Warehouse(home_dir.warehouse) as warehouse:
+            return warehouse.advertiser_publishers(advertiser)
+
     with Ledger.at_home(home_dir.root) as ledger:
         chosen = catalogue.model_copy(update={"campaigns": selected})
-        register_campaigns(chosen, plans, ledger)
-        schedule = {c.name: due_days(c, ledger, through, today) for c in selected}
+        registered = register_campaigns(
+            chosen, plans, ledger, advertiser_publishers=advertiser_publishers, base_dir=config_dir
+        )
+        schedule = {
+            c.name: due_days(registered[c.name].config, ledger, through, today) for c in selected
+        }
     instance = instance or instance_for(home_dir)
     recover_dead_runs(instance)
     owner = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
@@ -177,6 +188,8 @@ def run_campaigns(
     today = today or datetime.now(UTC).date()
     for selected_campaign in selected:
         name = selected_campaign.name
+        registration = registered[name]
+        end = registration.config.end
         days = schedule[name]
         run_id = None
         if days:
@@ -187,12 +200,8 @@ def run_campaigns(
                 tags["dagster/asset_partition_range_end"] = days[-1].isoformat()
             run_id = _execute(definitions, f"{name}_daily", instance, tags, log_level, keys)
         final = _has_job(definitions, f"{name}_final")
-        finished = (
-            final
-            and today > selected_campaign.end
-            and (through is None or through >= selected_campaign.end)
-        )
-        if finished and _final_due(home_dir, name, plans[name]):
+        finished = final and today > end and (through is None or through >= end)
+        if finished and _final_due(home_dir, name, registration.plan):
             _execute(definitions, f"{name}_final", instance, owner, log_level, {})
         runs.append(CampaignRun(name, days, run_id))
     return runs

@@ -72,13 +72,27 @@ def sensitivity_factor(campaign: CampaignConfig) -> int:
 
 
 def _sigma_for_allotment(bound: float, allotment: Fraction, factor: int) -> float:
-    """Smallest float σ with factor·bound²/(2σ²) ≤ allotment, exactly."""
-    if bound == 0:
-        return 0.0
+    """Smallest float σ with factor·bound²/(2σ²) ≤ allotment, exactly. A bound must be > 0: a
+    zero bound would release the data without noise (the config's floor prevents it)."""
+    if not (bound > 0 and math.isfinite(bound)):
+        raise ValueError(f"a bound must be finite and > 0 to draw noise, got {bound!r}")
     sigma = bound * math.sqrt(factor / (2.0 * float(allotment)))
     while factor * gaussian_rho(bound, sigma) > allotment:
         sigma = math.nextafter(sigma, math.inf)
     return sigma
+
+
+def _check_sigma_range(bounds: BoundsConfig, sigma_bar: tuple[float, ...]) -> None:
+    """σ_i = σ̄_i·r_i must be a positive finite float for every r_i in [min_bound, Λ]: refused
+    at plan time (before anything is reserved) if a budget makes it underflow or overflow."""
+    for day, unit in enumerate(sigma_bar, start=1):
+        low, high = unit * bounds.min_bound, unit * bounds.cap
+        if not (low > 0 and math.isfinite(high)):
+            raise ConfigError(
+                f"bounds.min_bound: day {day}'s noise σ̄·r is not a positive finite number for "
+                f"every r in [{bounds.min_bound:g}, {bounds.cap}] (σ̄ = {unit:g}); lower rho or "
+                "raise min_bound"
+            )
 
 
 @dataclass(frozen=True)
@@ -168,6 +182,7 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> A
         raise ConfigError(f"objective: {error}") from None
     allotments = gaussian_allotments(budget.rho1.value, scales.variances)
     sigma_bar = tuple(_sigma_for_allotment(1.0, g, factor) for g in allotments)
+    _check_sigma_range(campaign.bounds, sigma_bar)
     query_std = np.sqrt((matrix**2) @ np.square(sigma_bar))
     return AdsbpcPlan(
         campaign=campaign.name,
@@ -306,6 +321,7 @@ def choose_bound(
             svt, counts, list(state.bounds), cfg.quantile_days, source
         )
         method = f"svt_{decision}"
+    bound = max(bound, cfg.min_bound)  # post-processing of a DP output: free; keeps σ_i > 0
     charges = {k: v for k, v in plan.day_charge(day).items() if k != "gaussian"}
     choice = BoundChoice(day=day, bound=bound, method=method, charges=charges)
     return choice, BoundState(day=day, bounds=(*state.bounds, bound), svt=svt)

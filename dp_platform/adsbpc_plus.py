@@ -221,6 +221,7 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> P
     sigma_bar = tuple(gaussian_sigma(1.0, g) for g in allotments)
     variance, bias = _workload_weights(campaign, matrix)
     cfg = campaign.adsbpc_plus
+    _check_sigma_range(cfg, sigma_bar)
     return PlusPlan(
         campaign=campaign.name,
         days=campaign.days,
@@ -236,6 +237,19 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> P
         filter_cap=filter_cap(budget.rho1.value),
         queries=matrix,
     )
+
+
+def _check_sigma_range(cfg: AdsbpcPlusConfig, sigma_bar: tuple[float, ...]) -> None:
+    """Every σ_i the plan can choose — σ̄_i·ψ0·r (r ∈ [1, Λ]) before the profile, σ̄_i·min(s, r)
+    after, s ≥ the lowest profile edge — must be a positive finite float: refused at plan time,
+    before anything is reserved, if the budget makes it underflow or overflow."""
+    lowest = min(cfg.prior_scale, _edge(cfg.cap, 0), 1.0)
+    for day, unit in enumerate(sigma_bar, start=1):
+        if not (unit * lowest > 0 and math.isfinite(unit * cfg.cap)):
+            raise ConfigError(
+                f"privacy.rho: day {day}'s noise σ̄·r is not a positive finite number for every "
+                f"bound in [1, {cfg.cap}] (σ̄ = {unit:g}); choose a rho that gives finite noise"
+            )
 
 
 def profile_factors(plan: PlusPlan) -> tuple[float, ...]:

@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "simulate",
     "releases",
     "budget",
+    "campaign",
     "evaluate",
     "ingest",
     "bench",

@@ -144,6 +144,11 @@ class BoundsConfig(_Strict):
     quantile_days: int = Field(default=7, ge=1, description="l: days chosen by PrivateQuantile")
     p: float = Field(default=0.99, gt=0, lt=1)
     cap: int = Field(default=10, ge=1, description="Λ: upper end of the quantile's range")
+    min_bound: float = Field(
+        default=0.01,
+        gt=0,
+        description="floor on every chosen bound r_i (free post-processing), so σ_i > 0 always",
+    )
     s_up: float = 1.3
     s_down: float = 0.8
     t_up: float = Field(default=50.0, ge=0)
@@ -163,6 +168,12 @@ class BoundsConfig(_Strict):
         if not 0 < value < 1:
             raise ValueError("s_down must be in (0, 1)")
         return value
+
+    @model_validator(mode="after")
+    def _floor_below_cap(self) -> BoundsConfig:
+        if not self.min_bound <= self.cap:
+            raise ValueError(f"min_bound must be <= cap ({self.cap})")
+        return self
 
 
 class AdsbpcPlusConfig(_Strict):

@@ -1,15 +1,20 @@
 """One campaign day, phase by phase: the library behind every Dagster asset (no Dagster here).
 
-Each function does one box of design.md §1 and is safe to re-run: warehouse steps rebuild their
-(campaign, day) partition idempotently; the two private steps go through the ledger, which
-returns the stored result if the day was already drawn. The Dagster layer (``assets/``) only
-calls these and turns their DP outputs into metadata.
+Each function does one box of the daily flow (README, docs/operators.md) and is safe to re-run:
+warehouse steps rebuild their (campaign, day) partition idempotently; the private steps go
+through the ledger, which returns the stored result if the day was already drawn. Every
+function that draws, clips under a filter or charges takes the campaign's
+:class:`~dp_platform.registration.Registration` — the configuration, plan and publisher keys
+read back from the ledger — never the catalogue's current YAML. The Dagster layer (``assets/``)
+only calls these and turns their DP outputs into metadata.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,29 +32,46 @@ from dp_platform.ledger import Ledger, LedgerError, MissingPreviousDay
 from dp_platform.plans import CampaignPlan
 from dp_platform.privacy.accounting import Rho
 from dp_platform.privacy.noise import NoiseSource
+from dp_platform.registration import Registration, registered_campaign
 
 __all__ = [
     "CampaignAnswers",
     "answers_through",
     "bound_day",
     "campaign_days",
+    "campaign_one_shot",
+    "campaign_reach",
     "clipped_day",
     "register_campaigns",
     "release_day",
-    "release_one_shot",
-    "release_reach",
 ]
 
 
 def register_campaigns(
-    catalogue: Catalogue, plans: dict[str, CampaignPlan], ledger: Ledger
-) -> dict[str, bool]:
-    """Reserve each campaign's plan against its account's cap (idempotent). Name → newly added."""
-    added = {}
-    for campaign in catalogue.campaigns:
-        account = catalogue.account(campaign.account)
-        added[campaign.name] = ledger.register(campaign, plans[campaign.name], account)
-    return added
+    catalogue: Catalogue,
+    plans: dict[str, CampaignPlan],
+    ledger: Ledger,
+    *,
+    advertiser_publishers: Callable[[str], list[str]],
+    base_dir: str | Path | None = None,
+) -> dict[str, Registration]:
+    """Register every campaign of ``catalogue`` (reserve its plan, freeze its publisher keys) or
+    check it against its registration; refuses an edited one (PlanMismatch). Name → registration.
+
+    ``advertiser_publishers(advertiser)`` lists an advertiser's publishers in the warehouse; it
+    is asked only for a new ``publishers: all`` campaign.
+    """
+    return {
+        campaign.name: registered_campaign(
+            ledger,
+            campaign,
+            plans[campaign.name],
+            catalogue.account(campaign.account),
+            advertiser_publishers=lambda c=campaign: advertiser_publishers(c.advertiser),
+            base_dir=base_dir,
+        )
+        for campaign in catalogue.campaigns
+    }
 
 
 def _bound_charges(plan: AdsbpcPlan, day: int) -> dict:
@@ -71,16 +93,23 @@ def _types(plan) -> dict:
     return {}
 
 
+def _stream(registration: Registration):  # AdsbpcPlan or adsbpc_plus.PlusPlan
+    plan = registration.plan.stream
+    if plan is None:
+        raise ConfigError(f"campaign {registration.name} has no daily releases (mode: one_shot)")
+    return plan
+
+
 def bound_day(
     warehouse,  # dp_platform.warehouse.Warehouse (duck-typed so tests may pass a fake)
     ledger: Ledger,
-    campaign: CampaignConfig,
-    plan,  # AdsbpcPlan or adsbpc_plus.PlusPlan
+    registration: Registration,
     day: date,
     *,
     noise: NoiseSource | None = None,
 ) -> tuple[Any, bool]:
     """Day's private contribution bound r_i, chosen once (ledger) from the day's histogram."""
+    campaign, plan = registration.config, _stream(registration)
     index = campaign.day_index(day)
     types = _types(plan)
     stored = ledger.bound_choice(campaign.name, index, types.get("choice_type", BoundChoice))
@@ -96,7 +125,6 @@ def bound_day(
         )
     from dp_platform import adsbpc_plus
 
-    publishers = len(warehouse.campaign_publishers(campaign))
     profile = None
     if plan.needs_profile(index):
         # T_u over days 1..m at their (public) bounds: the profile histogram of day m+1.
@@ -112,25 +140,26 @@ def bound_day(
         profile = warehouse.plus_profile_histogram(
             campaign, earlier, bounds, list(adsbpc_plus.profile_factors(plan)), plan.config.cap
         )
+    keys = len(registration.publishers)  # k: the frozen keys, public — never the data's
     return ledger.bound_for_day(
         campaign.name,
         index,
         plan.bound_charges(index),
         lambda state: adsbpc_plus.choose_bound(
-            plan, state, histogram, publishers=publishers, profile=profile, noise=noise
+            plan, state, histogram, publishers=keys, profile=profile, noise=noise
         ),
         **types,
     )
 
 
-def clipped_day(
-    warehouse, ledger: Ledger, campaign: CampaignConfig, day: date, plan=None
-) -> np.ndarray:
+def clipped_day(warehouse, ledger: Ledger, registration: Registration, day: date) -> np.ndarray:
     """The day's clipped per-publisher vector at its stored bound (true values: never shown).
 
-    For AdsBPC+ this is the filter clip, which also updates every user's spend in the warehouse,
-    once per day (a re-run returns the stored vector and leaves the spends alone).
+    For AdsBPC+ this is the filter clip at the registered filter cap, which also updates every
+    user's spend in the warehouse, once per day (a re-run returns the stored vector and leaves
+    the spends alone).
     """
+    campaign, plan = registration.config, _stream(registration)
     index = campaign.day_index(day)
     types = _types(plan)
     choice = ledger.bound_choice(campaign.name, index, types.get("choice_type", BoundChoice))
@@ -151,19 +180,19 @@ def clipped_day(
 def release_day(
     warehouse,
     ledger: Ledger,
-    campaign: CampaignConfig,
-    plan,  # AdsbpcPlan or adsbpc_plus.PlusPlan
+    registration: Registration,
     day: date,
     *,
     noise: NoiseSource | None = None,
 ) -> tuple[Measurement, bool]:
     """Day's noisy per-publisher vector: the stored one, or drawn now exactly once."""
+    campaign, plan = registration.config, _stream(registration)
     index = campaign.day_index(day)
     stored = ledger.releases(campaign.name, through=index)
     if stored and stored[-1].day == index:
         return stored[-1], False
-    clipped = clipped_day(warehouse, ledger, campaign, day, plan)
-    publishers = list(warehouse.campaign_publishers(campaign))
+    clipped = clipped_day(warehouse, ledger, registration, day)
+    publishers = registration.publishers
     if len(publishers) != clipped.size:
         raise LedgerError(
             f"campaign {campaign.name}: {clipped.size} clipped values for {len(publishers)} "
@@ -205,10 +234,9 @@ class CampaignAnswers:
         return {j: float(sum(values)) for j, values in self.answers.items()}
 
 
-def answers_through(
-    ledger: Ledger, campaign: CampaignConfig, plan: AdsbpcPlan, day: date, publishers: list[str]
-) -> CampaignAnswers:
+def answers_through(ledger: Ledger, registration: Registration, day: date) -> CampaignAnswers:
     """Query answers through ``day``, from stored releases only; every earlier day must exist."""
+    campaign, plan = registration.config, _stream(registration)
     index = campaign.day_index(day)
     releases = ledger.releases(campaign.name, through=index)
     have = [r.day for r in releases]
@@ -218,6 +246,7 @@ def answers_through(
             f"campaign {campaign.name}: days {missing[:5]} have no release; cumulative answers "
             f"through day {index} need every day before it"
         )
+    publishers = registration.publishers
     if releases and len(releases[0].values) != len(publishers):
         raise LedgerError("publisher list and stored releases disagree in length")
     answers = answer_queries(plan, [r.values for r in releases])
@@ -232,11 +261,10 @@ def campaign_days(campaign: CampaignConfig, through: date | None = None) -> list
     return [campaign.start + timedelta(days=i) for i in range((last - campaign.start).days + 1)]
 
 
-def release_one_shot(
+def campaign_one_shot(
     warehouse,
     ledger: Ledger,
-    campaign: CampaignConfig,
-    plan: CampaignPlan,
+    registration: Registration,
     *,
     noise=None,
     integer_noise=None,
@@ -244,6 +272,7 @@ def release_one_shot(
     """The campaign's one-shot Laplace release (mode: one_shot), drawn once (ledger)."""
     from dp_platform import oneshot
 
+    campaign, plan = registration.config, registration.plan
     if plan.one_shot is None:
         raise ConfigError(f"campaign {campaign.name} is not configured with mode: one_shot")
     stored = ledger.campaign_releases(campaign.name).get("one_shot")
@@ -252,7 +281,7 @@ def release_one_shot(
     for day in campaign_days(campaign):
         warehouse.attribute_day(campaign, day)
     sums = oneshot.warehouse_sums(warehouse, campaign, plan.one_shot)
-    publishers = list(warehouse.campaign_publishers(campaign))
+    publishers = registration.publishers
 
     def draw() -> dict:
         release = oneshot.release_one_shot(
@@ -263,12 +292,13 @@ def release_one_shot(
     return ledger.release_once(campaign.name, "one_shot", Rho(plan.one_shot.rho), draw)
 
 
-def release_reach(
-    warehouse, ledger: Ledger, campaign: CampaignConfig, plan: CampaignPlan, *, noise=None
+def campaign_reach(
+    warehouse, ledger: Ledger, registration: Registration, *, noise=None
 ) -> tuple[dict, bool]:
     """Reach and k+-frequency over the whole campaign (a ``reach:`` block), drawn once."""
     from dp_platform import reach
 
+    campaign, plan = registration.config, registration.plan
     if plan.reach is None:
         raise ConfigError(f"campaign {campaign.name} has no reach: block")
     stored = ledger.campaign_releases(campaign.name).get("reach")

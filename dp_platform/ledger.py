@@ -17,7 +17,6 @@ state (bound list, SVT noisy thresholds) is secret: it is stored here and never 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -27,19 +26,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dp_platform.adsbpc import AdsbpcPlan, BoundChoice, BoundState, Measurement
-from dp_platform.config import AccountConfig, CampaignConfig
-from dp_platform.plans import CampaignPlan
+from dp_platform.adsbpc import BoundChoice, BoundState, Measurement
+from dp_platform.config import AccountConfig
 from dp_platform.privacy.accounting import Rho
 
 __all__ = [
     "BudgetExceeded",
+    "CampaignEnded",
+    "CampaignRecord",
     "Ledger",
     "LedgerError",
     "MissingPreviousDay",
     "PlanMismatch",
-    "campaign_fingerprint",
 ]
+
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS accounts (
@@ -52,10 +53,18 @@ CREATE TABLE IF NOT EXISTS campaigns (
     account TEXT NOT NULL REFERENCES accounts(name),
     planned TEXT NOT NULL,
     days INTEGER NOT NULL,
-    fingerprint TEXT NOT NULL,
+    declared_json TEXT NOT NULL,
+    config_json TEXT NOT NULL,
     plan_json TEXT NOT NULL,
     registered_at TEXT NOT NULL,
-    publishers_json TEXT
+    ended_at TEXT
+);
+CREATE TABLE IF NOT EXISTS campaign_history (
+    campaign TEXT NOT NULL REFERENCES campaigns(name),
+    at TEXT NOT NULL,
+    action TEXT NOT NULL,
+    planned_before TEXT,
+    planned_after TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS bound_choices (
     campaign TEXT NOT NULL REFERENCES campaigns(name),
@@ -103,29 +112,33 @@ class MissingPreviousDay(LedgerError):
 
 
 class PlanMismatch(LedgerError):
-    """The campaign was registered with a different privacy plan than the config now gives."""
+    """The campaign was registered with a different configuration than the catalogue now gives."""
+
+
+class CampaignEnded(LedgerError):
+    """The campaign was ended (or cancelled): it releases nothing more."""
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _as_campaign_plan(campaign: CampaignConfig, plan: AdsbpcPlan | CampaignPlan) -> CampaignPlan:
-    if isinstance(plan, CampaignPlan):
-        return plan
-    return CampaignPlan(campaign.name, campaign.days, plan, None, None)
+@dataclass(frozen=True)
+class CampaignRecord:
+    """A registered campaign as the ledger keeps it (JSON parts are opaque to the ledger).
 
-
-def campaign_fingerprint(campaign: CampaignConfig, plan: AdsbpcPlan | CampaignPlan) -> str:
-    """Hash of everything that decides what a campaign releases and spends.
-
-    Fields left at their defaults are omitted, so a release of the platform that adds a new
-    option (with a default that keeps today's behaviour) does not orphan running campaigns;
-    the plan's exact allotments and σ̄ are hashed too, so any change that matters shows.
+    ``declared``: the catalogue entry as written (to refuse edits); ``config``: the campaign as
+    it runs, publisher keys frozen; ``plan``: the lossless plan every step reads back.
     """
-    relevant = campaign.model_dump(mode="json", exclude_defaults=True)
-    relevant["plan"] = _as_campaign_plan(campaign, plan).ledger_json()
-    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
+
+    name: str
+    account: str
+    days: int
+    planned: Rho
+    declared: dict
+    config: dict
+    plan: dict
+    ended_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +179,13 @@ class Ledger:
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("PRAGMA foreign_keys=ON")
         self._db.executescript(_SCHEMA)  # idempotent DDL; safe if two processes race here
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(campaigns)")}
+        if "config_json" not in columns:
+            raise LedgerError(
+                f"{self.path}: written by an earlier version of dp-platform (no registered "
+                "configurations); keep it for the record and start a new home"
+            )
+        self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     @classmethod
     def at_home(cls, home: str | Path) -> Ledger:
@@ -232,57 +252,134 @@ class Ledger:
         rows = db.execute("SELECT planned FROM campaigns WHERE account = ?", (account,)).fetchall()
         return sum((Rho.from_json(r[0]) for r in rows), Rho.zero())
 
-    def register(
-        self, campaign: CampaignConfig, plan: AdsbpcPlan | CampaignPlan, account: AccountConfig
-    ) -> bool:
-        """Reserve the campaign's whole plan against its account's cap. True if newly registered.
+    def register(self, record: CampaignRecord, account: AccountConfig) -> bool:
+        """Reserve the campaign's whole plan against its account's cap. True if newly registered
+        (False: it already was — the caller compares what was registered).
 
-        Refused (BudgetExceeded, with the figures) if the cap would be exceeded, and
-        (PlanMismatch) if the campaign is already registered with a different plan.
+        Refused (BudgetExceeded, with the figures) if the cap would be exceeded.
         """
-        if campaign.account != account.name:
-            raise LedgerError(f"campaign {campaign.name} belongs to account {campaign.account}")
+        if record.account != account.name:
+            raise LedgerError(f"campaign {record.name} belongs to account {record.account}")
         self.ensure_account(account)
-        plan = _as_campaign_plan(campaign, plan)
-        fingerprint = campaign_fingerprint(campaign, plan)
-        planned = plan.total
         with self._transaction() as db:
-            row = db.execute(
-                "SELECT fingerprint FROM campaigns WHERE name = ?", (campaign.name,)
-            ).fetchone()
-            if row is not None:
-                if row[0] != fingerprint:
-                    raise PlanMismatch(
-                        f"campaign {campaign.name} was registered with a different configuration; "
-                        "its budget and releases are tied to that plan — start a new campaign "
-                        "(new name) instead of editing a running one"
-                    )
+            if db.execute("SELECT 1 FROM campaigns WHERE name = ?", (record.name,)).fetchone():
                 return False
-            cap = Rho.from_json(
-                db.execute(
-                    "SELECT rho_cap FROM accounts WHERE name = ?", (account.name,)
-                ).fetchone()[0]
-            )
+            cap = self._cap(db, account.name)
             reserved = self._reserved(db, account.name)
-            if reserved + planned > cap:
+            if reserved + record.planned > cap:
                 raise BudgetExceeded(
-                    f"campaign {campaign.name} needs ρ = {float(planned):g} but account "
+                    f"campaign {record.name} needs ρ = {float(record.planned):g} but account "
                     f"{account.name} has {float(cap - reserved):g} left of its cap "
                     f"{float(cap):g} (ρ = {float(reserved):g} already reserved)"
                 )
+            now = _now()
             db.execute(
-                "INSERT INTO campaigns VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
+                "INSERT INTO campaigns VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
                 (
-                    campaign.name,
+                    record.name,
                     account.name,
-                    planned.to_json(),
-                    plan.days,
-                    fingerprint,
-                    json.dumps(plan.ledger_json()),
-                    _now(),
+                    record.planned.to_json(),
+                    record.days,
+                    json.dumps(record.declared),
+                    json.dumps(record.config),
+                    json.dumps(record.plan),
+                    now,
                 ),
             )
+            db.execute(
+                "INSERT INTO campaign_history VALUES (?, ?, 'registered', NULL, ?)",
+                (record.name, now, record.planned.to_json()),
+            )
             return True
+
+    def campaign_record(self, campaign: str) -> CampaignRecord | None:
+        """The campaign as registered, or None if it never was."""
+        row = self._db.execute(
+            "SELECT name, account, days, planned, declared_json, config_json, plan_json, "
+            "ended_at FROM campaigns WHERE name = ?",
+            (campaign,),
+        ).fetchone()
+        if row is None:
+            return None
+        return CampaignRecord(
+            name=row[0],
+            account=row[1],
+            days=int(row[2]),
+            planned=Rho.from_json(row[3]),
+            declared=json.loads(row[4]),
+            config=json.loads(row[5]),
+            plan=json.loads(row[6]),
+            ended_at=row[7],
+        )
+
+    def end_campaign(self, campaign: str, *, cancel: bool = False) -> tuple[Rho, Rho]:
+        """End a campaign: it releases nothing more, and its reservation shrinks to what it has
+        spent, so the rest returns to the account. Returns (planned before, planned after).
+
+        ``cancel``: only for a campaign that has spent nothing (refused, naming the charged days,
+        otherwise); its whole reservation returns. Both are kept in the campaign's history.
+        Sound because every charge is at least the privacy loss its step may have caused: an
+        ended campaign can never lose more than it was charged.
+        """
+        with self._transaction() as db:
+            _, planned, _ = self._campaign_row(db, campaign)
+            ended = db.execute("SELECT ended_at FROM campaigns WHERE name = ?", (campaign,))
+            when = ended.fetchone()[0]
+            if when is not None:
+                raise CampaignEnded(f"campaign {campaign} was already ended at {when}")
+            spent = self._spent(db, campaign)
+            if cancel and spent > Rho.zero():
+                days = [
+                    r[0]
+                    for r in db.execute(
+                        "SELECT DISTINCT day FROM charges WHERE campaign = ? ORDER BY day",
+                        (campaign,),
+                    )
+                ]
+                shown = ", ".join("campaign-level" if d == 0 else str(d) for d in days)
+                raise LedgerError(
+                    f"campaign {campaign} cannot be cancelled: it has spent ρ = "
+                    f"{float(spent):.6g} on day(s) {shown}; end it instead (`dp-platform campaign "
+                    f"end {campaign}`), which returns only the unspent part"
+                )
+            now = _now()
+            db.execute(
+                "UPDATE campaigns SET planned = ?, ended_at = ? WHERE name = ?",
+                (spent.to_json(), now, campaign),
+            )
+            db.execute(
+                "INSERT INTO campaign_history VALUES (?, ?, ?, ?, ?)",
+                (
+                    campaign,
+                    now,
+                    "cancelled" if cancel else "ended",
+                    planned.to_json(),
+                    spent.to_json(),
+                ),
+            )
+            return planned, spent
+
+    def campaign_history(self, campaign: str) -> list[dict]:
+        """Registration, end and cancellation of a campaign, oldest first (the officer's audit)."""
+        rows = self._db.execute(
+            "SELECT at, action, planned_before, planned_after FROM campaign_history "
+            "WHERE campaign = ? ORDER BY rowid",
+            (campaign,),
+        )
+        return [
+            {
+                "at": at,
+                "action": action,
+                "planned_before": None if before is None else float(Rho.from_json(before)),
+                "planned_after": float(Rho.from_json(after)),
+            }
+            for at, action, before, after in rows
+        ]
+
+    @staticmethod
+    def _cap(db: sqlite3.Connection, account: str) -> Rho:
+        row = db.execute("SELECT rho_cap FROM accounts WHERE name = ?", (account,)).fetchone()
+        return Rho.from_json(row[0])
 
     def _campaign_row(self, db: sqlite3.Connection, campaign: str) -> tuple[str, Rho, int]:
         row = db.execute(
@@ -301,6 +398,12 @@ class Ledger:
         self, db: sqlite3.Connection, campaign: str, day: int, charges: dict[str, Rho]
     ) -> None:
         account, planned, days = self._campaign_row(db, campaign)
+        ended = db.execute("SELECT ended_at FROM campaigns WHERE name = ?", (campaign,)).fetchone()
+        if ended[0] is not None:
+            raise CampaignEnded(
+                f"campaign {campaign} was ended at {ended[0]}; it releases nothing more "
+                "(nothing was drawn or charged)"
+            )
         if not 0 <= day <= days:  # day 0: campaign-level releases (one-shot, reach)
             raise LedgerError(f"campaign {campaign} has days 1..{days}; day {day} is outside")
         cost = sum(charges.values(), Rho.zero())
@@ -310,9 +413,7 @@ class Ledger:
                 f"campaign {campaign}, day {day}: charging ρ = {float(cost):.6g} would exceed its "
                 f"plan (spent {float(spent):.6g} of {float(planned):.6g}); nothing was released"
             )
-        cap = Rho.from_json(
-            db.execute("SELECT rho_cap FROM accounts WHERE name = ?", (account,)).fetchone()[0]
-        )
+        cap = self._cap(db, account)
         rows = db.execute(
             "SELECT c.rho FROM charges c JOIN campaigns k ON c.campaign = k.name "
             "WHERE k.account = ?",
@@ -400,13 +501,13 @@ class Ledger:
         """Day ``day``'s release: the stored one, or ``draw(bound of the day)`` stored once.
 
         Needs the day's bound and the previous day's release; returns (release, drawn_now).
-        The publisher list is fixed by the first release: every day releases the same k keys.
+        ``publishers`` must be the keys frozen at registration: every day releases the same k.
         """
         with self._transaction() as db:
             stored = self._release(db, campaign, day)
             if stored is not None:
                 return stored, False
-            self._fix_publishers(db, campaign, publishers)
+            self._check_publishers(db, campaign, publishers)
             if day > 1 and self._release(db, campaign, day - 1) is None:
                 raise MissingPreviousDay(
                     f"campaign {campaign}: day {day - 1} has no release; materialise it before "
@@ -432,36 +533,28 @@ class Ledger:
             return measurement, True
 
     @staticmethod
-    def _fix_publishers(db: sqlite3.Connection, campaign: str, publishers: list[str]) -> None:
-        row = db.execute(
-            "SELECT publishers_json FROM campaigns WHERE name = ?", (campaign,)
-        ).fetchone()
+    def _check_publishers(db: sqlite3.Connection, campaign: str, publishers: list[str]) -> None:
+        """The release is over the publisher keys frozen at registration, in their order."""
+        row = db.execute("SELECT config_json FROM campaigns WHERE name = ?", (campaign,)).fetchone()
         if row is None:
             raise LedgerError(f"campaign {campaign} is not registered in the ledger")
-        if row[0] is None:
-            db.execute(
-                "UPDATE campaigns SET publishers_json = ? WHERE name = ?",
-                (json.dumps(list(publishers)), campaign),
-            )
-        elif json.loads(row[0]) != list(publishers):
+        frozen = json.loads(row[0])["publishers"]
+        if frozen != list(publishers):
             raise LedgerError(
-                f"campaign {campaign}: the publisher set changed since its first release "
-                f"({len(json.loads(row[0]))} → {len(publishers)} publishers); releases of one "
-                "campaign must keep the same publishers"
+                f"campaign {campaign}: a release must be over the {len(frozen)} publisher keys "
+                "frozen at registration; nothing was drawn"
             )
 
     def campaign_info(self, campaign: str) -> dict:
-        """The stored plan (incl. the workload matrix) and publisher list of a campaign."""
-        row = self._db.execute(
-            "SELECT account, plan_json, publishers_json FROM campaigns WHERE name = ?",
-            (campaign,),
-        ).fetchone()
-        if row is None:
+        """The registered plan record and publisher keys of a campaign (for read-only views)."""
+        record = self.campaign_record(campaign)
+        if record is None:
             raise LedgerError(f"campaign {campaign} is not registered in the ledger")
         return {
-            "account": row[0],
-            "plan": json.loads(row[1]),
-            "publishers": None if row[2] is None else json.loads(row[2]),
+            "account": record.account,
+            "plan": record.plan,
+            "publishers": list(record.config["publishers"]),
+            "ended_at": record.ended_at,
         }
 
     @staticmethod
@@ -549,5 +642,13 @@ class Ledger:
                 "unreserved": float(cap - reserved),
                 "spent": float(spent),
             }
-        campaigns = {b.name: b.to_json() for b in budgets}
+        campaigns = {}
+        for budget in budgets:
+            history = self.campaign_history(budget.name)
+            status = {"ended": "ended", "cancelled": "cancelled"}.get(history[-1]["action"])
+            campaigns[budget.name] = {
+                **budget.to_json(),
+                "status": status or "registered",
+                "history": history,
+            }
         return {"accounts": accounts, "campaigns": campaigns}

@@ -8,22 +8,32 @@ audited before anything is spent.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from dp_platform import adsbpc, oneshot, reach
+from dp_platform import adsbpc, adsbpc_plus, oneshot, reach
 from dp_platform.config import CampaignConfig, Catalogue
 from dp_platform.privacy.accounting import Rho
+from dp_platform.records import JsonValue, from_record, to_record
 
-__all__ = ["CampaignPlan", "campaign_plan", "campaign_plans"]
+__all__ = ["STREAM_MECHANISMS", "CampaignPlan", "StreamPlan", "campaign_plan", "campaign_plans"]
+
+StreamPlan = adsbpc.AdsbpcPlan | adsbpc_plus.PlusPlan
+"""The plan of a campaign's daily mechanism."""
+
+STREAM_MECHANISMS: dict[str, tuple[type, Callable[..., StreamPlan]]] = {
+    "adsbpc": (adsbpc.AdsbpcPlan, adsbpc.make_plan),
+    "adsbpc_plus": (adsbpc_plus.PlusPlan, adsbpc_plus.make_plan),
+}
+"""``mechanism:`` name → (its plan type, its planner)."""
 
 
 @dataclass(frozen=True)
 class CampaignPlan:
     campaign: str
     days: int
-    stream: Any | None  # adsbpc.AdsbpcPlan or adsbpc_plus.PlusPlan; None in one-shot mode
+    stream: StreamPlan | None  # None in one-shot mode
     one_shot: oneshot.OneShotPlan | None
     reach: reach.ReachPlan | None
 
@@ -52,15 +62,45 @@ class CampaignPlan:
             "reach": None if self.reach is None else self.reach.to_json(),
         }
 
+    def to_record(self) -> dict[str, JsonValue]:
+        """Everything the plan fixes, losslessly: what the ledger stores at registration and
+        every later step reads back (:meth:`from_record`) instead of re-planning from YAML."""
+        stream = None
+        if self.stream is not None:
+            name = next(
+                n for n, (kind, _) in STREAM_MECHANISMS.items() if isinstance(self.stream, kind)
+            )
+            stream = {"mechanism": name, "plan": to_record(self.stream)}
+        return {
+            "campaign": self.campaign,
+            "days": self.days,
+            "stream": stream,
+            "one_shot": to_record(self.one_shot),
+            "reach": to_record(self.reach),
+        }
 
-def _stream_plan(campaign: CampaignConfig, base_dir: str | Path | None) -> Any | None:
+    @classmethod
+    def from_record(cls, data: dict) -> CampaignPlan:
+        stream = None
+        if data["stream"] is not None:
+            kind, _ = STREAM_MECHANISMS[data["stream"]["mechanism"]]
+            stream = from_record(kind, data["stream"]["plan"])
+        return cls(
+            campaign=data["campaign"],
+            days=int(data["days"]),
+            stream=stream,
+            one_shot=None
+            if data["one_shot"] is None
+            else from_record(oneshot.OneShotPlan, data["one_shot"]),
+            reach=None if data["reach"] is None else from_record(reach.ReachPlan, data["reach"]),
+        )
+
+
+def _stream_plan(campaign: CampaignConfig, base_dir: str | Path | None) -> StreamPlan | None:
     if campaign.mode == "one_shot":
         return None
-    if campaign.mechanism == "adsbpc_plus":
-        from dp_platform import adsbpc_plus
-
-        return adsbpc_plus.make_plan(campaign, base_dir)
-    return adsbpc.make_plan(campaign, base_dir)
+    _, planner = STREAM_MECHANISMS[campaign.mechanism]
+    return planner(campaign, base_dir)
 
 
 def campaign_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> CampaignPlan:

@@ -47,15 +47,17 @@ def test_bench_same_days_by_the_library_directly(benchmark, prepared, tmp_path) 
     def run(home) -> int:
         catalogue = load_catalogue(home.root / "campaigns.yaml")
         plans = campaign_plans(catalogue)
-        campaign = catalogue.campaign("spring")
         with Ledger.at_home(home.root) as ledger, Warehouse(home.warehouse) as warehouse:
-            register_campaigns(catalogue, plans, ledger)
+            registered = register_campaigns(
+                catalogue, plans, ledger, advertiser_publishers=warehouse.advertiser_publishers
+            )["spring"]
+            campaign = registered.config
             for day in campaign_days(campaign):
                 warehouse.attribute_day(campaign, day)
                 warehouse.contributions_day(campaign, day)
-                bound_day(warehouse, ledger, campaign, plans["spring"].stream, day)
+                bound_day(warehouse, ledger, registered, day)
             for day in campaign_days(campaign):
-                release_day(warehouse, ledger, campaign, plans["spring"].stream, day)
+                release_day(warehouse, ledger, registered, day)
             return len(ledger.releases("spring"))
 
     days = benchmark.pedantic(run, setup=lambda: _copy(prepared, tmp_path), rounds=3)

@@ -19,7 +19,9 @@ from dp_platform.ledger import (
     MissingPreviousDay,
     PlanMismatch,
 )
+from dp_platform.plans import campaign_plan
 from dp_platform.privacy.noise import SeededNoise
+from dp_platform.registration import registered_campaign
 
 ACCOUNT = AccountConfig(name="users", rho_cap=2.0)
 HISTOGRAM = np.bincount([1] * 50 + [2] * 20 + [3] * 5 + [9])
@@ -39,6 +41,15 @@ def campaign(name: str = "spring", rho: float = 1.0, days: int = 10):
             "bounds": {"quantile_days": 3},
         }
     )
+
+
+def register(ledger: Ledger, config) -> bool:
+    """Register ``config`` (or check it against its registration); True if newly registered."""
+    new = ledger.campaign_record(config.name) is None
+    registered_campaign(
+        ledger, config, campaign_plan(config), ACCOUNT, advertiser_publishers=lambda: []
+    )
+    return new
 
 
 def bound_charges(plan, day):
@@ -69,27 +80,27 @@ def ledger(tmp_path):
 
 def test_register_reserves_the_plan_and_refuses_over_cap(ledger: Ledger) -> None:
     first = campaign("spring", rho=1.5)
-    assert ledger.register(first, make_plan(first), ACCOUNT) is True
-    assert ledger.register(first, make_plan(first), ACCOUNT) is False  # idempotent
+    assert register(ledger, first) is True
+    assert register(ledger, first) is False  # idempotent
     second = campaign("summer", rho=0.6)
     with pytest.raises(BudgetExceeded, match=r"needs ρ = 0.6 but account users has 0.5 left"):
-        ledger.register(second, make_plan(second), ACCOUNT)
+        register(ledger, second)
     assert ledger.campaigns() == ["spring"]
     fits = campaign("summer", rho=0.5)
-    assert ledger.register(fits, make_plan(fits), ACCOUNT) is True
+    assert register(ledger, fits) is True
     assert ledger.budget_report()["accounts"]["users"]["reserved"] == pytest.approx(2.0)
 
 
 def test_a_changed_plan_is_refused(ledger: Ledger) -> None:
-    ledger.register(campaign(), make_plan(campaign()), ACCOUNT)
+    register(ledger, campaign())
     edited = campaign(rho=0.5)
     with pytest.raises(PlanMismatch):
-        ledger.register(edited, make_plan(edited), ACCOUNT)
+        register(ledger, edited)
 
 
 def test_each_day_is_drawn_once_and_rerun_returns_the_stored_release(ledger: Ledger) -> None:
     plan = make_plan(campaign())
-    ledger.register(campaign(), plan, ACCOUNT)
+    register(ledger, campaign())
     calls: list = []
     first, drawn = run_day(ledger, plan, 1, SeededNoise(1), calls)
     again, drawn_again = run_day(ledger, plan, 1, SeededNoise(2), calls)
@@ -103,7 +114,7 @@ def test_each_day_is_drawn_once_and_rerun_returns_the_stored_release(ledger: Led
 
 def test_day_without_previous_day_fails_and_releases_nothing(ledger: Ledger) -> None:
     plan = make_plan(campaign())
-    ledger.register(campaign(), plan, ACCOUNT)
+    register(ledger, campaign())
     with pytest.raises(MissingPreviousDay, match="day 1 has no contribution bound"):
         run_day(ledger, plan, 2, SeededNoise(1))
     assert ledger.releases("spring") == []
@@ -112,7 +123,7 @@ def test_day_without_previous_day_fails_and_releases_nothing(ledger: Ledger) -> 
 
 def test_full_campaign_charges_exactly_the_plan(ledger: Ledger) -> None:
     plan = make_plan(campaign())
-    ledger.register(campaign(), plan, ACCOUNT)
+    register(ledger, campaign())
     noise = SeededNoise(4)
     for day in range(1, 11):
         run_day(ledger, plan, day, noise)
@@ -127,7 +138,7 @@ def test_full_campaign_charges_exactly_the_plan(ledger: Ledger) -> None:
 def _race(path: str, seed: int, barrier) -> None:
     plan = make_plan(campaign())
     with Ledger(path) as ledger:
-        ledger.register(campaign(), plan, ACCOUNT)
+        register(ledger, campaign())
         barrier.wait()
         noise = SeededNoise(seed)
         for day in range(1, 11):
@@ -154,7 +165,7 @@ def test_two_processes_racing_release_once(tmp_path) -> None:
 def _die_mid_release(path: str) -> None:
     plan = make_plan(campaign())
     with Ledger(path) as ledger:
-        ledger.register(campaign(), plan, ACCOUNT)
+        register(ledger, campaign())
         noise = SeededNoise(1)
         for day in (1, 2):
             run_day(ledger, plan, day, noise)

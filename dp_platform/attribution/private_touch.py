@@ -124,28 +124,30 @@ def attribute_private_last_touch(
 ) -> int:
     """Insert the private attribution of days first..last into attributed_conversions.
 
+    Each conversion's touch is drawn once per campaign and kept (``private_touch_choices``):
+    a re-run attributes from the stored draws and draws only for conversions never drawn, so
+    the attributed table is reproducible and each conversion's ε is spent once, not per run.
     Runs inside the caller's transaction with ``campaign_pubs`` set (Warehouse.attribute_days
-    does both). Returns the number of candidate rows drawn for (monitoring only).
+    does both). Returns the number of candidate rows drawn for now (monitoring only).
     """
     options = campaign.attribution.private
     delta = sensitivity(options.score, options.tau_hours, options.alpha_hours)
-    count = int(
-        sql.run(
-            "attribute_private_candidates",
-            advertiser=campaign.advertiser,
-            first=first,
-            last=last,
-            lookback_days=campaign.attribution.lookback_days,
-            tie_room=tie_room,
-        )[0][0]
-    )
+    scope = {
+        "campaign": campaign.name,
+        "advertiser": campaign.advertiser,
+        "first": first,
+        "last": last,
+        "lookback_days": campaign.attribution.lookback_days,
+        "tie_room": tie_room,
+    }
+    count = int(sql.run("attribute_private_candidates", **scope)[0][0])
     draws = exponentials(count, noise)
     frame = pd.DataFrame({"idx": np.arange(count, dtype=np.int64), "e": draws})
     sql.con.register("race_noise", frame)
     try:
         sql.run(
             "attribute_private_select",
-            campaign=campaign.name,
+            **scope,
             eps_half_over_delta=options.epsilon / (2.0 * delta),
             score=options.score,
             alpha_hours=float(options.alpha_hours or 1.0),

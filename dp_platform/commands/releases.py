@@ -37,9 +37,9 @@ def published(ledger: Ledger, campaign: str) -> list[dict]:
     stream = info["plan"].get("stream")
     if stream is None:  # mode: one_shot — no daily releases
         return []
-    queries = np.asarray(stream["queries"], dtype=np.float64)
+    queries = np.asarray(stream["plan"]["queries"], dtype=np.float64)
     ends = queries.shape[1] - np.argmax((queries != 0)[:, ::-1], axis=1)
-    publishers = info["publishers"] or []
+    publishers = info["publishers"]
     budget = ledger.campaign_budget(campaign)
     records, history = [], []
     for release in ledger.releases(campaign):

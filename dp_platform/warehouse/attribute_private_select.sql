@@ -3,12 +3,14 @@
 -- a = eps * score / (2 * sensitivity) — the exponential race, i.e. the exponential mechanism
 -- P(i) ∝ exp(eps * s(i) / (2Δ)) (dp_platform/attribution/private_touch.py). Scores relative to
 -- the conversion (age in hours): time: -age; exp_time: exp(-age); inverse_gap: -1/max(age, α).
--- Weight 1 to the winner's publisher; user_rank as in attribute_lta.sql.
-INSERT INTO attributed_conversions
+-- The winners are stored once in private_touch_choices; then every conversion of the range
+-- with a stored choice is attributed from it (weight 1; user_rank as in attribute_lta.sql), so
+-- a re-run returns the same rows and draws nothing for conversions drawn before.
+INSERT INTO private_touch_choices
 WITH
 keyed AS (
     SELECT
-        p.conversion_key, p.conversion_id, p.user_key, p.day, p.ts, p.publisher_key,
+        p.conversion_key, p.publisher_key,
         ln(n.e) - $eps_half_over_delta * CASE $score
             WHEN 'time' THEN -p.age_hours
             WHEN 'exp_time' THEN exp(-p.age_hours)
@@ -16,23 +18,22 @@ keyed AS (
         END AS race_key
     FROM private_candidates AS p
     JOIN race_noise AS n ON n.idx = p.idx
-),
-winners AS (
-    SELECT
-        conversion_key,
-        any_value(conversion_id) AS conversion_id,
-        any_value(user_key) AS user_key,
-        any_value(day) AS day,
-        any_value(ts) AS ts,
-        arg_min(publisher_key, race_key) AS publisher_key
-    FROM keyed
-    GROUP BY conversion_key
 )
+SELECT $campaign, conversion_key, arg_min(publisher_key, race_key)
+FROM keyed
+GROUP BY conversion_key;
+
+INSERT INTO attributed_conversions
 SELECT
-    $campaign, day, conversion_key, user_key,
-    CAST(row_number() OVER (PARTITION BY user_key, day ORDER BY ts, conversion_id) - 1 AS INTEGER),
-    publisher_key, 1.0
-FROM winners
-ORDER BY day;
+    $campaign, conv.day, conv.conversion_key, conv.user_key,
+    CAST(
+        row_number() OVER (PARTITION BY conv.user_key, conv.day ORDER BY conv.ts, conv.conversion_id)
+        - 1 AS INTEGER
+    ),
+    chosen.publisher_key, 1.0
+FROM scope_conversions($advertiser, $first, $last, $tie_room) AS conv
+JOIN private_touch_choices AS chosen
+    ON chosen.campaign = $campaign AND chosen.conversion_key = conv.conversion_key
+ORDER BY conv.day;
 
 DROP TABLE private_candidates;

@@ -96,6 +96,15 @@ CREATE TABLE IF NOT EXISTS attributed_conversions (
     weight DOUBLE NOT NULL
 );
 
+-- private_last_touch: each conversion's drawn touch, written once and never deleted, so
+-- re-attributing a day returns the same table and each conversion's ε is spent once.
+CREATE TABLE IF NOT EXISTS private_touch_choices (
+    campaign VARCHAR NOT NULL,
+    conversion_key BIGINT NOT NULL,
+    publisher_key INTEGER NOT NULL,
+    PRIMARY KEY (campaign, conversion_key)
+);
+
 CREATE TABLE IF NOT EXISTS user_day_contributions (
     campaign VARCHAR NOT NULL,
     day DATE NOT NULL,

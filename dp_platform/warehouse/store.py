@@ -157,18 +157,27 @@ class Warehouse:
 
     # -- campaign scope ------------------------------------------------------------------
 
+    def advertiser_publishers(self, advertiser: str) -> list[str]:
+        """Every publisher that has shown an impression of the advertiser, sorted by id.
+
+        Read once, when a ``publishers: all`` campaign registers: the keys are then frozen in
+        the ledger (dp_platform/registration.py). Assumes the advertiser's set of publishers is
+        public (its media plan): the vector's length and order must not depend on users.
+        """
+        rows = self.sql.run("advertiser_publishers", advertiser=advertiser)
+        return [row[0] for row in rows]
+
     def campaign_publishers(self, campaign: CampaignConfig) -> list[str]:
         """The release's publishers, in vector order.
 
-        A list in the config is used as given. ``all`` means every publisher that has shown an
-        impression of the advertiser, sorted by id; this assumes the advertiser's set of
-        publishers is public (e.g. its media plan) — the vector's length and order must not
-        depend on private data. It can grow when new impressions are loaded.
+        A registered campaign's config carries its frozen key list, used as given. ``all`` (a
+        catalogue entry not yet registered — library use and tests) reads the advertiser's
+        publishers now, which can grow as impressions are loaded; the platform never releases
+        from it.
         """
         if isinstance(campaign.publishers, list):
             return list(campaign.publishers)
-        rows = self.sql.run("advertiser_publishers", advertiser=campaign.advertiser)
-        return [row[0] for row in rows]
+        return self.advertiser_publishers(campaign.advertiser)
 
     def _scope(self, campaign: CampaignConfig) -> list[str]:
         publishers = self.campaign_publishers(campaign)
