@@ -166,8 +166,12 @@ def test_answers_cover_every_query_ended_by_the_day() -> None:
         assert release.answers[release.day - 1] == pytest.approx(tuple(prefix))
 
 
-def test_zero_bound_means_zero_noise_and_no_division_error() -> None:
-    assert _sigma_for_allotment(0.0, Fraction(1, 10), 1) == 0.0
+def test_a_zero_bound_is_refused_never_released_without_noise() -> None:
+    """A zero bound used to give σ = 0 (an unnoised release); it is refused at the draw, and
+    choose_bound floors every bound at bounds.min_bound (tests/test_operator_proof.py)."""
+    with pytest.raises(ValueError, match="finite and > 0"):
+        _sigma_for_allotment(0.0, Fraction(1, 10), 1)
+    assert _sigma_for_allotment(1e-3, Fraction(1, 10), 1) > 0
 
 
 def test_misuse_is_refused() -> None:

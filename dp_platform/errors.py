@@ -1,0 +1,40 @@
+"""The errors an operator can fix, in one light module (the CLI imports it before anything else).
+
+Each is shown as one line on stderr with exit code 2 (``dp_platform/cli.py``); the message names
+the field, file or campaign and the rule that was broken — never a data value.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetExceeded",
+    "CampaignEnded",
+    "ConfigError",
+    "LedgerError",
+    "MissingPreviousDay",
+    "PlanMismatch",
+]
+
+
+class ConfigError(ValueError):
+    """A configuration value broke a rule; the message names the field and the rule."""
+
+
+class LedgerError(RuntimeError):
+    """A ledger rule was broken; the message says which and what to do."""
+
+
+class BudgetExceeded(LedgerError):
+    """Spending (or reserving) this would exceed a campaign's plan or an account's cap."""
+
+
+class MissingPreviousDay(LedgerError):
+    """Day d needs day d−1's stored state, and it is not there."""
+
+
+class PlanMismatch(LedgerError):
+    """The campaign was registered with a different configuration than the catalogue now gives."""
+
+
+class CampaignEnded(LedgerError):
+    """The campaign was ended (or cancelled): it releases nothing more."""
