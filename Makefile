@@ -4,7 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 HOME_DIR ?= .dp_home
 
-.PHONY: demo test ui lint format bench results clean
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: demo test ui ui-screenshots browser lint format bench results clean
 
 $(BIN)/dp-platform: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,18 +21,27 @@ demo: $(BIN)/dp-platform
 	$(BIN)/dp-platform plan examples/campaigns.yaml
 	$(BIN)/dp-platform demo --home $(HOME_DIR)
 
-test: $(BIN)/dp-platform
+test: $(BIN)/dp-platform browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest -q
 
-# The Dagster UI on http://127.0.0.1:3000 over the demo's home (runs the demo first if needed).
+# Debian's Chromium, which the browser test drives through Playwright (browser downloads from
+# elsewhere do not work here, so never `playwright install`).
+browser:
+	@command -v chromium >/dev/null 2>&1 || \
+	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium)
+
+# The Dagster UI on http://127.0.0.1:3000 over the demo's home (runs the demo first if needed);
+# Ctrl-C stops it within 10 s.
 ui: $(BIN)/dp-platform
 	test -f $(HOME_DIR)/campaigns.yaml || $(BIN)/dp-platform demo --home $(HOME_DIR)
-	DAGSTER_HOME=$(abspath $(HOME_DIR))/dagster \
-	DP_PLATFORM_HOME=$(abspath $(HOME_DIR)) \
-	DP_PLATFORM_CONFIG=$(abspath $(HOME_DIR))/campaigns.yaml \
-	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	$(BIN)/dp-platform ui --home $(HOME_DIR) --port 3000
+
+# Regenerate the UI screenshots in docs/figures (docs/operators.md shows them): the browser test
+# over a fresh demo home, saving what it sees.
+ui-screenshots: $(BIN)/dp-platform browser
+	DP_PLATFORM_SCREENSHOTS=docs/figures $(BIN)/pytest -q tests/browser
 
 lint: $(BIN)/dp-platform
 	$(BIN)/ruff check .

@@ -1,61 +1,230 @@
-"""Schema checks: the Pandera models of ``dp_platform.schemas`` on each new partition.
+"""Asset checks, one result per day: schemas of the private tables, the bound chain, the budget,
+the answers.
 
-A check reads only the partitions of the run (never the whole table) and reports how many rows
-broke which rule — never the offending values, which are private data.
+A run covers a range of days, so each check is partitioned like its asset and reports a result
+for *each day* of the run (an ``AssetCheckEvaluation`` with that day's partition) — the UI's check
+history then shows one row per day, never "skipped". Schema checks read one day's rows at a time
+and report how many rows broke which rule — never the offending values, which are private data.
+The other checks read the ledger and report pass/fail and public budget figures — never the
+secret bound state they inspect.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date
 
 import dagster as dg
 import pandera.errors
 
-from dp_platform.config import CampaignConfig
+from dp_platform.config import AccountConfig, CampaignConfig
+from dp_platform.daily import answers_through
+from dp_platform.display import round_to_noise
+from dp_platform.ledger import Ledger
+from dp_platform.privacy.accounting import Rho
+from dp_platform.publication import published_days
+from dp_platform.registration import Registration
 from dp_platform.schemas import SCHEMAS
 
 SCHEMA_CHECK = "schema"
+BOUND_CHAIN_CHECK = "bound_chain"
+SPENT_CHECK = "spent_within_plan"
+ANSWERS_CHECK = "answers_match_releases"
 
 
-def schema_check_specs(asset_key: dg.AssetKey) -> list[dg.AssetCheckSpec]:
-    """A blocking check: downstream assets do not run on a partition that broke its schema."""
+@dataclass(frozen=True)
+class CheckSpec:
+    """A check of one asset: its name, what it checks, and whether a failure stops downstream."""
+
+    name: str
+    description: str
+    blocking: bool = False
+
+
+SCHEMA = CheckSpec(SCHEMA_CHECK, "The day's rows satisfy the table's Pandera model.", True)
+BOUND_CHAIN = CheckSpec(
+    BOUND_CHAIN_CHECK,
+    "Day d's stored bound state follows day d−1's, and d was charged exactly the registered "
+    "plan's bound charges.",
+)
+SPENT = CheckSpec(
+    SPENT_CHECK,
+    "ρ spent by the campaign through the day is at most its plan; the account's spending and "
+    "reservations are at most its cap.",
+)
+ANSWERS = CheckSpec(
+    ANSWERS_CHECK,
+    "The day's answers equal the post-processing of the stored releases (what `dp-platform "
+    "releases` publishes), and the answer first published for the day.",
+)
+
+
+@dataclass(frozen=True)
+class DayResult:
+    passed: bool
+    description: str
+    metadata: dict[str, dg.MetadataValue | float | int | str]
+
+
+def evaluations(
+    asset: dg.AssetKey, check: CheckSpec, results: dict[date, DayResult]
+) -> list[dg.AssetCheckEvaluation]:
+    """One evaluation per day, on that day's partition."""
     return [
-        dg.AssetCheckSpec(
-            SCHEMA_CHECK,
-            asset=asset_key,
-            blocking=True,
-            description="The partition's rows satisfy the table's Pandera model.",
+        dg.AssetCheckEvaluation(
+            asset_key=asset,
+            check_name=check.name,
+            passed=result.passed,
+            partition=day.isoformat(),
+            description=result.description,
+            metadata=result.metadata,
+            blocking=check.blocking,
+            severity=dg.AssetCheckSeverity.ERROR,
         )
+        for day, result in sorted(results.items())
     ]
 
 
-def schema_check_result(
+def schema_results(
     warehouse, table: str, campaign: CampaignConfig, days: list[date]
-) -> dg.AssetCheckResult:
-    """Validate the run's partitions of ``table`` with its Pandera model (lazy: all errors),
-    day by day; failures are counted per rule, never shown by value."""
+) -> dict[date, DayResult]:
+    """Validate each day's rows of ``table`` with its Pandera model (lazy: all errors); failures
+    are counted per rule, never shown by value."""
     model = SCHEMAS[table]
-    failures: dict[str, int] = {}
+    results = {}
     for day in days:  # one day's rows at a time: memory stays a day's size at any scale
         frame = warehouse.day_frame(table, campaign, [day])
+        failures: dict[str, int] = {}
         try:
             model.validate(frame, lazy=True)
         except pandera.errors.SchemaErrors as errors:
-            cases = errors.failure_cases
-            by_check = cases.groupby(["column", "check"], dropna=False).size()
-            for (column, check), count in by_check.items():
-                rule = f"{column}: {check}"
-                failures[rule] = failures.get(rule, 0) + int(count)
-    if failures:
-        return dg.AssetCheckResult(
-            check_name=SCHEMA_CHECK,
-            passed=False,
-            severity=dg.AssetCheckSeverity.ERROR,
+            by_check = errors.failure_cases.groupby(["column", "check"], dropna=False).size()
+            for (column, rule), count in by_check.items():
+                failures[f"{column}: {rule}"] = int(count)
+        metadata: dict = {"model": model.__name__}
+        if failures:
+            metadata["failures_by_rule"] = dg.MetadataValue.json(failures)
+        results[day] = DayResult(
+            passed=not failures,
+            description=f"{model.__name__}: "
+            + ("every row valid" if not failures else f"{sum(failures.values())} failures"),
+            metadata=metadata,
+        )
+    return results
+
+
+def bound_chain_results(
+    ledger: Ledger,
+    registration: Registration,
+    days: list[date],
+    state_type: type,
+    choice_type: type,
+    expected_charges: Callable[[int], dict[str, Rho]],
+) -> dict[date, DayResult]:
+    """Day d's stored state follows day d−1's: it is day d's, its bounds are d−1's plus the
+    bound chosen on d, and d was charged exactly the registered plan's bound charges."""
+    campaign = registration.config
+    results = {}
+    for day in days:
+        index = campaign.day_index(day)
+        choice = ledger.bound_choice(campaign.name, index, choice_type)
+        state = ledger.bound_state(campaign.name, index, state_type)
+        before = ledger.bound_state(campaign.name, index - 1, state_type)
+        follows = (
+            choice is not None
+            and state.day == index
+            and tuple(state.bounds) == (*before.bounds, choice.bound)
+            and choice.charges == expected_charges(index)
+        )
+        results[day] = DayResult(
+            follows,
+            f"day {index}'s state follows day {index - 1}'s" if follows else "the chain is broken",
+            {"day": str(index)},
+        )
+    return results
+
+
+def spent_results(
+    ledger: Ledger, registration: Registration, account: AccountConfig, days: list[date]
+) -> dict[date, DayResult]:
+    """ρ spent through each day ≤ the campaign's plan; the account ≤ its cap (with its cap)."""
+    budget = ledger.campaign_budget(registration.name)
+    report = ledger.budget_report()["accounts"][account.name]
+    account_ok = report["spent"] <= report["rho_cap"] and report["reserved"] <= report["rho_cap"]
+    results = {}
+    for day in days:
+        index = registration.config.day_index(day)
+        through = sum(
+            (
+                rho
+                for d, parts in budget.per_day.items()
+                if 1 <= d <= index
+                for rho in parts.values()
+            ),
+            Rho.zero(),
+        )
+        passed = through <= budget.planned and budget.spent <= budget.planned and account_ok
+        results[day] = DayResult(
+            passed=bool(passed),
+            description=f"spent ρ {float(through):.4g} of the plan's {float(budget.planned):.4g}; "
+            f"account {account.name}: {report['spent']:.4g} spent, cap {report['rho_cap']:g}",
             metadata={
-                "model": model.__name__,
-                "failures_by_rule": dg.MetadataValue.json(failures),
+                "rho_spent_through_day": float(through),
+                "rho_planned": float(budget.planned),
+                "account": account.name,
+                "account_rho_cap": float(report["rho_cap"]),
+                "account_rho_reserved": float(report["reserved"]),
+                "account_rho_spent": float(report["spent"]),
             },
         )
-    return dg.AssetCheckResult(
-        check_name=SCHEMA_CHECK, passed=True, metadata={"model": model.__name__}
-    )
+    return results
+
+
+def first_shown_answer(instance: dg.DagsterInstance, key: dg.AssetKey, day: date) -> float | None:
+    """The ``answer`` the first materialisation of ``day``'s partition showed (None if never)."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[day.isoformat()]),
+        limit=1,
+        ascending=True,
+    ).records
+    if not records:
+        return None
+    materialization = records[0].asset_materialization
+    shown = materialization.metadata.get("answer") if materialization else None
+    return None if shown is None else float(shown.value)
+
+
+def answers_results(
+    ledger: Ledger,
+    registration: Registration,
+    days: list[date],
+    first_shown: dict[date, float | None],
+) -> dict[date, DayResult]:
+    """Each day's answers equal the post-processing of the stored releases two ways — the
+    mechanism's workload on the stored releases, and what `dp-platform releases` publishes —
+    and equal the answer first shown for the day (a published answer never changes)."""
+    published = {p.day: p for p in published_days(ledger, registration.name)}
+    results = {}
+    for day in days:
+        answers = answers_through(ledger, registration, day)
+        today = published[registration.config.day_index(day)]
+        problems = []
+        for query, per_publisher in today.answers.items():
+            computed = answers.answers[int(query) - 1]
+            if any(
+                abs(a - b) > 1e-9 * (1 + abs(b))
+                for a, b in zip(computed, per_publisher.values(), strict=True)
+            ):
+                problems.append(f"q{query} differs from the stored releases")
+        if today.answers and first_shown.get(day) is not None:
+            query = max(today.answers, key=int)
+            now = round_to_noise(sum(today.answers[query].values()), today.answer_std[query])
+            if now != first_shown[day]:
+                problems.append(f"q{query} is not the answer first published")
+        results[day] = DayResult(
+            passed=not problems,
+            description="; ".join(problems) or f"{len(today.answers)} answer(s) match",
+            metadata={"answers_compared": len(today.answers)},
+        )
+    return results

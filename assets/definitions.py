@@ -6,7 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from assets.factory import build_campaign
+from assets.factory import CampaignScope, campaign_definitions
 from assets.resources import CatalogueResource, LedgerResource, WarehouseResource
 from dp_platform.config import load_catalogue
 from dp_platform.home import Home
@@ -25,27 +25,25 @@ def build_definitions(
     config_path = Path(config_path).resolve()
     catalogue = load_catalogue(config_path)
     plans = campaign_plans(catalogue, config_path.parent)
-    assets, jobs, schedules = [], [], []
-    for campaign in catalogue.campaigns:
-        built = build_campaign(
-            campaign,
-            plans[campaign.name],
-            catalogue,
-            base_dir=config_path.parent,
-            noise=noise,
-            integer_noise=integer_noise,
-        )
-        assets.extend(built.assets)
-        jobs.extend(built.jobs)
-        schedules.extend(built.schedules)
     root = str(Home.at(home).root)
-    return dg.Definitions(
-        assets=assets,
-        jobs=jobs,
-        schedules=schedules,
+    campaigns = [
+        campaign_definitions(
+            CampaignScope(
+                campaign=campaign,
+                plan=plans[campaign.name],
+                account=catalogue.account(campaign.account),
+                base_dir=config_path.parent,
+                noise=noise,
+                integer_noise=integer_noise,
+            )
+        )
+        for campaign in catalogue.campaigns
+    ]
+    resources = dg.Definitions(
         resources={
             "warehouse": WarehouseResource(home=root),
             "ledger": LedgerResource(home=root),
             "catalogue": CatalogueResource(path=str(config_path)),
-        },
+        }
     )
+    return dg.Definitions.merge(*campaigns, resources)

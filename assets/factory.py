@@ -1,4 +1,4 @@
-"""The asset factory: eight daily-partitioned assets per campaign (key prefix = campaign name).
+"""The asset factory: one campaign → its assets, jobs and schedules, as ``dg.Definitions``.
 
     raw_impressions ─┐
     raw_conversions ─┴► attributed_conversions ► user_day_contributions ─┬► contribution_bound ─┐
@@ -7,33 +7,57 @@
                                                noisy_daily_release (write-once, ledger) ◄──┘
                                                cumulative_query_answers (needs its day d−1)
 
-Every asset loops over the run's partition keys in day order, so one run can cover a backfill
-range (single-run backfill policy). Data assets run SQL in the warehouse and return metadata,
-never frames; the two private steps go through the ledger, which draws each day once.
+Every daily asset loops over the run's partition keys in day order, so one run covers a range
+(single-run backfill policy), and records each day's own metadata on that day's partition
+(``context.add_asset_metadata(…, partition_key=day)``). Data assets run SQL in the warehouse;
+the private steps go through the ledger, which draws each day once. Every asset past the raw
+events works on the campaign as registered in the ledger (dp_platform/registration.py).
 
 (No ``from __future__ import annotations`` here: Dagster reads the ``context`` and resource
 annotations of asset functions at definition time.)
 """
 
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import dagster as dg
 
-from assets.checks import schema_check_result, schema_check_specs
+from assets.checks import (
+    ANSWERS,
+    BOUND_CHAIN,
+    SCHEMA,
+    SPENT,
+    CheckSpec,
+    answers_results,
+    bound_chain_results,
+    evaluations,
+    first_shown_answer,
+    schema_results,
+    spent_results,
+)
 from assets.metadata import (
     answers_metadata,
     bound_metadata,
+    day_metadata,
     one_shot_metadata,
     reach_metadata,
     release_metadata,
+    run_metadata,
 )
-from assets.partitions import campaign_partitions, keys_to_dates, lookback, previous_day
+from assets.partitions import (
+    campaign_partitions,
+    daily_job_name,
+    final_job_name,
+    keys_to_dates,
+    previous_day,
+)
 from assets.resources import LedgerResource, WarehouseResource
-from dp_platform.config import CampaignConfig, Catalogue, ConfigError
+from assets.schedules import daily_schedule, final_schedule
+from dp_platform.config import AccountConfig, CampaignConfig, ConfigError
 from dp_platform.daily import (
-    answers_through,
     bound_day,
     campaign_one_shot,
     campaign_reach,
@@ -43,420 +67,448 @@ from dp_platform.daily import (
 from dp_platform.ledger import Ledger
 from dp_platform.plans import CampaignPlan
 from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
+from dp_platform.publication import published_days
 from dp_platform.registration import Registration, registered_campaign
 from dp_platform.warehouse import Warehouse
 
 WRITER_POOL = "dp_platform_writer"  # size 1 in dagster.yaml: one writer of DuckDB/ledger at a time
-SPENT_CHECK = "spent_within_plan"
+PRIVATE = {"privacy": "private"}  # true values: never shown
+RELEASE = {"privacy": "release"}  # differentially private: safe to show an advertiser
+Events = Iterator[dg.AssetCheckEvaluation | dg.MaterializeResult]
 
 
 @dataclass(frozen=True)
-class CampaignDefinitions:
-    assets: list[dg.AssetsDefinition]
-    jobs: list  # unresolved asset jobs (resolved by Definitions)
-    schedules: list
+class CampaignScope:
+    """What every asset of one campaign shares (noise sources: tests only; None = secure)."""
 
+    campaign: CampaignConfig
+    plan: CampaignPlan
+    account: AccountConfig
+    base_dir: Path | None
+    noise: NoiseSource | None = None
+    integer_noise: IntegerNoiseSource | None = None
 
-def _summary(days: list[date]) -> dict[str, dg.MetadataValue]:
-    return {
-        "first_day": dg.MetadataValue.text(days[0].isoformat()),
-        "last_day": dg.MetadataValue.text(days[-1].isoformat()),
-        "days_in_run": dg.MetadataValue.int(len(days)),
-    }
+    @property
+    def name(self) -> str:
+        return self.campaign.name
 
+    def key(self, asset: str) -> dg.AssetKey:
+        return dg.AssetKey([self.name, asset])
 
-def _observe(context: dg.AssetExecutionContext, day: date, metadata: dict) -> None:
-    """Per-day metadata when a run covers several days (a backfill range)."""
-    context.log_event(
-        dg.AssetObservation(
-            asset_key=context.asset_key, partition=day.isoformat(), metadata=metadata
-        )
-    )
-
-
-def build_campaign(
-    campaign: CampaignConfig,
-    campaign_plan: CampaignPlan,
-    catalogue: Catalogue,
-    *,
-    base_dir: str | Path | None = None,
-    noise: NoiseSource | None = None,
-    integer_noise: IntegerNoiseSource | None = None,
-) -> CampaignDefinitions:
-    """All assets, jobs and schedules of one campaign.
-
-    Daily (partitioned): the raw and attributed data and, for a streaming campaign, the chain
-    down to the noisy release and the query answers. Campaign-level (one partition-less asset
-    each, after the last day): the one-shot release (``mode: one_shot``) and reach & frequency
-    (a ``reach:`` block). ``noise``/``integer_noise`` are for tests only (explicit seeded
-    sources); production leaves them None: OpenDP's secure samplers.
-
-    Every asset past the raw events works on the campaign as *registered* in the ledger (its
-    first materialisation registers it): the YAML only registers and is compared, and an edited
-    campaign is refused before anything is drawn, clipped or charged.
-    """
-    name = campaign.name
-    plan = campaign_plan.stream
-    partitions = campaign_partitions(campaign)
-    common = {
-        "key_prefix": [name],
-        "group_name": name,
-        "partitions_def": partitions,
-        "backfill_policy": dg.BackfillPolicy.single_run(),
-    }
-
-    def key(asset: str) -> dg.AssetKey:
-        return dg.AssetKey([name, asset])
-
-    def register(ledger: Ledger, warehouse: Warehouse) -> Registration:
+    def register(self, ledger: Ledger, warehouse: Warehouse) -> Registration:
+        """The campaign as registered (registering it on first use); refuses an edit."""
         return registered_campaign(
             ledger,
-            campaign,
-            campaign_plan,
-            catalogue.account(campaign.account),
-            advertiser_publishers=lambda: warehouse.advertiser_publishers(campaign.advertiser),
-            base_dir=base_dir,
+            self.campaign,
+            self.plan,
+            self.account,
+            advertiser_publishers=lambda: warehouse.advertiser_publishers(self.campaign.advertiser),
+            base_dir=self.base_dir,
         )
 
-    @dg.asset(
-        name="raw_impressions",
-        kinds={"duckdb"},
-        description=f"Impressions of advertiser {campaign.advertiser} on the day (loaded by "
-        "`dp-platform ingest`; invalid rows are quarantined there). Private.",
-        check_specs=schema_check_specs(key("raw_impressions")),
-        pool=WRITER_POOL,
-        **common,
-    )
-    def raw_impressions(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
-        days = keys_to_dates(context.partition_keys)
-        with warehouse.open() as wh:
-            check = schema_check_result(wh, "impressions", campaign, days)
-        return dg.MaterializeResult(metadata=_summary(days), check_results=[check])
 
-    @dg.asset(
-        name="raw_conversions",
-        kinds={"duckdb"},
-        description=f"Conversions of advertiser {campaign.advertiser} on the day. Private.",
-        check_specs=schema_check_specs(key("raw_conversions")),
-        pool=WRITER_POOL,
-        **common,
-    )
-    def raw_conversions(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
-        days = keys_to_dates(context.partition_keys)
-        with warehouse.open() as wh:
-            check = schema_check_result(wh, "conversions", campaign, days)
-        return dg.MaterializeResult(metadata=_summary(days), check_results=[check])
-
-    rule = campaign.attribution
-
-    @dg.asset(
-        name="attributed_conversions",
-        kinds={"duckdb"},
-        description=f"The day's conversions attributed by {rule.rule} with a "
-        f"{rule.lookback_days}-day look-back (SQL in the warehouse). Private.",
-        deps=[
-            dg.AssetDep(key("raw_conversions")),
-            dg.AssetDep(key("raw_impressions"), partition_mapping=lookback(rule.lookback_days)),
+def _daily_asset(
+    scope: CampaignScope,
+    name: str,
+    *,
+    description: str,
+    kinds: set[str],
+    deps: list[dg.AssetDep],
+    tags: dict[str, str],
+    checks: tuple[CheckSpec, ...] = (),
+    pool: str | None = WRITER_POOL,
+):
+    """Decorator of a daily asset: partitioned by campaign day, one run per range (single-run
+    backfill policy), its checks partitioned too so each day gets its own result."""
+    partitions = campaign_partitions(scope.campaign)
+    key = scope.key(name)
+    with warnings.catch_warnings():  # partitioned checks are "preview" in Dagster 1.13; used
+        warnings.filterwarnings("ignore", message=".*partitions_def on an AssetCheckSpec.*")
+        check_specs = [
+            dg.AssetCheckSpec(
+                check.name,
+                asset=key,
+                description=check.description,
+                blocking=check.blocking,
+                partitions_def=partitions,
+            )
+            for check in checks
+        ]
+    return dg.multi_asset(
+        name=f"{scope.name}__{name}",
+        specs=[
+            dg.AssetSpec(
+                key,
+                description=description,
+                deps=deps,
+                kinds=kinds,
+                tags=tags,
+                group_name=scope.name,
+                partitions_def=partitions,
+            )
         ],
-        check_specs=schema_check_specs(key("attributed_conversions")),
-        pool=WRITER_POOL,
-        **common,
+        check_specs=check_specs,
+        partitions_def=partitions,
+        backfill_policy=dg.BackfillPolicy.single_run(),
+        pool=pool,
+        can_subset=True,  # check results come per day as evaluations, not as outputs
+    )
+
+
+def _days(context: dg.AssetExecutionContext, campaign: CampaignConfig) -> list[date]:
+    """The run's days in order; each partition gets its own day and the run's span."""
+    days = keys_to_dates(context.partition_keys)
+    for day in days:
+        context.add_asset_metadata(
+            {**run_metadata(days), **day_metadata(day, campaign.day_index(day))},
+            partition_key=day.isoformat(),
+        )
+    return days
+
+
+def _raw_events(scope: CampaignScope, asset: str, table: str, description: str):
+    @_daily_asset(
+        scope,
+        asset,
+        description=description,
+        kinds={"duckdb"},
+        deps=[],
+        tags=PRIVATE,
+        checks=(SCHEMA,),
+    )
+    def raw_events(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> Events:
+        days = _days(context, scope.campaign)
+        with warehouse.open() as wh:
+            results = schema_results(wh, table, scope.campaign, days)
+        yield from evaluations(scope.key(asset), SCHEMA, results)
+        yield dg.MaterializeResult(asset_key=scope.key(asset))
+
+    return raw_events
+
+
+def _attributed(scope: CampaignScope):
+    rule = scope.campaign.attribution
+    key = scope.key("attributed_conversions")
+
+    @_daily_asset(
+        scope,
+        "attributed_conversions",
+        description=f"The day's conversions attributed by {rule.rule}, reading the impressions "
+        f"of the day and of the {rule.lookback_days} days before (SQL in the warehouse). "
+        "Private.",
+        kinds={"duckdb"},
+        # Day d depends on raw_impressions[d] only as far as Dagster knows: the look-back days
+        # are read from the warehouse (loaded by `dp-platform ingest`), and declaring them
+        # would make a backfill of days X..Y pull in every later day (docs/operators.md).
+        deps=[dg.AssetDep(scope.key("raw_conversions")), dg.AssetDep(scope.key("raw_impressions"))],
+        tags=PRIVATE,
+        checks=(SCHEMA,),
     )
     def attributed_conversions(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
-    ):
-        days = keys_to_dates(context.partition_keys)
+    ) -> Events:
+        days = _days(context, scope.campaign)
         with warehouse.open() as wh, ledger.open() as led:
-            registered = register(led, wh).config
+            registered = scope.register(led, wh).config
             # a run's partitions are one contiguous range: one range query, not one per day
             wh.attribute_days(registered, days[0], days[-1])
-            check = schema_check_result(wh, "attributed", registered, days)
-        return dg.MaterializeResult(metadata=_summary(days), check_results=[check])
+            results = schema_results(wh, "attributed", registered, days)
+        yield from evaluations(key, SCHEMA, results)
+        yield dg.MaterializeResult(asset_key=key)
 
-    data_assets = [raw_impressions, raw_conversions, attributed_conversions]
-    if plan is None:
-        stream_assets: list = []
+    return attributed_conversions
+
+
+def _contributions(scope: CampaignScope):
+    key = scope.key("user_day_contributions")
+
+    @_daily_asset(
+        scope,
+        "user_day_contributions",
+        description="Each user's attributed conversions of the day, per publisher, and the "
+        "day's histogram of per-user counts (input of the private bound). Private.",
+        kinds={"duckdb"},
+        deps=[dg.AssetDep(scope.key("attributed_conversions"))],
+        tags=PRIVATE,
+        checks=(SCHEMA,),
+    )
+    def user_day_contributions(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
+    ) -> Events:
+        days = _days(context, scope.campaign)
+        with warehouse.open() as wh, ledger.open() as led:
+            registered = scope.register(led, wh).config
+            wh.contributions_days(registered, days[0], days[-1])
+            results = schema_results(wh, "contributions", registered, days)
+        yield from evaluations(key, SCHEMA, results)
+        yield dg.MaterializeResult(asset_key=key)
+
+    return user_day_contributions
+
+
+def _bound(scope: CampaignScope):
+    key = scope.key("contribution_bound")
+
+    @_daily_asset(
+        scope,
+        "contribution_bound",
+        description="The day's contribution bound r_i, chosen privately and stored once in the "
+        "ledger with the chain's secret state. Needs the previous day's bound. The bound is a DP "
+        "output; its inputs are private.",
+        kinds={"python", "sqlite"},
+        deps=[
+            dg.AssetDep(scope.key("user_day_contributions")),
+            dg.AssetDep(key, partition_mapping=previous_day()),
+        ],
+        tags=PRIVATE,
+        checks=(BOUND_CHAIN,),
+    )
+    def contribution_bound(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
+    ) -> Events:
+        days = _days(context, scope.campaign)
+        with warehouse.open() as wh, ledger.open() as led:
+            registration = scope.register(led, wh)
+            for day in days:
+                choice, drawn = bound_day(wh, led, registration, day, noise=scope.noise)
+                context.add_asset_metadata(
+                    bound_metadata(choice.bound, choice.method, choice.charges, drawn),
+                    partition_key=day.isoformat(),
+                )
+            results = _chain_results(led, registration, days)
+        yield from evaluations(key, BOUND_CHAIN, results)
+        yield dg.MaterializeResult(asset_key=key)
+
+    return contribution_bound
+
+
+def _chain_results(ledger: Ledger, registration: Registration, days: list[date]) -> dict:
+    from dp_platform.adsbpc import AdsbpcPlan, BoundChoice, BoundState
+    from dp_platform.adsbpc_plus import PlusChoice, PlusState
+
+    plan = registration.plan.stream
+    if isinstance(plan, AdsbpcPlan):
+        types = BoundState, BoundChoice
+
+        def charges(day: int) -> dict:
+            return {k: v for k, v in plan.day_charge(day).items() if k != "gaussian"}
     else:
-        stream_assets = _stream_assets(campaign, common, key, register, noise=noise)
-    final_assets = _campaign_level_assets(
-        campaign, campaign_plan, key, register, noise=noise, integer_noise=integer_noise
+        types, charges = (PlusState, PlusChoice), plan.bound_charges
+    return bound_chain_results(ledger, registration, days, *types, charges)
+
+
+def _clipped(scope: CampaignScope):
+    key = scope.key("clipped_daily_vector")
+    # AdsBPC+'s filter carries every user's spend from day to day: days run in order.
+    carries_spend = scope.campaign.mechanism == "adsbpc_plus"
+
+    @_daily_asset(
+        scope,
+        "clipped_daily_vector",
+        description="Per-publisher sums after clipping every user's day to r_i (fractional, in "
+        "conversion order). True values: never shown. Private.",
+        kinds={"duckdb"},
+        deps=[
+            dg.AssetDep(scope.key("contribution_bound")),
+            dg.AssetDep(scope.key("user_day_contributions")),
+            *([dg.AssetDep(key, partition_mapping=previous_day())] if carries_spend else []),
+        ],
+        tags=PRIVATE,
+        checks=(SCHEMA,),
     )
-    job = dg.define_asset_job(
-        f"{name}_daily",
-        selection=dg.AssetSelection.assets(*data_assets, *stream_assets),
-        description=f"Materialise one day (or a range) of campaign {name}, in day order.",
+    def clipped_daily_vector(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
+    ) -> Events:
+        days = _days(context, scope.campaign)
+        with warehouse.open() as wh, ledger.open() as led:
+            registration = scope.register(led, wh)
+            for day in days:
+                clipped_day(wh, led, registration, day)
+            results = schema_results(wh, "clipped", registration.config, days)
+        yield from evaluations(key, SCHEMA, results)
+        yield dg.MaterializeResult(asset_key=key)
+
+    return clipped_daily_vector
+
+
+def _release(scope: CampaignScope):
+    key = scope.key("noisy_daily_release")
+
+    @_daily_asset(
+        scope,
+        "noisy_daily_release",
+        description="RELEASE. The day's noisy per-publisher counts x[i] + N(0, σ_i² I), drawn "
+        "once and stored in the ledger; a re-run returns the stored release and spends nothing. "
+        "Values are shown rounded to their noise; `dp-platform releases --json` has them exact.",
+        kinds={"python", "sqlite"},
+        deps=[dg.AssetDep(scope.key("clipped_daily_vector"))],
+        tags=RELEASE,
+        checks=(SPENT,),
     )
-    schedule = _daily_schedule(campaign, job)
-    jobs, schedules = [job], [schedule]
-    if final_assets:
-        final_job = dg.define_asset_job(
-            f"{name}_final",
-            selection=dg.AssetSelection.assets(*final_assets),
-            description=f"Campaign-level releases of {name}, once its last day is complete.",
-        )
-        jobs.append(final_job)
-        schedules.append(_final_schedule(campaign, final_job))
-    return CampaignDefinitions(
-        assets=[*data_assets, *stream_assets, *final_assets], jobs=jobs, schedules=schedules
+    def noisy_daily_release(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
+    ) -> Events:
+        days = _days(context, scope.campaign)
+        with warehouse.open() as wh, ledger.open() as led:
+            registration = scope.register(led, wh)
+            drawn = {}
+            for day in days:
+                _, drawn[day] = release_day(wh, led, registration, day, noise=scope.noise)
+            published = {p.day: p for p in published_days(led, scope.name)}
+            for day in days:
+                context.add_asset_metadata(
+                    release_metadata(published[registration.config.day_index(day)], drawn[day]),
+                    partition_key=day.isoformat(),
+                )
+            results = spent_results(led, registration, scope.account, days)
+        yield from evaluations(key, SPENT, results)
+        yield dg.MaterializeResult(asset_key=key)
+
+    return noisy_daily_release
+
+
+def _answers(scope: CampaignScope):
+    key = scope.key("cumulative_query_answers")
+
+    @_daily_asset(
+        scope,
+        "cumulative_query_answers",
+        description="RELEASE. Answers to the advertiser's workload (e.g. prefix sums, sliding "
+        "windows) from the stored noisy releases only: post-processing, costs nothing. Each "
+        "day shows the query ending that day ± 2σ and a chart of all answers so far.",
+        kinds={"python"},
+        deps=[
+            dg.AssetDep(scope.key("noisy_daily_release")),
+            dg.AssetDep(key, partition_mapping=previous_day()),
+        ],
+        tags=RELEASE,
+        checks=(ANSWERS,),
+        pool=None,
     )
-
-
-def _daily_schedule(campaign: CampaignConfig, job) -> dg.ScheduleDefinition:
-    """02:00 UTC: the previous day, while it is a campaign day (skips before and after)."""
-
-    @dg.schedule(
-        name=f"{campaign.name}_daily_0200_utc",
-        cron_schedule="0 2 * * *",
-        execution_timezone="UTC",
-        job=job,
-        default_status=dg.DefaultScheduleStatus.RUNNING,
-        description=f"02:00 UTC: materialise the previous day of campaign {campaign.name} "
-        f"({campaign.start} .. {campaign.end}).",
-    )
-    def daily(context: dg.ScheduleEvaluationContext):
-        yesterday = context.scheduled_execution_time.date() - timedelta(days=1)
-        if not campaign.start <= yesterday <= campaign.end:
-            return dg.SkipReason(f"{yesterday} is not a day of campaign {campaign.name}")
-        key = yesterday.isoformat()
-        return dg.RunRequest(run_key=f"{campaign.name}-{key}", partition_key=key)
-
-    return daily
-
-
-def _final_schedule(campaign: CampaignConfig, job) -> dg.ScheduleDefinition:
-    """03:00 UTC daily; asks for the campaign-level run once, the first night after the end."""
-
-    @dg.schedule(
-        name=f"{campaign.name}_final_0300_utc",
-        cron_schedule="0 3 * * *",
-        execution_timezone="UTC",
-        job=job,
-        default_status=dg.DefaultScheduleStatus.RUNNING,
-        description=f"After {campaign.end}: the campaign-level releases of {campaign.name}.",
-    )
-    def final(context: dg.ScheduleEvaluationContext):
-        today = context.scheduled_execution_time.date()
-        if today <= campaign.end:
-            return dg.SkipReason(f"campaign {campaign.name} runs until {campaign.end}")
-        return dg.RunRequest(run_key=f"{campaign.name}-final")  # once: run keys dedupe
-
-    return final
-
-
-def _campaign_level_assets(
-    campaign: CampaignConfig,
-    campaign_plan: CampaignPlan,
-    key,
-    register,
-    *,
-    noise: NoiseSource | None,
-    integer_noise: IntegerNoiseSource | None,
-) -> list[dg.AssetsDefinition]:
-    name = campaign.name
-    assets: list[dg.AssetsDefinition] = []
-
-    def require_ended() -> None:
-        if datetime.now(UTC).date() <= campaign.end:
-            raise ConfigError(
-                f"campaign {name} runs until {campaign.end}: its campaign-level releases cover "
-                "the whole period and are drawn once, after the last day"
+    def cumulative_query_answers(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
+    ) -> Events:
+        days = _days(context, scope.campaign)
+        shown = {day: first_shown_answer(context.instance, key, day) for day in days}
+        with warehouse.open() as wh, ledger.open() as led:
+            registration = scope.register(led, wh)
+            results = answers_results(led, registration, days, shown)  # needs every earlier day
+            history = published_days(led, scope.name)
+        for day in days:
+            index = registration.config.day_index(day)
+            context.add_asset_metadata(
+                answers_metadata(history[:index]), partition_key=day.isoformat()
             )
+        yield from evaluations(key, ANSWERS, results)
+        yield dg.MaterializeResult(asset_key=key)
 
-    def final_asset(asset: str, upstream: str, description: str, release, metadata):
-        """A campaign-level release asset: after the last day, drawn once through the ledger."""
+    return cumulative_query_answers
 
-        @dg.asset(
-            name=asset,
-            key_prefix=[name],
-            group_name=name,
-            kinds={"python", "sqlite"},
-            description=description,
-            deps=[dg.AssetDep(key(upstream))],
-            pool=WRITER_POOL,
-        )
-        def campaign_level(warehouse: WarehouseResource, ledger: LedgerResource):
-            require_ended()
-            with warehouse.open() as wh, ledger.open() as led:
-                payload, drawn = release(wh, led, register(led, wh))
-            return dg.MaterializeResult(metadata=metadata(payload, drawn))
 
-        return campaign_level
+def _campaign_level(
+    scope: CampaignScope,
+    asset: str,
+    upstream: str,
+    description: str,
+    release: Callable[[Warehouse, Ledger, Registration], tuple[dict, bool]],
+    metadata: Callable[[dict, bool], dict],
+):
+    """A campaign-level release asset: after the last day, drawn once through the ledger."""
 
-    if campaign_plan.one_shot is not None:
+    @dg.asset(
+        name=asset,
+        key_prefix=[scope.name],
+        group_name=scope.name,
+        kinds={"python", "sqlite"},
+        description=description,
+        deps=[dg.AssetDep(scope.key(upstream))],
+        pool=WRITER_POOL,
+        tags=RELEASE,
+    )
+    def campaign_level(warehouse: WarehouseResource, ledger: LedgerResource):
+        if datetime.now(UTC).date() <= scope.campaign.end:
+            raise ConfigError(
+                f"campaign {scope.name} runs until {scope.campaign.end}: its campaign-level "
+                "releases cover the whole period and are drawn once, after the last day"
+            )
+        with warehouse.open() as wh, ledger.open() as led:
+            payload, drawn = release(wh, led, scope.register(led, wh))
+        return dg.MaterializeResult(metadata=metadata(payload, drawn))
+
+    return campaign_level
+
+
+def _campaign_level_assets(scope: CampaignScope) -> list[dg.AssetsDefinition]:
+    assets = []
+    if scope.plan.one_shot is not None:
         assets.append(
-            final_asset(
+            _campaign_level(
+                scope,
                 "one_shot_release",
                 "attributed_conversions",
                 "RELEASE. The whole period's attributed conversions per publisher with Laplace "
                 "noise of scale C0·r·Δ(f)/ε (mode: one_shot), drawn once (ledger).",
                 lambda wh, led, reg: campaign_one_shot(
-                    wh, led, reg, noise=noise, integer_noise=integer_noise
+                    wh, led, reg, noise=scope.noise, integer_noise=scope.integer_noise
                 ),
                 one_shot_metadata,
             )
         )
-    if campaign_plan.reach is not None:
+    if scope.plan.reach is not None:
         assets.append(
-            final_asset(
+            _campaign_level(
+                scope,
                 "reach_and_frequency",
                 "raw_impressions",
                 "RELEASE. How many users saw the campaign's ads, and how many at least k times, "
                 "over the whole period (noisy histogram; own ρ on the account).",
-                lambda wh, led, reg: campaign_reach(wh, led, reg, noise=integer_noise),
+                lambda wh, led, reg: campaign_reach(wh, led, reg, noise=scope.integer_noise),
                 reach_metadata,
             )
         )
     return assets
 
 
-def _stream_assets(campaign: CampaignConfig, common: dict, key, register, *, noise):
-    """The daily chain from per-user contributions to the noisy release and query answers."""
-    name = campaign.name
+def campaign_definitions(scope: CampaignScope) -> dg.Definitions:
+    """All assets, jobs and schedules of one campaign.
 
-    @dg.asset(
-        name="user_day_contributions",
-        kinds={"duckdb"},
-        description="Each user's attributed conversions of the day, per publisher, and the "
-        "day's histogram of per-user counts (input of the private bound). Private.",
-        deps=[dg.AssetDep(key("attributed_conversions"))],
-        check_specs=schema_check_specs(key("user_day_contributions")),
-        pool=WRITER_POOL,
-        **common,
-    )
-    def user_day_contributions(
-        context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
-    ):
-        days = keys_to_dates(context.partition_keys)
-        with warehouse.open() as wh, ledger.open() as led:
-            registered = register(led, wh).config
-            wh.contributions_days(registered, days[0], days[-1])
-            check = schema_check_result(wh, "contributions", registered, days)
-        return dg.MaterializeResult(metadata=_summary(days), check_results=[check])
-
-    @dg.asset(
-        name="contribution_bound",
-        kinds={"python", "sqlite"},
-        description="The day's contribution bound r_i, chosen privately (PrivateQuantile for "
-        f"the first {campaign.bounds.quantile_days} days, sparse-vector test after) and stored "
-        "once in the ledger with the secret SVT state. Needs the previous day's bound.",
-        deps=[
-            dg.AssetDep(key("user_day_contributions")),
-            dg.AssetDep(key("contribution_bound"), partition_mapping=previous_day()),
-        ],
-        pool=WRITER_POOL,
-        **common,
-    )
-    def contribution_bound(
-        context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
-    ):
-        days = keys_to_dates(context.partition_keys)
-        metadata: dict = {}
-        with warehouse.open() as wh, ledger.open() as led:
-            registration = register(led, wh)
-            for day in days:
-                choice, drawn = bound_day(wh, led, registration, day, noise=noise)
-                metadata = bound_metadata(choice, drawn)
-                if len(days) > 1:
-                    _observe(context, day, metadata)
-        return dg.MaterializeResult(metadata={**_summary(days), **metadata})
-
-    @dg.asset(
-        name="clipped_daily_vector",
-        kinds={"duckdb"},
-        description="Per-publisher sums after clipping every user's day to r_i (fractional, in "
-        "conversion order). True values: never shown. Private.",
-        deps=[
-            dg.AssetDep(key("contribution_bound")),
-            dg.AssetDep(key("user_day_contributions")),
-            # AdsBPC+'s filter carries every user's spend from day to day: days run in order.
-            *(
-                [dg.AssetDep(key("clipped_daily_vector"), partition_mapping=previous_day())]
-                if campaign.mechanism == "adsbpc_plus"
-                else []
-            ),
-        ],
-        check_specs=schema_check_specs(key("clipped_daily_vector")),
-        pool=WRITER_POOL,
-        **common,
-    )
-    def clipped_daily_vector(
-        context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
-    ):
-        days = keys_to_dates(context.partition_keys)
-        with warehouse.open() as wh, ledger.open() as led:
-            registration = register(led, wh)
-            for day in days:
-                clipped_day(wh, led, registration, day)
-            check = schema_check_result(wh, "clipped", registration.config, days)
-        return dg.MaterializeResult(metadata=_summary(days), check_results=[check])
-
-    @dg.asset(
-        name="noisy_daily_release",
-        kinds={"python", "sqlite"},
-        description="RELEASE. The day's noisy per-publisher counts x[i] + N(0, σ_i² I), drawn "
-        "once and stored in the ledger; a re-run returns the stored release and spends nothing.",
-        deps=[dg.AssetDep(key("clipped_daily_vector"))],
-        check_specs=[
-            dg.AssetCheckSpec(
-                SPENT_CHECK,
-                asset=key("noisy_daily_release"),
-                description="ρ spent by the campaign is at most its plan (and the plan is within "
-                "the account's cap).",
-            )
-        ],
-        pool=WRITER_POOL,
-        **common,
-    )
-    def noisy_daily_release(
-        context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
-    ):
-        days = keys_to_dates(context.partition_keys)
-        metadata: dict = {}
-        with warehouse.open() as wh, ledger.open() as led:
-            registration = register(led, wh)
-            for day in days:
-                release, drawn = release_day(wh, led, registration, day, noise=noise)
-                budget = led.campaign_budget(name)
-                metadata = release_metadata(release, budget, registration.publishers, drawn)
-                if len(days) > 1:
-                    _observe(context, day, metadata)
-            budget = led.campaign_budget(name)
-        spent_ok = budget.spent <= budget.planned
-        check = dg.AssetCheckResult(
-            check_name=SPENT_CHECK,
-            passed=bool(spent_ok),
-            metadata={
-                "rho_planned": float(budget.planned),
-                "rho_spent": float(budget.spent),
-            },
-        )
-        return dg.MaterializeResult(metadata={**_summary(days), **metadata}, check_results=[check])
-
-    @dg.asset(
-        name="cumulative_query_answers",
-        kinds={"python"},
-        description="RELEASE. Answers to the advertiser's workload (e.g. prefix sums, sliding "
-        "windows) from the stored noisy releases only: post-processing, costs nothing.",
-        deps=[
-            dg.AssetDep(key("noisy_daily_release")),
-            dg.AssetDep(key("cumulative_query_answers"), partition_mapping=previous_day()),
-        ],
-        **common,
-    )
-    def cumulative_query_answers(
-        context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
-    ):
-        days = keys_to_dates(context.partition_keys)
-        with warehouse.open() as wh, ledger.open() as led:
-            registration = register(led, wh)
-            answers = answers_through(led, registration, days[-1])
-        metadata = answers_metadata(registration.plan.stream, answers)
-        return dg.MaterializeResult(metadata={**_summary(days), **metadata})
-
-    return [
-        user_day_contributions,
-        contribution_bound,
-        clipped_daily_vector,
-        noisy_daily_release,
-        cumulative_query_answers,
+    Daily (partitioned): the raw and attributed data and, for a streaming campaign, the chain
+    down to the noisy release and the query answers. Campaign-level (one partition-less asset
+    each, after the last day): the one-shot release and reach & frequency.
+    """
+    campaign = scope.campaign
+    daily = [
+        _raw_events(
+            scope,
+            "raw_impressions",
+            "impressions",
+            f"Impressions of advertiser {campaign.advertiser} on the day (loaded by "
+            "`dp-platform ingest`; invalid rows are quarantined there). Private.",
+        ),
+        _raw_events(
+            scope,
+            "raw_conversions",
+            "conversions",
+            f"Conversions of advertiser {campaign.advertiser} on the day. Private.",
+        ),
+        _attributed(scope),
     ]
+    if scope.plan.stream is not None:
+        daily += [_contributions(scope), _bound(scope), _clipped(scope)]
+        daily += [_release(scope), _answers(scope)]
+    job = dg.define_asset_job(
+        daily_job_name(campaign.name),
+        selection=dg.AssetSelection.assets(*daily),
+        description=f"Materialise one day (or a range) of campaign {campaign.name}, in day order.",
+    )
+    jobs, schedules = [job], [daily_schedule(campaign, job)]
+    final = _campaign_level_assets(scope)
+    if final:
+        final_job = dg.define_asset_job(
+            final_job_name(campaign.name),
+            selection=dg.AssetSelection.assets(*final),
+            description=f"Campaign-level releases of {campaign.name}, once its last day is over.",
+        )
+        jobs.append(final_job)
+        schedules.append(final_schedule(campaign, final_job))
+    return dg.Definitions(assets=[*daily, *final], jobs=jobs, schedules=schedules)

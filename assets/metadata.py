@@ -1,101 +1,139 @@
-"""What the UI may show. Built only from DP outputs (releases, bounds, ρ) — never from data.
+"""What the UI may show, day by day. Built only from DP outputs (releases, bounds, ρ) — never data.
 
 The Dagster UI and its event log are treated as visible to anyone who can read a release: the
-functions here take ledger objects (noisy vectors, r_i, σ_i, ρ) and nothing else, so a true
-count or an SVT threshold cannot reach metadata by accident.
+functions here take published releases (:mod:`dp_platform.publication` — the same records
+``dp-platform releases`` prints) and bound choices, nothing else, so a true count or an SVT
+threshold cannot reach metadata by accident. Every value is rounded to what its noise justifies
+(:mod:`dp_platform.display`); numbers are floats so the Partitions view plots them per day.
 """
 
 from __future__ import annotations
 
-import math
+from datetime import date
 
 import dagster as dg
 
-from dp_platform.adsbpc import AdsbpcPlan, BoundChoice, Measurement
-from dp_platform.daily import CampaignAnswers
-from dp_platform.ledger import CampaignBudget
+from dp_platform.display import band_chart_markdown, round_to_noise, significant
 from dp_platform.privacy.accounting import Rho
-from dp_platform.reporting import cumulative_chart, markdown_image
+from dp_platform.publication import PublishedDay
+
+__all__ = [
+    "answers_metadata",
+    "bound_metadata",
+    "day_metadata",
+    "one_shot_metadata",
+    "reach_metadata",
+    "release_metadata",
+    "run_metadata",
+]
+
+_TABLE_ROWS = 20  # keeps the table short enough for the UI to show inline
 
 
-def bound_metadata(choice: BoundChoice, drawn_now: bool) -> dict[str, dg.MetadataValue]:
+def run_metadata(days: list[date]) -> dict[str, dg.MetadataValue]:
+    """Which days the run covered (added to every partition of the run)."""
     return {
-        "day": dg.MetadataValue.int(choice.day),
-        "bound_r": dg.MetadataValue.float(choice.bound),
-        "bound_method": dg.MetadataValue.text(choice.method),
-        "rho_charged": dg.MetadataValue.float(float(sum(choice.charges.values(), Rho.zero()))),
+        "run_first_day": dg.MetadataValue.text(days[0].isoformat()),
+        "run_last_day": dg.MetadataValue.text(days[-1].isoformat()),
+        "days_in_run": dg.MetadataValue.text(str(len(days))),
+    }
+
+
+def day_metadata(day: date, index: int) -> dict[str, dg.MetadataValue]:
+    """The partition's own day, as a date and as the campaign's day number."""
+    # text, not numbers: the Plots view should chart released values, not the calendar
+    return {
+        "date": dg.MetadataValue.text(day.isoformat()),
+        "day": dg.MetadataValue.text(str(index)),
+    }
+
+
+def bound_metadata(bound: float, method: str, charges: dict[str, Rho], drawn_now: bool) -> dict:
+    """The day's private bound r_i (a DP output) and what choosing it cost."""
+    return {
+        "bound_r": dg.MetadataValue.float(significant(bound)),
+        "bound_method": dg.MetadataValue.text(method),
+        "rho_charged": dg.MetadataValue.float(
+            significant(float(sum(charges.values(), Rho.zero())))
+        ),
         "drawn_now": dg.MetadataValue.bool(drawn_now),
     }
 
 
-def release_metadata(
-    release: Measurement, budget: CampaignBudget, publishers: list[str], drawn_now: bool
-) -> dict[str, dg.MetadataValue]:
-    """r_i, σ_i, ρ charged / spent / remaining and the noisy total, as floats the UI plots."""
-    charged = budget.per_day.get(release.day, {})
-    rows = [f"| {p} | {v:.2f} |" for p, v in zip(publishers, release.values, strict=True)]
-    table = "\n".join(["| publisher | noisy value |", "|---|---|", *rows[:50]])
+def release_metadata(day: PublishedDay, drawn_now: bool) -> dict[str, dg.MetadataValue]:
+    """The day's release as ``dp-platform releases`` shows it, rounded to its noise."""
+    values = list(day.values.values())
+    total_std = day.sigma * len(values) ** 0.5
+    rows = [
+        f"| {p} | {round_to_noise(v, day.sigma):g} |"
+        for p, v in list(day.values.items())[:_TABLE_ROWS]
+    ]
+    more = len(values) - _TABLE_ROWS
+    table = "\n".join(
+        ["| publisher | noisy value |", "|---|---|", *rows]
+        + ([f"| … {more} more | `dp-platform releases` |"] if more > 0 else [])
+    )
     return {
-        "day": dg.MetadataValue.int(release.day),
-        "bound_r": dg.MetadataValue.float(release.bound),
-        "sigma": dg.MetadataValue.float(release.sigma),
-        "rho_charged_today": dg.MetadataValue.float(float(sum(charged.values(), Rho.zero()))),
-        "rho_spent": dg.MetadataValue.float(float(budget.spent)),
-        "rho_remaining": dg.MetadataValue.float(float(budget.remaining)),
-        "noisy_total": dg.MetadataValue.float(float(sum(release.values))),
-        "publishers": dg.MetadataValue.int(len(publishers)),
+        "bound_r": dg.MetadataValue.float(significant(day.bound)),
+        "sigma": dg.MetadataValue.float(significant(day.sigma)),
+        "rho_charged_today": dg.MetadataValue.float(significant(day.rho_charged)),
+        "rho_spent": dg.MetadataValue.float(significant(day.rho_spent, 4)),
+        "rho_remaining": dg.MetadataValue.float(significant(day.rho_planned - day.rho_spent, 4)),
+        "noisy_total": dg.MetadataValue.float(round_to_noise(sum(values), total_std)),
+        "publishers": dg.MetadataValue.text(str(len(values))),
         "noisy_values": dg.MetadataValue.md(table),
         "drawn_now": dg.MetadataValue.bool(drawn_now),
     }
 
 
-def answers_metadata(plan: AdsbpcPlan, answers: CampaignAnswers) -> dict[str, dg.MetadataValue]:
-    """The queries answered through this day, summed over publishers, with a chart."""
-    totals = answers.totals()
-    ends = plan.query_ends
-    ending_today = [j for j in totals if ends[j] == answers.day]
+def answers_metadata(history: list[PublishedDay]) -> dict[str, dg.MetadataValue]:
+    """Day d's answers (the last day of ``history``): each query ending on d, summed over the
+    publishers, ± 2σ, and a chart of every answer so far with its band, drawn inline."""
+    today = history[-1]
     metadata: dict[str, dg.MetadataValue] = {
-        "day": dg.MetadataValue.int(answers.day),
-        "queries_answered": dg.MetadataValue.int(len(totals)),
+        "queries_ending_today": dg.MetadataValue.text(str(len(today.answers))),
     }
-    if ending_today:
-        j = ending_today[-1]
-        metadata["answer_ending_today"] = dg.MetadataValue.float(totals[j])
-        metadata["answer_std"] = dg.MetadataValue.float(_query_std(plan, j, answers))
-    # One point per day: the last query that ends on that day (e.g. the prefix sum through it).
-    days, values, bands = [], [], []
-    for day in range(1, answers.day + 1):
-        ending = [j for j in totals if ends[j] == day]
-        if ending:
-            days.append(day)
-            values.append(totals[ending[-1]])
-            bands.append(_query_std(plan, ending[-1], answers))
-    if days:
-        png = cumulative_chart(days, values, band=bands, title=f"{plan.campaign}: noisy answers")
-        metadata["chart"] = dg.MetadataValue.md(markdown_image(png, "noisy query answers"))
+    if today.answers:
+        query = max(today.answers, key=int)
+        value, std = sum(today.answers[query].values()), today.answer_std[query]
+        metadata.update(
+            {
+                "query": dg.MetadataValue.text(query),
+                "answer": dg.MetadataValue.float(round_to_noise(value, std)),
+                "answer_std": dg.MetadataValue.float(significant(std)),
+                "answer_low_2sd": dg.MetadataValue.float(round_to_noise(value - 2 * std, std)),
+                "answer_high_2sd": dg.MetadataValue.float(round_to_noise(value + 2 * std, std)),
+            }
+        )
+    points = []
+    for published in history:
+        if published.answers:
+            query = max(published.answers, key=int)
+            value = sum(published.answers[query].values())
+            points.append((value, 2 * published.answer_std[query]))
+    if points:
+        chart = band_chart_markdown(
+            [v for v, _ in points], [v - w for v, w in points], [v + w for v, w in points]
+        )
+        metadata["chart"] = dg.MetadataValue.md(chart)
     return metadata
-
-
-def _query_std(plan: AdsbpcPlan, query: int, answers: CampaignAnswers) -> float:
-    """Expected std of a query's total over publishers, from the σ_i actually used (public)."""
-    sigmas = [r.sigma for r in answers.releases]
-    weights = plan.queries[query, : len(sigmas)]
-    publishers = len(answers.publishers)
-    return math.sqrt(publishers * sum((w * s) ** 2 for w, s in zip(weights, sigmas, strict=True)))
 
 
 def one_shot_metadata(payload: dict, drawn_now: bool) -> dict[str, dg.MetadataValue]:
     """The one-shot release (DP values: noisy per-publisher sums, scale, ρ)."""
+    std = float(payload["std"])
     values = payload.get("values", {})
-    rows = [f"| {p} | {v:.2f} |" for p, v in values.items()]
+    rows = [f"| {p} | {round_to_noise(v, std):g} |" for p, v in list(values.items())[:_TABLE_ROWS]]
     return {
-        "noisy_total": dg.MetadataValue.float(float(payload["total"])),
-        "noise_scale": dg.MetadataValue.float(float(payload["scale"])),
-        "std_per_publisher": dg.MetadataValue.float(float(payload["std"])),
-        "epsilon": dg.MetadataValue.float(float(payload["epsilon"])),
-        "rho_charged": dg.MetadataValue.float(float(payload["rho_charged"])),
+        "noisy_total": dg.MetadataValue.float(
+            round_to_noise(float(payload["total"]), std * len(values) ** 0.5)
+        ),
+        "noise_scale": dg.MetadataValue.float(significant(float(payload["scale"]))),
+        "std_per_publisher": dg.MetadataValue.float(significant(std)),
+        "epsilon": dg.MetadataValue.float(significant(float(payload["epsilon"]))),
+        "rho_charged": dg.MetadataValue.float(significant(float(payload["rho_charged"]))),
         "noisy_values": dg.MetadataValue.md(
-            "\n".join(["| publisher | noisy value |", "|---|---|", *rows[:50]])
+            "\n".join(["| publisher | noisy value |", "|---|---|", *rows])
         ),
         "drawn_now": dg.MetadataValue.bool(drawn_now),
     }
@@ -107,7 +145,7 @@ def reach_metadata(payload: dict, drawn_now: bool) -> dict[str, dg.MetadataValue
     rows = [f"| {k}+ | {v} |" for k, v in enumerate(at_least, start=1)]
     return {
         "noisy_reach": dg.MetadataValue.float(float(payload["reach"])),
-        "rho_charged": dg.MetadataValue.float(float(payload["rho_charged"])),
+        "rho_charged": dg.MetadataValue.float(significant(float(payload["rho_charged"]))),
         "frequency": dg.MetadataValue.md(
             "\n".join(["| seen at least | noisy users |", "|---|---|", *rows])
         ),

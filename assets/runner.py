@@ -19,6 +19,7 @@ from pathlib import Path
 import dagster as dg
 
 from assets.definitions import build_definitions
+from assets.partitions import daily_job_name, final_job_name
 from dp_platform.config import CampaignConfig, ConfigError, load_catalogue
 from dp_platform.daily import campaign_days, register_campaigns
 from dp_platform.home import Home
@@ -46,16 +47,22 @@ class RunFailed(RuntimeError):
     """A Dagster run failed; the message is the failing step's own error."""
 
 
+def write_instance_config(home: Home) -> Path:
+    """``<home>/dagster/dagster.yaml`` with the platform's settings (written once)."""
+    config = home.dagster / "dagster.yaml"
+    if not config.exists():
+        config.write_text(INSTANCE_YAML)
+    return config
+
+
 def instance_for(home: Home) -> dg.DagsterInstance:
     """The persistent Dagster instance of a platform home (SQLite storage under it)."""
-    config = home.dagster / "dagster.yaml"
     # Two processes starting on a fresh home would both create Dagster's SQLite schemas and
     # one fails ("table … already exists"): create and touch every storage under a file lock.
     fd = os.open(home.dagster / ".init.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        if not config.exists():
-            config.write_text(INSTANCE_YAML)
+        write_instance_config(home)
         os.environ["DAGSTER_HOME"] = str(home.dagster)
         instance = dg.DagsterInstance.get()
         instance.get_runs(limit=1)
@@ -198,11 +205,11 @@ def run_campaigns(
             if len(days) > 1:
                 tags["dagster/asset_partition_range_start"] = days[0].isoformat()
                 tags["dagster/asset_partition_range_end"] = days[-1].isoformat()
-            run_id = _execute(definitions, f"{name}_daily", instance, tags, log_level, keys)
-        final = _has_job(definitions, f"{name}_final")
+            run_id = _execute(definitions, daily_job_name(name), instance, tags, log_level, keys)
+        final = _has_job(definitions, final_job_name(name))
         finished = final and today > end and (through is None or through >= end)
         if finished and _final_due(home_dir, name, registration.plan):
-            _execute(definitions, f"{name}_final", instance, owner, log_level, {})
+            _execute(definitions, final_job_name(name), instance, owner, log_level, {})
         runs.append(CampaignRun(name, days, run_id))
     return runs
 

@@ -16,12 +16,10 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from dp_platform.errors import ConfigError
+
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _SPLIT_TOLERANCE = 1e-9
-
-
-class ConfigError(ValueError):
-    """A configuration value broke a rule; the message names the field and the rule."""
 
 
 class _Strict(BaseModel):

@@ -28,6 +28,13 @@ from typing import Any
 
 from dp_platform.adsbpc import BoundChoice, BoundState, Measurement
 from dp_platform.config import AccountConfig
+from dp_platform.errors import (
+    BudgetExceeded,
+    CampaignEnded,
+    LedgerError,
+    MissingPreviousDay,
+    PlanMismatch,
+)
 from dp_platform.privacy.accounting import Rho
 
 __all__ = [
@@ -97,26 +104,6 @@ CREATE TABLE IF NOT EXISTS charges (
     PRIMARY KEY (campaign, day, part)
 );
 """
-
-
-class LedgerError(RuntimeError):
-    """A ledger rule was broken; the message says which and what to do."""
-
-
-class BudgetExceeded(LedgerError):
-    """Spending (or reserving) this would exceed a campaign's plan or an account's cap."""
-
-
-class MissingPreviousDay(LedgerError):
-    """Day d needs day d−1's stored state, and it is not there."""
-
-
-class PlanMismatch(LedgerError):
-    """The campaign was registered with a different configuration than the catalogue now gives."""
-
-
-class CampaignEnded(LedgerError):
-    """The campaign was ended (or cancelled): it releases nothing more."""
 
 
 def _now() -> str:
@@ -605,6 +592,10 @@ class Ledger:
             "SELECT choice_json FROM bound_choices WHERE campaign = ? AND day = ?", (campaign, day)
         ).fetchone()
         return None if row is None else choice_type.from_json(json.loads(row[0]))
+
+    def bound_state(self, campaign: str, day: int, state_type: type = BoundState) -> Any:
+        """The bound chain's secret state after ``day`` (checks only: never shown or logged)."""
+        return self._bound_state(self._db, campaign, day, state_type)
 
     def releases(self, campaign: str, through: int | None = None) -> list[Measurement]:
         """Stored releases of a campaign in day order (DP values only)."""

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from assets.definitions import build_definitions
+from assets.partitions import daily_job_name, final_job_name
 from assets.runner import run_campaigns
 from dp_platform import adsbpc, plans
 from dp_platform.cli import main
@@ -133,7 +134,7 @@ def started(tmp_path_factory):
     run_campaigns(config, home.root, instance=instance, today=TODAY, through=START + timedelta(2))
     definitions = build_definitions(config, home.root)
     for name in ("spring", "plus"):
-        job = definitions.resolve_job_def(f"{name}_daily")
+        job = definitions.resolve_job_def(daily_job_name(name))
         upstream = ("attributed_conversions", "user_day_contributions", "contribution_bound")
         assert job.execute_in_process(
             instance=instance,
@@ -162,7 +163,9 @@ def test_an_edited_field_is_refused_by_every_asset_alone(started, tmp_path, fiel
         name = campaign["name"]
         stream = campaign.get("mode") != "one_shot"
         for asset in STREAM_ASSETS if stream else FINAL_ASSETS:
-            job = definitions.resolve_job_def(f"{name}_daily" if stream else f"{name}_final")
+            job = definitions.resolve_job_def(
+                daily_job_name(name) if stream else final_job_name(name)
+            )
             keys = {"partition_key": DAY4} if stream else {}
             result = job.execute_in_process(
                 instance=instance,
@@ -314,7 +317,7 @@ def test_ending_a_campaign_returns_its_unspent_reservation_and_stops_it(
     assert report["status"] == "ended"
     assert [h["action"] for h in report["history"]] == ["registered", "ended"]
     definitions = build_definitions(home.root / "campaigns.yaml", home.root)
-    result = definitions.resolve_job_def("spring_daily").execute_in_process(
+    result = definitions.resolve_job_def(daily_job_name("spring")).execute_in_process(
         instance=dg.DagsterInstance.ephemeral(),
         partition_key=DAY4,
         asset_selection=[dg.AssetKey(["spring", "noisy_daily_release"])],

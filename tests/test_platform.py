@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 
 from assets.definitions import build_definitions
+from assets.partitions import daily_job_name
 from assets.runner import run_campaigns
 from dp_platform.adsbpc import initial_state, make_plan, step
 from dp_platform.config import load_catalogue
 from dp_platform.daily import campaign_days
+from dp_platform.display import round_to_noise, significant
 from dp_platform.ledger import BudgetExceeded, Ledger, MissingPreviousDay
 from dp_platform.warehouse import Warehouse
 from tests.platform_fixtures import (
@@ -93,7 +95,7 @@ def test_rematerialising_days_returns_stored_releases_and_charges_nothing(home) 
     run_campaigns(config, home.root, instance=instance, today=TODAY, through=START + timedelta(9))
     before, budget_before = releases(home), spent(home)
     definitions = build_definitions(config, home.root)
-    job = definitions.resolve_job_def("spring_daily")
+    job = definitions.resolve_job_def(daily_job_name("spring"))
     again = job.execute_in_process(instance=instance, partition_key="2026-03-05")
     assert again.success
     backfill = job.execute_in_process(
@@ -115,7 +117,7 @@ def test_rematerialising_days_returns_stored_releases_and_charges_nothing(home) 
 def test_day_without_its_previous_day_fails_and_releases_nothing(home) -> None:
     instance = dg.DagsterInstance.ephemeral()
     definitions = build_definitions(home.root / "campaigns.yaml", home.root)
-    job = definitions.resolve_job_def("spring_daily")
+    job = definitions.resolve_job_def(daily_job_name("spring"))
     with pytest.raises(Exception) as failure:
         job.execute_in_process(instance=instance, partition_key="2026-03-03")
     assert "day 2 has no contribution bound" in str(failure.value) + repr(failure.value.__cause__)
@@ -126,7 +128,7 @@ def test_day_without_its_previous_day_fails_and_releases_nothing(home) -> None:
 def test_run_reports_a_missing_previous_day_as_a_ledger_error(home) -> None:
     instance = dg.DagsterInstance.ephemeral()
     definitions = build_definitions(home.root / "campaigns.yaml", home.root)
-    job = definitions.resolve_job_def("spring_daily")
+    job = definitions.resolve_job_def(daily_job_name("spring"))
     result = job.execute_in_process(
         instance=instance, partition_key="2026-03-02", raise_on_error=False
     )
@@ -180,7 +182,10 @@ def test_definitions_schedules_and_policies(home) -> None:
     bound = graph.get(dg.AssetKey(["spring", "contribution_bound"]))
     assert dg.AssetKey(["spring", "contribution_bound"]) in bound.parent_keys  # day d−1
     schedule = definitions.resolve_schedule_def("spring_daily_0200_utc")
-    assert schedule.cron_schedule == "0 2 * * *"
+    # ticks only on the day after each campaign day: 2026-03-02 .. 2026-04-01, 02:00 UTC
+    assert schedule.cron_schedule == ["0 2 2-31 3 *", "0 2 1 4 *"]
+    assert schedule.job_name == daily_job_name("spring")
+    assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED  # over by now
     assert schedule.execution_timezone in (None, "UTC")
     tick = datetime(2026, 3, 6, 2, 0, tzinfo=UTC)
     repository = definitions.get_repository_def()
@@ -202,15 +207,17 @@ def test_dagster_metadata_of_releases_is_dp_only(home) -> None:
     )
     metadata = event.asset_materialization.metadata
     release = releases(home)[0]
-    assert metadata["bound_r"].value == release.bound
-    assert metadata["sigma"].value == release.sigma
-    assert metadata["noisy_total"].value == pytest.approx(sum(release.values))
-    assert metadata["rho_remaining"].value == pytest.approx(float(spent(home).remaining))
+    total_std = release.sigma * len(release.values) ** 0.5
+    assert metadata["bound_r"].value == significant(release.bound)
+    assert metadata["sigma"].value == significant(release.sigma)
+    assert metadata["noisy_total"].value == round_to_noise(sum(release.values), total_std)
+    assert metadata["rho_remaining"].value == significant(float(spent(home).remaining), 4)
     answers = instance.get_latest_materialization_event(
         dg.AssetKey(["spring", "cumulative_query_answers"])
     ).asset_materialization.metadata
-    assert answers["chart"].value.startswith("![noisy query answers](data:image/png;base64,")
-    assert np.isfinite(answers["answer_ending_today"].value)
+    assert answers["chart"].value.startswith("![noisy answers, band ±2σ](data:image/svg+xml,")
+    assert len(answers["chart"].value) < 1000  # short enough for the UI to draw it inline
+    assert np.isfinite(answers["answer"].value)
 
 
 def test_one_shot_and_reach_are_released_once_through_dagster(prepared, tmp_path) -> None:
@@ -278,7 +285,8 @@ def test_one_shot_and_reach_are_released_once_through_dagster(prepared, tmp_path
         assert ledger.budget_report() == report
     event = instance.get_latest_materialization_event(dg.AssetKey(["once", "one_shot_release"]))
     metadata = event.asset_materialization.metadata
-    assert metadata["noisy_total"].value == pytest.approx(once["one_shot"]["total"])
+    std = once["one_shot"]["std"] * len(once["one_shot"]["values"]) ** 0.5
+    assert metadata["noisy_total"].value == round_to_noise(once["one_shot"]["total"], std)
 
 
 def test_adsbpc_plus_runs_through_the_same_assets_and_ledger(prepared, tmp_path) -> None:
@@ -347,7 +355,9 @@ def test_a_partition_that_breaks_its_schema_fails_the_check_and_blocks_the_relea
             "min(conversion_key) FROM conversions WHERE CAST(ts AS DATE) = DATE '2026-03-01')"
         )
     instance = dg.DagsterInstance.ephemeral()
-    job = build_definitions(home.root / "campaigns.yaml", home.root).resolve_job_def("spring_daily")
+    job = build_definitions(home.root / "campaigns.yaml", home.root).resolve_job_def(
+        daily_job_name("spring")
+    )
     result = job.execute_in_process(
         instance=instance, partition_key="2026-03-01", raise_on_error=False
     )

@@ -19,13 +19,9 @@ DEMO_SEED = 20_261_122
 DEMO_START = date(2026, 3, 1)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "demo",
-        help="simulate, ingest, materialise through Dagster and compare releases with the truth",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--home", default=".dp_home", help="platform home (default .dp_home)")
     parser.add_argument("--days", type=int, default=31, help="campaign days (31)")
     parser.add_argument("--users", type=int, default=20_000, help="simulated users (20000)")

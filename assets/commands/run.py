@@ -13,13 +13,9 @@ import json
 from datetime import date
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "run",
-        help="materialise every due day of the catalogue's campaigns through Dagster",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--home", required=True, help="platform home directory")
     parser.add_argument("--config", required=True, help="campaign catalogue (YAML)")
     parser.add_argument("--campaign", help="only this campaign")

@@ -21,13 +21,9 @@ from dp_platform.warehouse.bench import PIPELINE, STAGES, BenchSpec, run_bench
 RULES = ("lta", "fta", "uni", "time_decay", "u_shaped")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "bench",
-        help="time the warehouse stages (and a pandas reference) on generated data",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     defaults = BenchSpec()
     parser.add_argument("--conversions", type=int, default=defaults.conversions)
     parser.add_argument("--impressions", type=int, default=defaults.impressions)

@@ -14,13 +14,9 @@ from dp_platform.home import Home
 from dp_platform.ledger import Ledger
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "budget",
-        help="show planned / spent / remaining ρ per account and campaign",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--home", required=True, help="platform home directory")
     parser.add_argument(
         "--set-cap", nargs=2, metavar=("ACCOUNT", "RHO"), help="change an account's ρ cap"

@@ -20,13 +20,9 @@ from dp_platform.home import Home
 from dp_platform.ledger import Ledger
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "campaign",
-        help="end or cancel a registered campaign (returns its unspent reservation)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("action", choices=("end", "cancel"), help="what to do")
     parser.add_argument("name", help="campaign name")
     parser.add_argument("--home", required=True, help="platform home directory")

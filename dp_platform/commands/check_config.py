@@ -13,13 +13,9 @@ import json
 from dp_platform.validity import ADJACENCIES, ENFORCEMENTS, RULES, check, table
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "check-config",
-        help="is (rule, adjacency, enforcement) a valid configuration, and its C0",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--rule", choices=RULES, help="attribution rule")
     parser.add_argument("--adjacency", choices=ADJACENCIES, help="privacy unit")
     parser.add_argument("--enforcement", choices=ENFORCEMENTS, help="bounding point")

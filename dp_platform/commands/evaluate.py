@@ -23,13 +23,9 @@ from dp_platform.evaluation.report import CI_SCALE, Scale, write_all
 from dp_platform.evaluation.sweeps import plot_sweep, sweep
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "evaluate",
-        help="compare AdsBPC with the paper's baselines on the paper's datasets",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--dataset", choices=tuple(DATASETS))
     parser.add_argument("--workload", choices=("prefix", "sliding"))
     parser.add_argument("--rho", type=float, default=1.0, help="total zCDP budget (1)")

@@ -18,13 +18,9 @@ from dp_platform.home import Home
 from dp_platform.warehouse import IngestReport, KindReport, Warehouse
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "ingest",
-        help="validate and load impression and conversion files into the warehouse",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--home", required=True, help="platform home directory")
     parser.add_argument("--impressions", required=True, help="impressions file (.csv/.parquet)")
     parser.add_argument("--conversions", required=True, help="conversions file (.csv/.parquet)")

@@ -17,13 +17,9 @@ from dp_platform.plans import CampaignPlan, campaign_plans
 from dp_platform.privacy.accounting import Rho
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "plan",
-        help="show each campaign's privacy plan (ρ split, ε, σ̄ per day, query errors)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("config", help="campaign catalogue (YAML)")
     parser.add_argument("--campaign", help="only this campaign")
     parser.add_argument("--json", action="store_true", help="machine-readable output")

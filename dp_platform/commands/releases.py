@@ -11,63 +11,25 @@ from __future__ import annotations
 import argparse
 import json
 
-import numpy as np
 
-from dp_platform.home import Home
-from dp_platform.ledger import Ledger
-from dp_platform.privacy.accounting import Rho
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "releases",
-        help="print a campaign's published (noisy) releases",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--home", required=True, help="platform home directory")
     parser.add_argument("--campaign", required=True, help="campaign name")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(handler=run)
 
 
-def published(ledger: Ledger, campaign: str) -> list[dict]:
-    """Per-day published records (design.md §3.3)."""
-    info = ledger.campaign_info(campaign)
-    stream = info["plan"].get("stream")
-    if stream is None:  # mode: one_shot — no daily releases
-        return []
-    queries = np.asarray(stream["plan"]["queries"], dtype=np.float64)
-    ends = queries.shape[1] - np.argmax((queries != 0)[:, ::-1], axis=1)
-    publishers = info["publishers"]
-    budget = ledger.campaign_budget(campaign)
-    records, history = [], []
-    for release in ledger.releases(campaign):
-        history.append(release.values)
-        day = release.day
-        ready = np.flatnonzero(ends <= day)
-        answers = queries[ready, :day] @ np.asarray(history)
-        charged = sum(budget.per_day.get(day, {}).values(), Rho.zero())
-        records.append(
-            {
-                "day": day,
-                "bound": release.bound,
-                "sigma": release.sigma,
-                "rho_charged": float(charged),
-                "values": dict(zip(publishers, release.values, strict=True)),
-                "answers": {
-                    str(int(j) + 1): dict(zip(publishers, (float(v) for v in row), strict=True))
-                    for j, row in zip(ready, answers, strict=True)
-                    if ends[j] == day
-                },
-            }
-        )
-    return records
-
-
 def run(args: argparse.Namespace) -> int:
+    from dp_platform.display import round_to_noise, significant
+    from dp_platform.home import Home
+    from dp_platform.ledger import Ledger
+    from dp_platform.publication import published_days
+
     with Ledger.at_home(Home.at(args.home).root) as ledger:
-        records = published(ledger, args.campaign)
+        days = published_days(ledger, args.campaign)
+        records = [day.to_json() for day in days]
         campaign_level = ledger.campaign_releases(args.campaign)
     if args.json:
         document = {"campaign": args.campaign, "days": records, **campaign_level}
@@ -84,11 +46,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"reach (ρ {payload['rho_charged']:.6g}): {payload['reach']} users; {at_least}")
     print(f"campaign {args.campaign}: {len(records)} released days")
     print(" day    bound      σ_i   ρ charged   noisy total   answer(s) ending today (total)")
-    for record in records:
-        total = sum(record["values"].values())
-        answers = ", ".join(f"q{j}={sum(v.values()):.1f}" for j, v in record["answers"].items())
+    for day in days:  # shown rounded to what the noise justifies (display.py); --json is exact
+        std = day.sigma * len(day.values) ** 0.5
+        total = round_to_noise(sum(day.values.values()), std)
+        answers = ", ".join(
+            f"q{j}={round_to_noise(sum(v.values()), day.answer_std[j]):g}"
+            for j, v in day.answers.items()
+        )
         print(
-            f"{record['day']:>4} {record['bound']:>8.3f} {record['sigma']:>8.2f} "
-            f"{record['rho_charged']:>11.5f} {total:>13.1f}   {answers}"
+            f"{day.day:>4} {significant(day.bound):>8g} {significant(day.sigma):>8g} "
+            f"{significant(day.rho_charged):>11g} {total:>13g}   {answers}"
         )
     return 0

@@ -18,13 +18,9 @@ from dp_platform.config import load_catalogue
 from dp_platform.simulation import simulate_stream
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "simulate",
-        help="run a campaign's mechanism on a simulated stream and compare with the truth",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("config", help="campaign catalogue (YAML)")
     parser.add_argument("--campaign", help="campaign to simulate (default: the first)")
     parser.add_argument("--users", type=int, default=20_000, help="simulated users (20000)")

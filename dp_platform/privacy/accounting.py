@@ -18,8 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from scipy.optimize import brentq, minimize_scalar
-
 __all__ = [
     "CampaignBudget",
     "Rho",
@@ -178,6 +176,8 @@ def _largest_epsilon(cost: object, rho: Fraction) -> float:
     upper = 1.0
     while float(cost(upper)) < target:  # type: ignore[operator]
         upper *= 2.0
+    from scipy.optimize import brentq  # imported when planning, not on every CLI start
+
     eps = brentq(lambda e: float(cost(e)) - target, 0.0, upper, xtol=1e-15, rtol=1e-15)  # type: ignore[operator]
     while cost(eps) > rho:  # type: ignore[operator]
         eps = math.nextafter(eps, 0.0)
@@ -220,6 +220,8 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
 
 def _min_over_orders(objective: Callable[[float], float]) -> float:
     """min over Rényi orders α > 1 of ``objective(α)``, searched on log(α − 1) ∈ [−30, 30]."""
+    from scipy.optimize import minimize_scalar
+
     result = minimize_scalar(
         lambda log_excess: objective(1.0 + math.exp(log_excess)),
         bounds=(-30.0, 30.0),

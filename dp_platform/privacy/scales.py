@@ -20,9 +20,12 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import cvxpy as cp
 import numpy as np
+
+if TYPE_CHECKING:
+    import cvxpy
 
 from dp_platform.config import (
     CampaignConfig,
@@ -58,7 +61,7 @@ _SOLVER_OPTIONS = {
     "tol_ktratio": 1e-10,
     "max_iter": 1000,
 }
-_ACCEPTED_STATUS = {cp.OPTIMAL, cp.OPTIMAL_INACCURATE}
+_ACCEPTED_STATUS = {"optimal", "optimal_inaccurate"}  # cvxpy.OPTIMAL, OPTIMAL_INACCURATE
 
 
 def prefix_matrix(n: int) -> np.ndarray:
@@ -165,7 +168,9 @@ def wsum_closed_form(
     return r * total / (2.0 * rho1 * root_a)
 
 
-def _normalised_solve(problem: cp.Problem, what: str) -> None:
+def _normalised_solve(problem: cvxpy.Problem, what: str) -> None:
+    import cvxpy as cp  # imported when a solver runs: ~2 s, not on every CLI start
+
     with warnings.catch_warnings():
         # Tolerances are set past what Clarabel can certify, to get the last digits it can;
         # "optimal_inaccurate" is then expected and accepted (tests check the optimum).
@@ -179,6 +184,8 @@ def wsum_cvxpy(
     matrix: np.ndarray, weights: np.ndarray, rho1: float, r_bar: np.ndarray | None = None
 ) -> np.ndarray:
     """The ``wsum`` problem solved by cvxpy (independent check of the closed form)."""
+    import cvxpy as cp  # imported when a solver runs: ~2 s, not on every CLI start
+
     r = _check(matrix, rho1, r_bar)
     a = (np.asarray(weights, dtype=np.float64)[:, None] * matrix**2).sum(axis=0)
     # Work in units where the answer is O(1): the optimum is flat, so scaling buys digits.
@@ -199,6 +206,8 @@ def _rescale(variances: np.ndarray, rho1: float, r: np.ndarray) -> np.ndarray:
 
 def maxvar_scales(matrix: np.ndarray, rho1: float, r_bar: np.ndarray | None = None) -> np.ndarray:
     """Variances minimising max_j Var_j subject to ½ Σ r̄_i²/v_i ≤ ρ1 (cvxpy)."""
+    import cvxpy as cp  # imported when a solver runs: ~2 s, not on every CLI start
+
     r = _check(matrix, rho1, r_bar)
     squared = matrix**2
     n = matrix.shape[1]
@@ -217,6 +226,8 @@ def min_budget_scales(
     matrix: np.ndarray, max_variance: float, r_bar: np.ndarray | None = None
 ) -> tuple[np.ndarray, float]:
     """Variances meeting Var_j ≤ cap with least ρ1; returns (v, the ρ1 they cost)."""
+    import cvxpy as cp  # imported when a solver runs: ~2 s, not on every CLI start
+
     r = _check(matrix, 1.0, r_bar)
     if not max_variance > 0:
         raise ValueError("max_variance must be > 0")

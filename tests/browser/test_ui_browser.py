@@ -1,0 +1,238 @@
+"""The Dagster UI as a data engineer meets it: `dp-platform ui` over a small demo home, driven by
+Playwright in Debian's Chromium (installed by `make browser`; never `playwright install`).
+
+Set ``DP_PLATFORM_SCREENSHOTS=docs/figures`` to write the screenshots docs/operators.md shows
+(`make ui-screenshots`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from dp_platform.display import round_to_noise, significant
+
+pytestmark = pytest.mark.browser
+
+CLI = [sys.executable, "-m", "dp_platform.cli"]
+CAMPAIGN = "demo_cumulative"
+DAY, DATE = 3, "2026-03-03"
+REPUBLISH = ("2026-03-02", "2026-03-04")
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",  # the machine's closed network refuses these calls
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = os.environ.get("DP_PLATFORM_SCREENSHOTS")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _graphql(base: str, query: str) -> dict:
+    request = urllib.request.Request(
+        f"{base}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)["data"]
+
+
+def _cli_json(*args: str) -> dict:
+    done = subprocess.run([*CLI, *args, "--json"], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory) -> Path:
+    """A small demo home: two campaigns, 6 days, through Dagster (what `make demo` does)."""
+    root = tmp_path_factory.mktemp("browser") / "home"
+    args = ["demo", "--home", str(root), "--days", "6", "--users", "1500", "--publishers", "4"]
+    subprocess.run([*CLI, *args], capture_output=True, text=True, check=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def ui(home):
+    """`dp-platform ui` on a free port, until the code location is loaded; stopped by SIGTERM."""
+    port = _free_port()
+    log = home / "ui.log"
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            [*CLI, "ui", "--home", str(home), "--port", str(port)],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 240
+    while True:
+        try:
+            entries = _graphql(
+                base, "{ workspaceOrError { ... on Workspace { locationEntries { loadStatus } } } }"
+            )["workspaceOrError"]["locationEntries"]
+            if entries and all(e["loadStatus"] == "LOADED" for e in entries):
+                break
+        except OSError:
+            pass
+        assert process.poll() is None, log.read_text()[-3000:]
+        assert time.monotonic() < deadline, "the UI did not come up in 240 s"
+        time.sleep(2)
+    yield base
+    started = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=30)
+    stopped_in = time.monotonic() - started
+    assert stopped_in < 10, f"`dp-platform ui` took {stopped_in:.1f} s to stop"
+    text = log.read_text()
+    assert "will not be used to configure Dagster" not in text  # no dagster.yaml warning
+
+
+@pytest.fixture(scope="module")
+def page(ui):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.fail("Chromium is missing: `make browser` installs Debian's chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        page.set_default_timeout(60_000)
+        yield page
+        browser.close()
+
+
+def _open(page, url: str) -> None:
+    page.goto(url)
+    welcome = page.get_by_role("button", name="Skip")
+    try:  # Dagster's one-time community prompt covers the page on a fresh browser profile
+        welcome.wait_for(timeout=8_000)
+        welcome.click()
+    except Exception:
+        pass
+
+
+def _shot(page, name: str) -> None:
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(SCREENSHOTS) / name))
+
+
+def _metadata_table(page) -> dict[str, str]:
+    """Label → shown value of every two-cell metadata row on the page."""
+    rows = page.eval_on_selector_all(
+        "tr",
+        "rows => rows.map(r => Array.from(r.querySelectorAll('td')).map(c => c.innerText.trim()))",
+    )
+    return {cells[0]: cells[1] for cells in rows if len(cells) >= 2}
+
+
+def test_a_release_partition_shows_that_days_published_values(ui, page, home) -> None:
+    published = _cli_json("releases", "--home", str(home), "--campaign", CAMPAIGN)
+    day = next(d for d in published["days"] if d["day"] == DAY)
+    _open(page, f"{ui}/assets/{CAMPAIGN}/noisy_daily_release?view=partitions&partition={DATE}")
+    page.get_by_text("noisy_values", exact=True).wait_for()
+    values = day["values"]
+    total_std = day["sigma"] * len(values) ** 0.5
+    shown = _metadata_table(page)
+    assert float(shown["bound_r"]) == significant(day["bound"])
+    assert float(shown["sigma"]) == significant(day["sigma"])
+    assert float(shown["rho_charged_today"]) == significant(day["rho_charged"])
+    assert float(shown["noisy_total"]) == round_to_noise(sum(values.values()), total_std)
+    assert shown["date"] == DATE and shown["day"] == str(DAY)
+    table = shown["noisy_values"]
+    for publisher, value in values.items():
+        assert f"{publisher}\t{round_to_noise(value, day['sigma']):g}" in table, table
+    _shot(page, "ui-release-partition.png")
+
+
+def test_the_partition_plots_and_the_answers_chart_are_drawn(ui, page) -> None:
+    _open(page, f"{ui}/assets/{CAMPAIGN}/noisy_daily_release")
+    page.get_by_role("button", name="Plots").click()
+    page.get_by_text("noisy_total", exact=True).first.wait_for()
+    assert page.get_by_text("Include numeric metadata entries").count() == 0
+    page.wait_for_timeout(2_000)
+    _shot(page, "ui-partition-plots.png")
+    _open(page, f"{ui}/assets/{CAMPAIGN}/cumulative_query_answers")
+    chart = page.locator("img[src^='data:image/svg+xml']")
+    chart.first.wait_for()
+    assert chart.first.is_visible()
+    assert page.get_by_text("[Show Markdown]").count() == 0
+    _shot(page, "ui-answers-chart.png")
+
+
+def test_a_three_day_republish_from_the_ui_touches_those_days_and_spends_nothing(
+    ui, page, home
+) -> None:
+    ledger = home / "ledger.sqlite"
+    with sqlite3.connect(ledger) as db:
+        before = db.execute("SELECT * FROM releases ORDER BY campaign, day").fetchall()
+    budget_before = _cli_json("budget", "--home", str(home))
+    _open(page, f"{ui}/locations/assets.location/asset-groups/{CAMPAIGN}")
+    page.get_by_role("button", name="Materialize all…").click()
+    box = page.get_by_placeholder("ex: 2026-03-01", exact=False)
+    box.fill(f"[{REPUBLISH[0]}...{REPUBLISH[1]}]")
+    box.press("Enter")
+    page.get_by_text("Preview", exact=True).click()
+    page.get_by_text("Backfill preview").wait_for()
+    # every one of the campaign's 8 assets: exactly the 3 days asked for, nothing later
+    expect(page.get_by_text(f"{REPUBLISH[0]}...{REPUBLISH[1]}", exact=True)).to_have_count(8)
+    assert page.get_by_text("...2026-03-06", exact=False).count() == 0
+    _shot(page, "ui-republish-preview.png")
+    page.get_by_role("button", name="OK").click()
+    page.get_by_role("button", name="Launch backfill").click()
+
+    deadline = time.monotonic() + 600
+    while True:
+        runs = _graphql(
+            ui,
+            "{ runsOrError(limit: 20) { ... on Runs { results { runId status pipelineName "
+            "tags { key value } } } } }",
+        )["runsOrError"]["results"]
+        launched = [r for r in runs if any(t["key"] == "dagster/backfill" for t in r["tags"])]
+        if launched and all(r["status"] in {"SUCCESS", "FAILURE", "CANCELED"} for r in launched):
+            break
+        assert time.monotonic() < deadline, "the re-publish did not finish in 600 s"
+        time.sleep(5)
+    assert [r["status"] for r in launched] == ["SUCCESS"]  # one run for the whole range
+    run = launched[0]
+    assert run["pipelineName"] == "Demo_cumulative_daily"  # the campaign's job, not __ASSET_JOB
+    tags = {t["key"]: t["value"] for t in run["tags"]}
+    span = tags["dagster/asset_partition_range_start"], tags["dagster/asset_partition_range_end"]
+    assert span == REPUBLISH
+    events = _graphql(
+        ui,
+        f'{{ runOrError(runId: "{run["runId"]}") {{ ... on Run {{ assetMaterializations {{ '
+        "assetKey { path } partition } } } }",
+    )["runOrError"]["assetMaterializations"]
+    by_asset: dict[str, list[str]] = {}
+    for event in events:
+        by_asset.setdefault(event["assetKey"]["path"][-1], []).append(event["partition"])
+    wanted = ["2026-03-02", "2026-03-03", "2026-03-04"]
+    for asset in ("noisy_daily_release", "cumulative_query_answers"):
+        assert sorted(by_asset[asset]) == wanted, by_asset
+    assert all(sorted(partitions) == wanted for partitions in by_asset.values()), by_asset
+    with sqlite3.connect(ledger) as db:
+        assert db.execute("SELECT * FROM releases ORDER BY campaign, day").fetchall() == before
+    assert _cli_json("budget", "--home", str(home)) == budget_before  # nothing spent
