@@ -1,6 +1,6 @@
 """`dp-platform evaluate`: the agreed JSON, the closing note, user errors, sweeps.
 
-The command module is driven through its own ``register`` (as ``dp_platform.cli`` does), so the
+The command module is driven through its own ``configure`` (as ``dp_platform.cli`` does), so the
 tests do not depend on the other commands importing cleanly.
 """
 
@@ -17,9 +17,9 @@ SMALL = ["--users", "1500", "--publishers", "8", "--repeats", "2", "--days", "10
 
 
 def run(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="dp-platform")
-    evaluate.register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["evaluate", *argv])
+    parser = argparse.ArgumentParser(prog="dp-platform evaluate")
+    evaluate.configure(parser)
+    args = parser.parse_args(argv)
     try:
         return int(args.handler(args) or 0)
     except SystemExit as exit_:
