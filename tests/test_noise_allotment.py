@@ -116,6 +116,14 @@ def test_selection_and_integer_maps_are_the_textbook_ones(scale, delta, _) -> No
     )
 
 
+@pytest.mark.parametrize(("scale", "delta", "size"), CASES)
+def test_the_grid_is_the_coarsest_whose_rounding_is_within_the_margin(scale, delta, size) -> None:
+    spread = math.sqrt(size)
+    k = grid_k(delta, scale, spread)
+    assert 2.0**k * spread <= 2.0**-46 * delta < 2.0 ** (k + 1) * spread
+    assert grid_k(1e-310, 1.0, 1.0) == -1074  # never finer than the smallest double
+
+
 def test_a_coarser_grid_would_cost_more_and_the_check_would_see_it() -> None:
     """The rounding term is inside the map: 2^20 times the chosen grid is visibly dearer."""
     scale, delta, size = 3.0, 1.0, 1000

@@ -69,6 +69,7 @@ __all__ = [
     "SLACK",
     "AllotmentExceeded",
     "Amount",
+    "Draw",
     "IntegerNoiseSource",
     "NoiseSource",
     "SecureIntegerNoise",
@@ -84,6 +85,7 @@ __all__ = [
 
 SLACK = 1e-12  # relative room for float rounding between a declared allotment and the map
 GRID_MARGIN_BITS = 46  # the grid's rounding adds at most 2^-46 of the declared sensitivity
+_FINEST_K = -1074  # the smallest subnormal double: no finer grid exists
 _EXP_GRID_K = -100  # Exp(1) draws on a 2^-100 grid: far below the float rounding of the race
 
 Amount = Rho | Fraction | float | int
@@ -138,7 +140,7 @@ def grid_k(sensitivity: float, scale: float, spread: float) -> int:
     sensitivity: spread = √n in ℓ2, n in ℓ1); from the scale instead when Δ = 0."""
     reference = sensitivity if sensitivity > 0 else scale
     _, exponent = math.frexp(reference / spread)  # reference/spread ∈ [2^(e−1), 2^e)
-    return exponent - 1 - GRID_MARGIN_BITS
+    return max(exponent - 1 - GRID_MARGIN_BITS, _FINEST_K)
 
 
 @lru_cache(maxsize=1024)
