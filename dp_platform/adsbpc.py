@@ -342,10 +342,18 @@ def measure(
     *,
     noise: NoiseSource | None = None,
 ) -> Measurement:
-    """Release x[i] + N(0, σ_i² I_k), σ_i = σ̄_i·r_i; costs day i's Gaussian allotment."""
+    """Release x[i] + N(0, σ_i² I_k), σ_i = σ̄_i·r_i; costs day i's Gaussian allotment g_i.
+
+    Privacy unit one user, adjacency the plan's: a user's clipped row has L1 ≤ r_i, so the ℓ2
+    sensitivity is r_i·√factor and the zCDP cost factor·r_i²/(2σ_i²) ≤ g_i — declared to the
+    sampler, which refuses the draw if OpenDP's map of it says more.
+    """
     vector = clipped_vector(clipped)
-    sigma = _sigma_for_allotment(choice.bound, plan.allotments[choice.day - 1], plan.factor)
-    values = tuple(float(v) for v in resolve(noise).add_gaussian(vector, sigma))
+    allotment = plan.allotments[choice.day - 1]
+    sigma = _sigma_for_allotment(choice.bound, allotment, plan.factor)
+    sensitivity = choice.bound * math.sqrt(plan.factor)
+    noisy = resolve(noise).add_gaussian(vector, sigma, l2_sensitivity=sensitivity, rho=allotment)
+    values = tuple(float(v) for v in noisy)
     charges = {"gaussian": plan.day_charge(choice.day)["gaussian"]}
     return Measurement(choice.day, choice.bound, sigma, values, charges)
 

@@ -455,13 +455,17 @@ def choose_bound(
         raise ValueError(f"campaign {plan.campaign} has {plan.days} days; day {day} is past it")
     cfg = plan.config
     capped = cap_histogram(histogram, cfg.cap)[1:]
-    noisy = noisy_histogram(capped, plan.sigma_histogram, noise=source)
+    noisy = noisy_histogram(
+        capped, plan.sigma_histogram, rho=plan.budget.histogram_day, noise=source
+    )
     estimate = state.scale_estimate
     if plan.needs_profile(day):
         if profile is None:
             raise ValueError(f"day {day} needs the profile histogram of days 1..{day - 1}")
         assert plan.sigma_profile is not None
-        noisy_profile = noisy_histogram(profile, plan.sigma_profile, noise=source)
+        noisy_profile = noisy_histogram(
+            profile, plan.sigma_profile, rho=plan.budget.profile, noise=source
+        )
         estimate = estimate_scale(
             noisy_profile,
             cfg.quantile,
@@ -501,11 +505,20 @@ def measure(
     *,
     noise: NoiseSource | None = None,
 ) -> Measurement:
-    """Release x[i] + N(0, σ_i² I); x[i] must come from the filter clip at (r_i, σ_i)."""
+    """Release x[i] + N(0, σ_i² I); x[i] must come from the filter clip at (r_i, σ_i).
+
+    Privacy unit one user, add/remove: a user's filtered row has L1 ≤ r_i, hence ℓ2 ≤ r_i, and
+    the filter charges them at most r_i²/(2σ_i²) for the day — the allotment declared to the
+    sampler, which refuses the draw if OpenDP's map of it says more.
+    """
     vector = clipped_vector(clipped)
     if choice.day > plan.days or not choice.sigma > 0:
         raise ValueError("choice does not belong to this plan")
-    values = tuple(float(v) for v in resolve(noise).add_gaussian(vector, choice.sigma))
+    allotment = gaussian_rho(choice.bound, choice.sigma)
+    noisy = resolve(noise).add_gaussian(
+        vector, choice.sigma, l2_sensitivity=choice.bound, rho=allotment
+    )
+    values = tuple(float(v) for v in noisy)
     return Measurement(
         choice.day, choice.bound, choice.sigma, values, {"gaussian": choice.gaussian}
     )

@@ -96,10 +96,14 @@ def laplace_matching(
     sensitivity: float = 1.0,
     noise: NoiseSource | None = None,
 ) -> MatchingRelease:
-    """Thm 6: Laplace noise of scale Δ/ε on every edge, then an exact assignment. ε-DP."""
+    """Thm 6: Laplace noise of scale Δ/ε on every edge, then an exact assignment. ε-DP: one
+    click's edges move by ≤ Δ in ℓ1, the ℓ1 sensitivity declared to the sampler with ε."""
     w = _weights(weights)
     _check(epsilon, sensitivity)
-    noisy = resolve(noise).add_laplace(w.ravel(), sensitivity / epsilon).reshape(w.shape)
+    noisy = resolve(noise).add_laplace(
+        w.ravel(), sensitivity / epsilon, l1_sensitivity=sensitivity, epsilon=epsilon
+    )
+    noisy = noisy.reshape(w.shape)
     rows, cols = linear_sum_assignment(noisy, maximize=True)
     out = np.empty(w.shape[0], dtype=np.int64)
     out[rows] = cols
@@ -176,12 +180,15 @@ def private_matching_value(
     sensitivity: float = 1.0,
     noise: NoiseSource | None = None,
 ) -> tuple[float, Fraction]:
-    """The value of a max-weight matching + Lap(Δ/ε) (seed 000 §3.3.1): ε-DP, O(1/ε) error."""
+    """The value of a max-weight matching + Lap(Δ/ε): ε-DP (OPT moves by ≤ Δ, the ℓ1
+    sensitivity declared to the sampler), O(1/ε) error."""
     w = _weights(weights)
     _check(epsilon, sensitivity)
     best = matching_weight(w, optimal_matching(w))
-    noisy = float(resolve(noise).add_laplace(np.array([best]), sensitivity / epsilon)[0])
-    return noisy, pure_dp_rho_tanh(epsilon)
+    drawn = resolve(noise).add_laplace(
+        np.array([best]), sensitivity / epsilon, l1_sensitivity=sensitivity, epsilon=epsilon
+    )
+    return float(drawn[0]), pure_dp_rho_tanh(epsilon)
 
 
 def theorem6_gap(bags: int, clicks: int, *, epsilon: float, gamma: float) -> float:

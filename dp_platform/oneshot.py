@@ -188,7 +188,11 @@ def release_one_shot(
     integer_noise: IntegerNoiseSource | None = None,
 ) -> OneShotRelease:
     """Noisy per-publisher sums; ``sums`` must already be bounded as the plan says
-    (:func:`warehouse_sums`). Charges exactly ``plan.rho``."""
+    (:func:`warehouse_sums`). Charges exactly ``plan.rho``.
+
+    Privacy unit one user, the campaign's adjacency: the plan's ℓ1 sensitivity and ε are
+    declared to the sampler, which refuses the draw if OpenDP's map says more than ε.
+    """
     vector = np.asarray(sums, dtype=np.float64)
     if vector.shape != (len(publishers),):
         raise ValueError("one sum per publisher is needed")
@@ -197,11 +201,17 @@ def release_one_shot(
         if np.any(np.abs(vector - rounded) > 1e-9):
             raise ValueError("discrete_laplace needs integer sums")
         noisy = resolve_integer(integer_noise).add_discrete_laplace(
-            rounded.astype(np.int64), plan.scale
+            rounded.astype(np.int64),
+            plan.scale,
+            l1_sensitivity=plan.l1_sensitivity,
+            epsilon=plan.epsilon,
         )
         values = tuple(float(v) for v in noisy)
     else:
-        values = tuple(float(v) for v in resolve(noise).add_laplace(vector, plan.scale))
+        drawn = resolve(noise).add_laplace(
+            vector, plan.scale, l1_sensitivity=plan.l1_sensitivity, epsilon=plan.epsilon
+        )
+        values = tuple(float(v) for v in drawn)
     return OneShotRelease(
         publishers=tuple(publishers),
         values=values,

@@ -124,11 +124,17 @@ class ReachRelease:
 def release_reach(
     histogram: np.ndarray, plan: ReachPlan, *, noise: IntegerNoiseSource | None = None
 ) -> ReachRelease:
-    """Noisy frequency histogram (from :func:`warehouse_histogram`); charges ``plan.rho``."""
+    """Noisy frequency histogram (from :func:`warehouse_histogram`); charges ``plan.rho``.
+
+    The plan's ℓ2 sensitivity and ρ are declared to the sampler, which refuses the draw if
+    OpenDP's map of the discrete Gaussian says more.
+    """
     counts = np.asarray(histogram, dtype=np.int64)
     if counts.shape != (plan.max_frequency,):
         raise ValueError(f"histogram must have {plan.max_frequency} bins")
-    noisy = resolve_integer(noise).add_discrete_gaussian(counts, plan.sigma)
+    noisy = resolve_integer(noise).add_discrete_gaussian(
+        counts, plan.sigma, l2_sensitivity=plan.l2_sensitivity, rho=plan.rho
+    )
     return ReachRelease(tuple(int(v) for v in noisy), plan.sigma, plan.rho)
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from dp_platform.privacy.noise import SeededNoise
+from dp_platform.privacy.noise import Draw, NoiseSource, SeededNoise
 
 
 @pytest.fixture
@@ -16,26 +16,31 @@ def seeded() -> Callable[[int], SeededNoise]:
     return SeededNoise
 
 
-class ScriptedNoise:
-    """Noise whose Laplace draws are given by the test, to check branching logic exactly."""
+class ScriptedNoise(NoiseSource):
+    """Noise whose Laplace draws are given by the test, to check branching logic exactly.
+
+    Only the raw draws are scripted: every call still passes the sampler's OpenDP check.
+    """
 
     def __init__(self, laplace: list[float]) -> None:
         self.laplace = list(laplace)
         self.laplace_scales: list[float] = []
 
-    def add_gaussian(self, values: np.ndarray, scale: float) -> np.ndarray:
-        return np.asarray(values, dtype=np.float64).copy()
+    def _gaussian(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
+        return vector.copy()
 
-    def add_laplace(self, values: np.ndarray, scale: float) -> np.ndarray:
-        vector = np.atleast_1d(np.asarray(values, dtype=np.float64))
-        self.laplace_scales.append(scale)
+    def _laplace(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
+        self.laplace_scales.append(draw.scale)
         drawn = [self.laplace.pop(0) for _ in range(vector.size)]
         return vector + np.asarray(drawn)
 
-    def exponential_index(self, scores: np.ndarray, scale: float) -> int:
-        return int(np.argmax(scores))
+    def _gumbel_max(self, vector: np.ndarray, draw: Draw) -> int:
+        return int(np.argmax(vector))
 
-    def uniform(self, low: float, high: float) -> float:
+    def _exponential_max(self, vector: np.ndarray, draw: Draw) -> int:
+        return int(np.argmax(vector))
+
+    def _uniform(self, low: float, high: float) -> float:
         return (low + high) / 2.0
 
 

@@ -11,37 +11,40 @@ import yaml
 
 from dp_platform.events import generate_campaign, write_events
 from dp_platform.home import Home
+from dp_platform.privacy.noise import Draw, NoiseSource, SeededNoise
 from dp_platform.warehouse import Warehouse
 
 START = date(2026, 3, 1)
 DAYS = 31
 
 
-class RoutedNoise:
+class RoutedNoise(NoiseSource):
     """Seeded noise with one stream for bound selection and one for releases (tests only).
 
     A single-run backfill chooses every day's bound before it releases any day, while
     ``adsbpc.step`` alternates; giving each phase its own stream makes both orders draw the
-    same numbers, so the two paths can be compared exactly.
+    same numbers, so the two paths can be compared exactly. Routing happens at the raw draws,
+    after the sampler's OpenDP check.
     """
 
     def __init__(self, bound_seed: int, release_seed: int) -> None:
-        from dp_platform.privacy.noise import SeededNoise
-
         self.bound = SeededNoise(bound_seed)
         self.release = SeededNoise(release_seed)
 
-    def add_gaussian(self, values: np.ndarray, scale: float) -> np.ndarray:
-        return self.release.add_gaussian(values, scale)
+    def _gaussian(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
+        return self.release._gaussian(vector, draw)
 
-    def add_laplace(self, values: np.ndarray, scale: float) -> np.ndarray:
-        return self.bound.add_laplace(values, scale)
+    def _laplace(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
+        return self.bound._laplace(vector, draw)
 
-    def exponential_index(self, scores: np.ndarray, scale: float) -> int:
-        return self.bound.exponential_index(scores, scale)
+    def _gumbel_max(self, vector: np.ndarray, draw: Draw) -> int:
+        return self.bound._gumbel_max(vector, draw)
 
-    def uniform(self, low: float, high: float) -> float:
-        return self.bound.uniform(low, high)
+    def _exponential_max(self, vector: np.ndarray, draw: Draw) -> int:
+        return self.bound._exponential_max(vector, draw)
+
+    def _uniform(self, low: float, high: float) -> float:
+        return self.bound._uniform(low, high)
 
 
 def catalogue(rho_cap: float = 2.0, campaigns: list[dict] | None = None) -> dict:
@@ -95,7 +98,7 @@ class PlusRoutedNoise(RoutedNoise):
         super().__init__(bound_seed, release_seed)
         self.publishers = publishers
 
-    def add_gaussian(self, values: np.ndarray, scale: float) -> np.ndarray:
-        if np.asarray(values).size == self.publishers:
-            return self.release.add_gaussian(values, scale)
-        return self.bound.add_gaussian(values, scale)
+    def _gaussian(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
+        if vector.size == self.publishers:
+            return self.release._gaussian(vector, draw)
+        return self.bound._gaussian(vector, draw)

@@ -20,7 +20,7 @@ from dp_platform.config import ConfigError, parse_campaign
 from dp_platform.evaluation.plus_data import prepare_plus, run_plus
 from dp_platform.events.paper import paper_dataset
 from dp_platform.privacy.accounting import Rho, gaussian_rho
-from dp_platform.privacy.noise import SeededNoise
+from dp_platform.privacy.noise import Draw, NoiseSource, SeededNoise
 
 
 def _campaign(**overrides):
@@ -211,15 +211,28 @@ def test_a_prior_below_the_truth_is_overruled_when_the_users_are_many():
         assert got >= truth
 
 
-class _FixedNoise:
-    """A 'noise source' whose outputs ignore the true counts: only what it returns is seen."""
+class _FixedNoise(NoiseSource):
+    """A 'noise source' whose outputs ignore the true counts: only what it returns is seen
+    (after the sampler's OpenDP check, which the histograms' declarations must pass)."""
 
     def __init__(self, outputs):
         self.outputs, self.scales = outputs, []
 
-    def add_gaussian(self, values, scale):
-        self.scales.append(scale)
-        return np.array(self.outputs[np.asarray(values).size], dtype=np.float64)
+    def _gaussian(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
+        self.scales.append(draw.scale)
+        return np.array(self.outputs[vector.size], dtype=np.float64)
+
+    def _laplace(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
+        raise AssertionError("AdsBPC+ draws no Laplace noise")
+
+    def _gumbel_max(self, vector: np.ndarray, draw: Draw) -> int:
+        raise AssertionError("AdsBPC+ runs no exponential mechanism")
+
+    def _exponential_max(self, vector: np.ndarray, draw: Draw) -> int:
+        raise AssertionError("AdsBPC+ runs no report-noisy-max")
+
+    def _uniform(self, low: float, high: float) -> float:
+        raise AssertionError("AdsBPC+ draws no uniform point")
 
 
 def test_the_scale_and_bound_see_only_the_noisy_outputs_and_public_sigma():

@@ -18,7 +18,7 @@ from dp_platform.baselines import BIN, IPA, MMBPC, UMM, Stream, prefix, prefix_w
 from dp_platform.baselines import tree as tr
 from dp_platform.baselines.contributions import Conversions
 from dp_platform.baselines.sensitivity import global_sensitivity, per_day_sensitivity
-from dp_platform.privacy.noise import SeededNoise
+from dp_platform.privacy.noise import Amount, SeededNoise
 
 RHO = 0.7
 
@@ -30,13 +30,13 @@ class RecordingNoise(SeededNoise):
         super().__init__(seed)
         self.calls: list[tuple[str, float, int]] = []
 
-    def add_gaussian(self, values: np.ndarray, scale: float) -> np.ndarray:
+    def add_gaussian(self, values: np.ndarray, scale: float, **declared: Amount) -> np.ndarray:
         self.calls.append(("gaussian", float(scale), np.size(values)))
-        return super().add_gaussian(values, scale)
+        return super().add_gaussian(values, scale, **declared)
 
-    def add_laplace(self, values: np.ndarray, scale: float) -> np.ndarray:
+    def add_laplace(self, values: np.ndarray, scale: float, **declared: Amount) -> np.ndarray:
         self.calls.append(("laplace", float(scale), np.size(values)))
-        return super().add_laplace(values, scale)
+        return super().add_laplace(values, scale, **declared)
 
 
 def brute_global(strategy: np.ndarray, bound: float, publishers: int = 1) -> float:

@@ -157,16 +157,16 @@ def test_digital_good_pricing_seed_002_example() -> None:
 
 
 def _rnm_two(delta_score: float, scale: float) -> float:
-    """P(argmax = 0) for scores (s0, s1), s0 − s1 = delta_score, i.i.d. Lap(scale) noise."""
+    """P(argmax = 0) for scores (s0, s1), s0 − s1 = delta_score, i.i.d. Exp(scale) noise."""
     x = abs(delta_score) / scale
-    tail = math.exp(-x) * (2 + x) / 4  # P(L1 − L0 > |Δs|)
+    tail = math.exp(-x) / 2  # P(E1 − E0 > |Δs|): E1 − E0 is Lap(scale)
     return 1 - tail if delta_score >= 0 else tail
 
 
 @pytest.mark.parametrize("eps", [0.5, 1.0, 2.0])
 def test_report_noisy_max_is_epsilon_dp_and_half_the_noise_is_not(eps: float) -> None:
-    """Two candidates, neighbours s = (0, 0) and s′ = (Δ, −Δ): with Lap(2Δ/ε) every output's
-    ratio is ≤ e^ε; with Lap(Δ/ε) (the monotone scale misapplied) it is not."""
+    """Two candidates, neighbours s = (0, 0) and s′ = (Δ, −Δ): with Exp(2Δ/ε) every output's
+    ratio is ≤ e^ε; with Exp(Δ/ε) (the monotone scale misapplied) it is not."""
     for scale, ok in ((2.0 / eps, True), (1.0 / eps, False)):
         p1, q1 = 0.5, 1 - _rnm_two(2.0, scale)
         worst = max(math.log(p1 / q1), math.log((1 - q1) / 0.5))
@@ -191,7 +191,9 @@ def test_grouped_race_has_the_exponential_law_per_group() -> None:
     for _ in range(reps // 100):
         tiled = np.tile(exponents, 100)
         tiled_starts = (starts[None, :] + exponents.size * np.arange(100)[:, None]).ravel()
-        picks = grouped_exponential(tiled_starts, tiled, noise.exponentials(tiled.size))
+        # exponents a_i = s_i/b with b = 1: a race of Gumbel scale 1, declared at Δ = 1, ε = 2
+        draws = noise.exponentials(tiled.size, gumbel_scale=1.0, sensitivity=1.0, epsilon=2.0)
+        picks = grouped_exponential(tiled_starts, tiled, draws)
         np.add.at(counts, picks % exponents.size, 1)
     for lo, hi in ((0, 3), (3, 5), (5, 6), (6, 8)):
         law = np.exp(exponents[lo:hi]) / np.exp(exponents[lo:hi]).sum()

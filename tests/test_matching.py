@@ -22,7 +22,7 @@ from dp_platform.matching import (
     theorem7_gap,
 )
 from dp_platform.privacy.exponential import log_ratio_bound
-from dp_platform.privacy.noise import SeededNoise
+from dp_platform.privacy.noise import Amount, SeededNoise
 
 
 def neighbour(rng: np.random.Generator, w: np.ndarray) -> np.ndarray:
@@ -39,9 +39,9 @@ class SpyNoise(SeededNoise):
         super().__init__(seed)
         self.scales: list[float] = []
 
-    def add_laplace(self, values: np.ndarray, scale: float) -> np.ndarray:
+    def add_laplace(self, values: np.ndarray, scale: float, **declared: Amount) -> np.ndarray:
         self.scales.append(scale)
-        return super().add_laplace(values, scale)
+        return super().add_laplace(values, scale, **declared)
 
 
 def test_greedy_is_epsilon_dp_in_total_and_the_bound_is_nearly_reached() -> None:

@@ -1,4 +1,10 @@
-"""The secure samplers draw from the right distribution, and production never seeds them."""
+"""The secure samplers draw from the right distribution, and production never seeds them.
+
+The statistical checks here run on *unseeded* secure draws: each accepts while the Kolmogorov
+distance to the stated law is within the DKW radius, so it fails a correct sampler with
+probability ≤ 1e-8, and asserts that the same draws reject the law with the scale off by 30 %,
+whose chance of not happening is bounded from the two laws (see ``tests/sampler_laws.py``).
+"""
 
 from __future__ import annotations
 
@@ -10,42 +16,76 @@ import pytest
 from scipy import stats
 
 from dp_platform.privacy.noise import SecureNoise, SeededNoise, resolve
+from tests.sampler_laws import (
+    dkw_radius,
+    integer_ks_distance,
+    ks_distance,
+    law_distance,
+    power_failure_bound,
+)
 
-SAMPLES = 100_000
-ALPHA = 1e-3  # accept the right distribution unless p < 0.001 (fails 1 run in 1000 at random)
-REJECT = 1e-6  # a σ off by 30% must be rejected at p < 1e-6 (KS on 100k draws: p ≈ 0)
+SAMPLES = 40_000
+POWER = 1e-12  # a 30 % wrong scale escapes rejection with probability below this
 ROOT = Path(__file__).resolve().parents[1] / "dp_platform"
+REAL_LINE = np.linspace(-60.0, 60.0, 240_001)
+
+
+def _accepts_and_rejects(draws: np.ndarray, right, wrongs) -> None:  # type: ignore[no-untyped-def]
+    """D_n to the right law ≤ the DKW radius (false failure ≤ 1e-8); every wrong law rejected,
+    and the design's power bound (from the laws, not the draws) below POWER."""
+    radius = dkw_radius(draws.size)
+    assert ks_distance(draws, right) <= radius
+    for wrong in wrongs:
+        assert power_failure_bound(draws.size, law_distance(right, wrong, REAL_LINE)) < POWER
+        assert ks_distance(draws, wrong) > radius
 
 
 @pytest.fixture(scope="module")
 def gaussian_draws() -> np.ndarray:
-    return SecureNoise().add_gaussian(np.full(SAMPLES, 5.0), 2.0) - 5.0
+    source = SecureNoise()
+    return source.add_gaussian(np.full(SAMPLES, 5.0), 2.0, l2_sensitivity=1.0, rho=0.125) - 5.0
 
 
-def test_secure_gaussian_has_the_stated_sigma(gaussian_draws: np.ndarray) -> None:
-    assert stats.kstest(gaussian_draws, "norm", args=(0.0, 2.0)).pvalue > ALPHA
-
-
-@pytest.mark.parametrize("wrong", [2.0 * 1.3, 2.0 / 1.3])
-def test_secure_gaussian_rejects_a_sigma_off_by_30_percent(
-    gaussian_draws: np.ndarray, wrong: float
+def test_secure_gaussian_has_the_stated_sigma_and_not_30_percent_off(
+    gaussian_draws: np.ndarray,
 ) -> None:
-    assert stats.kstest(gaussian_draws, "norm", args=(0.0, wrong)).pvalue < REJECT
+    _accepts_and_rejects(
+        gaussian_draws,
+        stats.norm(0.0, 2.0).cdf,
+        [stats.norm(0.0, 2.0 * 1.3).cdf, stats.norm(0.0, 2.0 / 1.3).cdf],
+    )
 
 
-def test_secure_laplace_has_the_stated_scale() -> None:
-    draws = SecureNoise().add_laplace(np.zeros(SAMPLES), 3.0)
-    assert stats.kstest(draws, "laplace", args=(0.0, 3.0)).pvalue > ALPHA
-    assert stats.kstest(draws, "laplace", args=(0.0, 3.9)).pvalue < REJECT
+def test_secure_laplace_has_the_stated_scale_and_not_30_percent_off() -> None:
+    draws = SecureNoise().add_laplace(np.zeros(SAMPLES), 3.0, l1_sensitivity=1.0, epsilon=1 / 3)
+    _accepts_and_rejects(
+        draws,
+        stats.laplace(0.0, 3.0).cdf,
+        [stats.laplace(0.0, 3.0 * 1.3).cdf, stats.laplace(0.0, 3.0 / 1.3).cdf],
+    )
 
 
-def test_secure_exponential_index_follows_exp_scores() -> None:
+def _index_cdf(scores: np.ndarray, scale: float):  # type: ignore[no-untyped-def]
+    weights = np.exp(scores / scale)
+    cumulative = np.cumsum(weights / weights.sum())
+    return lambda z: np.where(z < 0, 0.0, cumulative[np.clip(z, 0, scores.size - 1)])
+
+
+def test_secure_exponential_index_follows_exp_scores_and_not_a_30_percent_other_scale() -> None:
     source = SecureNoise()
     scores = np.array([0.0, 1.0, 2.0])
-    draws = np.array([source.exponential_index(scores, 1.0) for _ in range(6000)])
-    observed = np.bincount(draws, minlength=3)
-    expected = np.exp(scores) / np.exp(scores).sum() * draws.size
-    assert stats.chisquare(observed, expected).pvalue > ALPHA
+    draws = 10_000
+    picks = np.array(
+        [source.exponential_index(scores, 1.0, sensitivity=0.5, epsilon=1.0) for _ in range(draws)]
+    )
+    radius = dkw_radius(draws)
+    right = _index_cdf(scores, 1.0)
+    assert integer_ks_distance(picks, right) <= radius
+    for wrong_scale in (1.3, 1 / 1.3):
+        wrong = _index_cdf(scores, wrong_scale)
+        gap = law_distance(right, wrong, np.arange(-1, 3))
+        assert power_failure_bound(draws, gap) < POWER
+        assert integer_ks_distance(picks, wrong) > radius
 
 
 def test_secure_noise_cannot_be_seeded_and_resolve_defaults_to_it() -> None:
@@ -58,11 +98,16 @@ def test_secure_noise_cannot_be_seeded_and_resolve_defaults_to_it() -> None:
 
 def test_zero_scale_adds_nothing_and_bad_input_is_refused() -> None:
     source = SecureNoise()
-    assert np.array_equal(source.add_gaussian(np.array([1.5, 2.0]), 0.0), [1.5, 2.0])
+    free = {"l2_sensitivity": 0.0, "rho": 0}
+    assert np.array_equal(source.add_gaussian(np.array([1.5, 2.0]), 0.0, **free), [1.5, 2.0])
     with pytest.raises(ValueError):
-        source.add_gaussian(np.array([np.nan]), 1.0)
+        source.add_gaussian(np.array([np.nan]), 1.0, **free)
     with pytest.raises(ValueError):
-        source.add_gaussian(np.array([1.0]), -1.0)
+        source.add_gaussian(np.array([1.0]), -1.0, **free)
+    with pytest.raises(ValueError):
+        source.add_gaussian(np.array([1.0]), 1.0, l2_sensitivity=-1.0, rho=1)
+    with pytest.raises(ValueError):
+        source.add_gaussian(np.array([1.0]), 1.0, l2_sensitivity=1.0, rho=-0.5)
 
 
 # Modules that never produce a release: synthetic data, experiments on synthetic or public data

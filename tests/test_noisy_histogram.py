@@ -11,7 +11,7 @@ from dp_platform.adsbpc_plus import PROFILE_BINS, profile_bins
 from dp_platform.evaluation.plus_data import prepare_plus
 from dp_platform.events.model import ConversionSet
 from dp_platform.events.paper import spread
-from dp_platform.privacy.noise import SeededNoise
+from dp_platform.privacy.noise import AllotmentExceeded, SeededNoise
 from dp_platform.privacy.noisy_histogram import (
     histogram_rho,
     histogram_sigma,
@@ -31,11 +31,13 @@ def test_sigma_costs_at_most_rho_and_barely_less(rho):
 
 def test_noise_is_added_per_bin_from_the_given_source():
     counts = np.array([5, 0, 3])
-    got = noisy_histogram(counts, 2.0, noise=SeededNoise(4))
+    got = noisy_histogram(counts, 2.0, rho=histogram_rho(2.0), noise=SeededNoise(4))
     expected = counts + np.random.default_rng(4).normal(0.0, 2.0, size=3)
     np.testing.assert_array_equal(got, expected)
     with pytest.raises(ValueError):
-        noisy_histogram(np.array([-1]), 1.0)
+        noisy_histogram(np.array([-1]), 1.0, rho=histogram_rho(1.0))
+    with pytest.raises(AllotmentExceeded):  # an allotment below 1/(2σ²): nothing drawn
+        noisy_histogram(counts, 2.0, rho=histogram_rho(2.0) / 2, noise=SeededNoise(4))
     assert tail_counts(np.array([1.0, 2.0, 3.0])).tolist() == [5.0, 3.0, 0.0]
 
 

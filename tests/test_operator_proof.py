@@ -26,6 +26,7 @@ from assets.runner import run_campaigns
 from dp_platform import adsbpc, plans
 from dp_platform.cli import main
 from dp_platform.ledger import Ledger
+from dp_platform.privacy.noise import SeededNoise
 from dp_platform.registration import load_registration
 from dp_platform.warehouse import Warehouse
 from tests.platform_fixtures import START, copy_home, make_home
@@ -351,17 +352,17 @@ def test_a_zero_bound_is_floored_so_noise_is_never_zero() -> None:
     campaign = parse_campaign({**CAMPAIGNS[0], "bounds": {"quantile_days": 3, "min_bound": 0.05}})
     plan = adsbpc.make_plan(campaign)
 
-    class ZeroPoint:
+    class ZeroPoint(SeededNoise):
         """Picks interval 0 and the point 0.0 in it: the quantile's lowest possible output."""
 
-        def exponential_index(self, scores, scale, **declared) -> int:
+        def _gumbel_max(self, vector, draw) -> int:
             return 0
 
-        def uniform(self, low: float, high: float) -> float:
+        def _uniform(self, low: float, high: float) -> float:
             return low
 
     choice, _ = adsbpc.choose_bound(
-        plan, adsbpc.BoundState(), np.bincount([1, 1, 2]), noise=ZeroPoint()
+        plan, adsbpc.BoundState(), np.bincount([1, 1, 2]), noise=ZeroPoint(0)
     )
     assert choice.bound == 0.05
     with pytest.raises(ValueError, match="finite and > 0"):

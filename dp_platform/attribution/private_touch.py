@@ -29,6 +29,11 @@ Scale: the draw happens in the warehouse. SQL lists the candidates with a dense 
 draws one Exp(1) per candidate from the secure source (data-independent but for the count)
 and registers them; SQL picks argmin ln E_i − ε·s(i)/(2Δ) per conversion (the exponential
 race, :func:`dp_platform.privacy.exponential.grouped_exponential`). No Python loop over rows.
+
+The race is the exponential mechanism exactly: −ln E_i is standard Gumbel, so the argmin is
+argmax_i s(i) + b·G_i, report-noisy-max with Gumbel noise of scale b = 2Δ/ε. The draws declare
+(b, Δ, ε) to the sampler, which checks them against OpenDP's map of that very measurement
+(ρ = (2Δ/b)²/8 ≤ ε²/8) before drawing anything.
 """
 
 from __future__ import annotations
@@ -104,8 +109,12 @@ def choose_touches(
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise ValueError("epsilon must be finite and > 0")
     delta = sensitivity(score, tau, alpha)
-    exponents = epsilon * scores(score, ages, alpha) / (2.0 * delta)
-    return grouped_exponential(group_starts, exponents, exponentials(len(exponents), noise))
+    multiplier = epsilon / (2.0 * delta)  # the race's 1/b, as the SQL applies it
+    exponents = multiplier * scores(score, ages, alpha)
+    draws = exponentials(
+        len(exponents), noise, gumbel_scale=1.0 / multiplier, sensitivity=delta, epsilon=epsilon
+    )
+    return grouped_exponential(group_starts, exponents, draws)
 
 
 def theorem3_gap(candidates: int, *, epsilon: float, tau: float, k: float) -> float:
@@ -141,14 +150,17 @@ def attribute_private_last_touch(
         "tie_room": tie_room,
     }
     count = int(sql.run("attribute_private_candidates", **scope)[0][0])
-    draws = exponentials(count, noise)
+    multiplier = options.epsilon / (2.0 * delta)  # the race's 1/b, as the SQL applies it
+    draws = exponentials(
+        count, noise, gumbel_scale=1.0 / multiplier, sensitivity=delta, epsilon=options.epsilon
+    )
     frame = pd.DataFrame({"idx": np.arange(count, dtype=np.int64), "e": draws})
     sql.con.register("race_noise", frame)
     try:
         sql.run(
             "attribute_private_select",
             **scope,
-            eps_half_over_delta=options.epsilon / (2.0 * delta),
+            eps_half_over_delta=multiplier,
             score=options.score,
             alpha_hours=float(options.alpha_hours or 1.0),
         )

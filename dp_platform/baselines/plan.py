@@ -116,7 +116,9 @@ class LinearPlan:
         """Noisy measurements ``S x + N(0, σ²)`` for every publisher: (P × n) → (P × k).
 
         Noise is added to the true measurement (not drawn on zeros and added later) so that a
-        secure source's rounding guarantees apply to the released value itself.
+        secure source's rounding guarantees apply to the released value itself. Privacy unit
+        one user, add/remove: the plan's user-level ℓ2 sensitivity and ρ = Δ²/(2σ²) are
+        declared to the sampler, which refuses the draw if OpenDP's map of it says more.
         """
         x = np.atleast_2d(np.asarray(x, dtype=np.float64))
         if x.shape[1] != self.n:
@@ -124,7 +126,9 @@ class LinearPlan:
         exact = x @ self.strategy.T
         if exact.size == 0:
             return exact
-        noisy = resolve(noise).add_gaussian(exact.ravel(), self.sigma)
+        noisy = resolve(noise).add_gaussian(
+            exact.ravel(), self.sigma, l2_sensitivity=self.sensitivity, rho=self.rho
+        )
         return noisy.reshape(exact.shape)
 
     def decode(self, measurements: np.ndarray) -> np.ndarray:

@@ -106,15 +106,26 @@ class StreamPlan:
         All Laplace draws are made up front in a data-independent order (one threshold per
         instance, one query per instance and day); an instance reads its day-t draw only if it
         is running on day t, which has the same distribution as drawing lazily.
+
+        Each draw declares AboveThreshold's split of its instance's ε' (Lyu, Su & Li, Thm 2,
+        one positive): the threshold noise is a Laplace mechanism of sensitivity 1 at ε'/2,
+        the query noise one of sensitivity 2 at ε'/2. A vector holds one coordinate (or row)
+        per instance, and the check is per instance; the J instances compose to J·ε'.
         """
         n_days = counts.shape[1]
         rungs = np.zeros(n_days, dtype=np.int64)
         if self.instances == 0:
             return rungs
+        half = self.epsilon_instance / 2.0
         thresholds = noise.add_laplace(
-            np.full(self.instances, self.threshold), self.threshold_scale
+            np.full(self.instances, self.threshold),
+            self.threshold_scale,
+            l1_sensitivity=1.0,
+            epsilon=half,
         )
-        queries = noise.add_laplace(counts.ravel(), self.query_scale).reshape(counts.shape)
+        queries = noise.add_laplace(
+            counts.ravel(), self.query_scale, l1_sensitivity=2.0, epsilon=half
+        ).reshape(counts.shape)
         rung = 0
         for day in range(n_days):
             while rung < self.instances and queries[rung, day] >= thresholds[rung]:

@@ -18,13 +18,23 @@ ablation — and the quantile-every-day ablation (Table XVII).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
 
-from dp_platform.adsbpc import AdsbpcPlan, BoundChoice, BoundState, choose_bound, measure
+from dp_platform.adsbpc import (
+    AdsbpcPlan,
+    BoundChoice,
+    BoundState,
+    choose_bound,
+    gaussian_allotments,
+    measure,
+    sensitivity_factor,
+)
 from dp_platform.baselines import Workload
 from dp_platform.config import CampaignConfig, parse_campaign
 from dp_platform.evaluation.prepared import PreparedData
@@ -160,14 +170,16 @@ def quantile_every_day(rho_per_day: float) -> BoundRule:
 
 def planned_sigma_bar(campaign: CampaignConfig, rho_measure: float) -> np.ndarray:
     """σ̄ (at r̄ = 1) for the campaign's workload and objective at ρ1 = ρ_measure (cached)."""
-    return _sigma_bar(campaign.model_dump_json(), rho_measure).copy()
+    return _planned(campaign.model_dump_json(), rho_measure)[0].copy()
 
 
 @lru_cache(maxsize=64)
-def _sigma_bar(campaign_json: str, rho_measure: float) -> np.ndarray:
+def _planned(campaign_json: str, rho_measure: float) -> tuple[np.ndarray, tuple[Fraction, ...]]:
+    """σ̄ and each day's exact share of ρ_measure in the same shape (g_i ∝ 1/σ̄_i²)."""
     campaign = CampaignConfig.model_validate_json(campaign_json)
     scales = solve_scales(workload_matrix(campaign), campaign.objective, rho_measure)
-    return np.sqrt(scales.variances)
+    allotments = gaussian_allotments(Fraction(repr(rho_measure)), scales.variances)
+    return np.sqrt(scales.variances), allotments
 
 
 def given_bounds_run(
@@ -181,12 +193,21 @@ def given_bounds_run(
 
     σ_i = σ̄_i·r_i with σ̄ shaped for the campaign's workload and objective at ρ1 = ρ_measure
     (as :func:`dp_platform.adsbpc.make_plan` does, without its exact-rational rounding). Used
-    for the non-private oracle (true bounds, all of ρ) and the constant-bound ablation.
+    for the non-private oracle (true bounds, all of ρ) and the constant-bound ablation. Each
+    day's draw declares ℓ2 sensitivity r_i·√factor and that day's share g_i of ρ_measure; the
+    sampler refuses it if OpenDP's map says more.
     """
     r = np.asarray(bounds, dtype=np.float64)
-    sigmas = planned_sigma_bar(campaign, rho_measure) * r
+    sigma_bar, allotments = _planned(campaign.model_dump_json(), rho_measure)
+    sigmas = sigma_bar * r
+    root_factor = math.sqrt(sensitivity_factor(campaign))
     clipped = data.per_day_clipped(r)
     released = np.empty_like(clipped)
     for day in range(data.n_days):  # one Gaussian vector per day, as the mechanism draws them
-        released[:, day] = noise.add_gaussian(clipped[:, day], float(sigmas[day]))
+        released[:, day] = noise.add_gaussian(
+            clipped[:, day],
+            float(sigmas[day]),
+            l2_sensitivity=float(r[day]) * root_factor,
+            rho=allotments[day],
+        )
     return DailyRun(r, sigmas, released, ("given",) * data.n_days)

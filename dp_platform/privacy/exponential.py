@@ -6,18 +6,22 @@ sensitivity Δ = max over candidates y and neighbouring D ~ D′ of |s(y; D) −
 * :func:`exponential_mechanism` draws y with P(y) ∝ exp(ε·s(y)/(2Δ)). ε-DP (McSherry–Talwar;
   seed 002 Thm 1.3) and, being ε-bounded-range, ε²/8-zCDP (Cesar & Rogers 2021); the ledger
   charges :func:`exponential_mechanism_rho` = min(ε²/8, ε·tanh(ε/2)).
-* :func:`report_noisy_max` returns argmax of s(y) + Lap(2Δ/ε) (Lap(Δ/ε) when every score moves
-  in the same direction between neighbours, e.g. counts under add/remove). ε-DP; it is *not*
-  known to be bounded-range, so it costs ε·tanh(ε/2) (:func:`report_noisy_max_rho`).
+* :func:`report_noisy_max` returns argmax of s(y) + Exp(2Δ/ε) (Exp(Δ/ε) when every score moves
+  in the same direction between neighbours, e.g. counts under add/remove): report-noisy-max
+  with exponential noise, which has the law of permute-and-flip (Ding, Kifer et al., "The
+  permute-and-flip mechanism is identical to report-noisy-max with exponential noise"; McKenna
+  & Sheldon, "Permute-and-flip"). ε-DP; it is *not* known to be bounded-range, so it costs
+  ε·tanh(ε/2) (:func:`report_noisy_max_rho`).
 * :func:`grouped_exponential` runs many independent exponential mechanisms at once (one per
   group, e.g. one per conversion), vectorised: the exponential race argmin_i E_i·e^{−a_i},
   E_i ~ Exp(1) i.i.d., picks i with probability e^{a_i}/Σ_j e^{a_j} — the same law as Gumbel-max.
 
 Sampling is secure: the single-draw mechanisms use the NoiseSource's exact OpenDP Gumbel and
-Laplace samplers; the race's Exp(1) variables come from :func:`dp_platform.privacy.discrete.
-exponentials` (OpenDP Laplace magnitudes). The output is an index, not a noisy real, so the
-floating-point attacks on textbook Laplace do not apply; the float arithmetic of the scores
-moves each probability by a relative O(2⁻⁵²) only.
+exponential-noise samplers (``make_noisy_max``), each draw checked against OpenDP's map at the
+declared (Δ, ε); the race's Exp(1) variables come from :func:`dp_platform.privacy.discrete.
+exponentials` (OpenDP Laplace magnitudes), whose caller declares the race's (Δ, ε) too. The
+output is an index, not a noisy real, so the floating-point attacks on textbook Laplace do not
+apply; the float arithmetic of the scores moves each probability by a relative O(2⁻⁵²) only.
 
 Utility (seed 002 Prop. 1.4): P(s(Y) < s_max − 2Δ(ln d + t)/ε) ≤ e^{−t} and
 E[s(Y)] ≥ s_max − 2Δ(ln d + 1)/ε, for d candidates (:func:`utility_gap`).
@@ -82,7 +86,9 @@ def exponential_mechanism(
     """Index y drawn with P(y) ∝ exp(ε·s(y)/(2Δ)); ε-DP and ε²/8-zCDP if s is Δ-sensitive."""
     _check(epsilon, sensitivity)
     # Gumbel-max with Gumbel scale 2Δ/ε has exactly this law (OpenDP's exact sampler).
-    return resolve(noise).exponential_index(_scores(scores), 2.0 * sensitivity / epsilon)
+    return resolve(noise).exponential_index(
+        _scores(scores), 2.0 * sensitivity / epsilon, sensitivity=sensitivity, epsilon=epsilon
+    )
 
 
 def report_noisy_max(
@@ -93,7 +99,7 @@ def report_noisy_max(
     monotonic: bool = False,
     noise: NoiseSource | None = None,
 ) -> int:
-    """argmax_y s(y) + Lap(2Δ/ε) (Lap(Δ/ε) if ``monotonic``); ε-DP, costs ε·tanh(ε/2) zCDP.
+    """argmax_y s(y) + Exp(2Δ/ε) (Exp(Δ/ε) if ``monotonic``); ε-DP, costs ε·tanh(ε/2) zCDP.
 
     ``monotonic`` is only sound when, for every pair of neighbours, all scores move in the same
     direction (counting queries under add/remove); the caller asserts it.
@@ -101,7 +107,9 @@ def report_noisy_max(
     _check(epsilon, sensitivity)
     vector = _scores(scores)
     scale = (1.0 if monotonic else 2.0) * sensitivity / epsilon
-    return int(np.argmax(resolve(noise).add_laplace(vector, scale)))
+    return resolve(noise).noisy_max_index(
+        vector, scale, sensitivity=sensitivity, epsilon=epsilon, monotonic=monotonic
+    )
 
 
 def report_noisy_max_rho(epsilon: float) -> Fraction:

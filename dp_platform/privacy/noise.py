@@ -1,29 +1,75 @@
-"""The only place where noise is drawn.
+"""The only place where noise is drawn — and where every draw is checked by OpenDP's own map.
 
-Production code uses :class:`SecureNoise`, backed by OpenDP 0.16's samplers: they draw from the
-operating system's cryptographically secure generator and sample *exactly* (Gaussian and Laplace
-via discrete samplers with correct rounding of ``value + noise`` to float; the exponential
-mechanism as report-noisy-max with exact Gumbel noise), so they are safe against the
-floating-point attacks that break textbook ``numpy.random`` samplers (adsbpc.md §6.3).
+Production uses :class:`SecureNoise` and :class:`SecureIntegerNoise`, backed by OpenDP 0.16's
+samplers: they draw from the operating system's cryptographically secure generator and sample
+*exactly* (Gaussian and Laplace as discrete noise on a 2^k grid with correct rounding of
+``value + noise`` to float; the exponential mechanism as report-noisy-max with exact Gumbel
+noise; discrete Laplace and discrete Gaussian on integers), so they are safe against the
+floating-point attacks that break textbook ``numpy.random`` samplers (Mironov, "On significance
+of the least significant bits for differential privacy"). Tests inject :class:`SeededNoise` /
+:class:`SeededIntegerNoise` through an explicit ``noise=`` parameter; production never does:
+:func:`resolve` / :func:`resolve_integer` turn ``None`` into the secure source.
 
-Integer noise (discrete Laplace, discrete Gaussian — exact on integers, so integer counts stay
-integers) and secure Exp(1) variates are drawn here too, by :class:`SecureIntegerNoise`.
+**Defence in depth.** Every drawing method takes, besides the noise scale, keyword-only
+*declarations* from the caller's own plan: the sensitivity of what it releases (in the metric
+of the mechanism) and the loss it has allotted to this draw (ρ for the zCDP mechanisms, ε for
+the pure-DP ones). Before drawing, the public method builds (or takes from a cache) the exact
+OpenDP measurement the secure source applies, asks its ``map`` for the loss at the declared
+sensitivity and raises :class:`AllotmentExceeded` — drawing nothing — if that loss exceeds the
+allotment by more than a relative :data:`SLACK` (float rounding only). The check lives in the
+base classes :class:`NoiseSource` and :class:`IntegerNoiseSource`; a source implements only
+the raw draws, so the seeded test sources go through exactly the check production does.
 
-Tests inject :class:`SeededNoise` through an explicit ``noise=`` parameter. Production code never
-constructs it: every public function takes ``noise: NoiseSource | None = None`` and resolves
-``None`` with :func:`resolve`, which always returns the secure source.
+=========================  =============================================  =====  ==========
+method                     OpenDP measurement (what the map is asked of)  loss   allotment
+=========================  =============================================  =====  ==========
+``add_gaussian``           ``make_gaussian`` on n floats, ℓ2, grid 2^k    ρ      ``rho``
+``add_laplace``            ``make_laplace`` on n floats, ℓ1, grid 2^k     ε      ``epsilon``
+``exponential_index``      ``make_noisy_max``, ℓ∞, zCDP (Gumbel noise)    ρ      ε²/8
+``noisy_max_index``        ``make_noisy_max``, ℓ∞, pure (exponential)     ε      ``epsilon``
+``add_discrete_laplace``   ``make_laplace`` on integers, ℓ1               ε      ``epsilon``
+``add_discrete_gaussian``  ``make_gaussian`` on integers, ℓ2              ρ      ``rho``
+``exponentials``           the race's twin: ``make_noisy_max``, Gumbel    ρ      ε²/8
+=========================  =============================================  =====  ==========
+
+The exponential mechanism with ε = 2Δ/scale is ε-bounded-range, hence ε²/8-zCDP (Cesar &
+Rogers, "Bounding, concentrating, and truncating: unifying privacy loss composition for data
+analytics"), and OpenDP's map of Gumbel report-noisy-max is exactly (2Δ/scale)²/8: comparing
+the map's ρ with ε²/8 is comparing 2Δ/scale with ε. ``uniform`` (a point inside an interval
+already chosen privately) reads no data and costs nothing, so it has no check.
+
+**The grid (noise at speed).** On floats OpenDP samples discrete noise on the grid 2^k; with
+its default k (the finest float grid) one Gaussian draw costs 0.1–0.2 ms. Rounding the input to
+a coarser grid moves it by ≤ 2^(k−1) per coordinate, which OpenDP's map charges as extra
+sensitivity (+2^k·√n in ℓ2, +2^k·n in ℓ1, for n coordinates). :func:`grid_k` picks the
+coarsest k whose extra sensitivity is at most 2^−46 of the declared one — a relative loss of
+≤ 3·10⁻¹⁴, inside the check's slack, and since the check maps the measurement actually used,
+the rounding term is inside the check. The draw stays exact (discrete Gaussian / Laplace on the
+grid, rounded once to float) and costs about a third.
 """
 
 from __future__ import annotations
 
 import math
 import secrets
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from dp_platform.privacy.accounting import Rho
+
+if TYPE_CHECKING:
+    from opendp.mod import Measurement
+
 __all__ = [
+    "SLACK",
+    "AllotmentExceeded",
+    "Amount",
+    "Draw",
     "IntegerNoiseSource",
     "NoiseSource",
     "SecureIntegerNoise",
@@ -31,30 +77,182 @@ __all__ = [
     "SeededIntegerNoise",
     "SeededNoise",
     "exponentials",
+    "grid_k",
+    "privacy_loss",
     "resolve",
     "resolve_integer",
 ]
 
+SLACK = 1e-12  # relative room for float rounding between a declared allotment and the map
+GRID_MARGIN_BITS = 46  # the grid's rounding adds at most 2^-46 of the declared sensitivity
+_FINEST_K = -1074  # the smallest subnormal double: no finer grid exists
+_EXP_GRID_K = -100  # Exp(1) draws on a 2^-100 grid: far below the float rounding of the race
 
-@runtime_checkable
-class NoiseSource(Protocol):
-    """What a mechanism may ask of a source of randomness."""
+Amount = Rho | Fraction | float | int
+"""A declared allotment: ρ (a :class:`Rho`, a Fraction or a float) or ε (a float)."""
 
-    def add_gaussian(self, values: np.ndarray, scale: float) -> np.ndarray:
-        """``values + N(0, scale²)`` element-wise (float64 vector in, new vector out)."""
-        ...
+Kind = Literal[
+    "gaussian",
+    "laplace",
+    "gumbel_max",
+    "exponential_max",
+    "discrete_laplace",
+    "discrete_gaussian",
+]
 
-    def add_laplace(self, values: np.ndarray, scale: float) -> np.ndarray:
-        """``values + Lap(scale)`` element-wise."""
-        ...
+_DESCRIPTION: dict[str, str] = {
+    "gaussian": "Gaussian mechanism",
+    "laplace": "Laplace mechanism",
+    "gumbel_max": "exponential mechanism (Gumbel report-noisy-max)",
+    "exponential_max": "report-noisy-max with exponential noise",
+    "discrete_laplace": "discrete Laplace mechanism",
+    "discrete_gaussian": "discrete Gaussian mechanism",
+}
 
-    def exponential_index(self, scores: np.ndarray, scale: float) -> int:
-        """Index i drawn with probability ∝ exp(scores[i] / scale) (argmax of scores + Gumbel)."""
-        ...
 
-    def uniform(self, low: float, high: float) -> float:
-        """A uniform draw from [low, high)."""
-        ...
+class AllotmentExceeded(ValueError):
+    """A draw whose loss by OpenDP's privacy map is above what its caller declared.
+
+    Raised before anything is drawn. The message names the mechanism, the map's loss and the
+    allotment only: privacy parameters, never data.
+    """
+
+
+# -- OpenDP measurements and their maps ----------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _opendp():  # type: ignore[no-untyped-def]
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    return dp
+
+
+@lru_cache(maxsize=64)
+def _float_domain(size: int | None):  # type: ignore[no-untyped-def]
+    dp = _opendp()
+    return dp.vector_domain(dp.atom_domain(T=float, nan=False), size=size)
+
+
+def grid_k(sensitivity: float, scale: float, spread: float) -> int:
+    """The coarsest grid exponent k with spread·2^k ≤ 2^−46·Δ (the rounding OpenDP adds to the
+    sensitivity: spread = √n in ℓ2, n in ℓ1); from the scale instead when Δ = 0."""
+    reference = sensitivity if sensitivity > 0 else scale
+    _, exponent = math.frexp(reference / spread)  # reference/spread ∈ [2^(e−1), 2^e)
+    return max(exponent - 1 - GRID_MARGIN_BITS, _FINEST_K)
+
+
+@lru_cache(maxsize=1024)
+def _measurement(
+    kind: Kind, scale: float, size: int | None, k: int | None, monotonic: bool
+) -> Measurement:
+    """The exact OpenDP measurement of one draw (cached: daily scales repeat)."""
+    dp = _opendp()
+    if kind == "gaussian":
+        domain = _float_domain(size)
+        return dp.m.make_gaussian(domain, dp.l2_distance(T=float), scale=scale, k=k)
+    if kind == "laplace":
+        domain = _float_domain(size)
+        return dp.m.make_laplace(domain, dp.l1_distance(T=float), scale=scale, k=k)
+    if kind == "gumbel_max":
+        metric = dp.linf_distance(T=float)
+        return dp.m.make_noisy_max(
+            _float_domain(None), metric, dp.zero_concentrated_divergence(), scale=scale
+        )
+    if kind == "exponential_max":
+        metric = dp.linf_distance(T=float, monotonic=monotonic)
+        return dp.m.make_noisy_max(_float_domain(None), metric, dp.max_divergence(), scale=scale)
+    integers = dp.vector_domain(dp.atom_domain(T="i64"))
+    if kind == "discrete_laplace":
+        return dp.m.make_laplace(integers, dp.l1_distance(T=float), scale=scale)
+    if kind == "discrete_gaussian":
+        return dp.m.make_gaussian(integers, dp.l2_distance(T=float), scale=scale)
+    raise ValueError(f"unknown mechanism kind {kind!r}")
+
+
+@lru_cache(maxsize=4096)
+def _mapped(
+    kind: Kind, scale: float, size: int | None, k: int | None, monotonic: bool, sensitivity: float
+) -> float:
+    return float(_measurement(kind, scale, size, k, monotonic).map(sensitivity))
+
+
+def privacy_loss(
+    kind: Kind,
+    scale: float,
+    sensitivity: float,
+    *,
+    size: int | None = None,
+    k: int | None = None,
+    monotonic: bool = False,
+) -> float:
+    """OpenDP's map of the measurement at ``sensitivity``: ρ for zCDP kinds, ε for pure ones.
+
+    Scale 0 is no noise: free at sensitivity 0, infinitely expensive otherwise.
+    """
+    if scale == 0:
+        return 0.0 if sensitivity == 0 else math.inf
+    return _mapped(kind, scale, size, k, monotonic, sensitivity)
+
+
+def _amount(value: Amount, name: str) -> Fraction:
+    if isinstance(value, Rho):
+        return value.value
+    if isinstance(value, Fraction | int):
+        amount = Fraction(value)
+    else:
+        number = float(value)
+        if not math.isfinite(number):
+            raise ValueError(f"{name} must be finite, got {value!r}")
+        amount = Fraction(number)
+    if amount < 0:
+        raise ValueError(f"{name} must be >= 0, got {float(amount)!r}")
+    return amount
+
+
+def _sensitivity(value: float, name: str) -> float:
+    number = float(value)
+    if not (number >= 0 and math.isfinite(number)):
+        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+    return number
+
+
+def _refuse_above(
+    kind: Kind, loss: float, allotment: Fraction, unit: str, allotment_name: str | None = None
+) -> None:
+    """Raise unless loss ≤ allotment·(1 + SLACK); the message carries no data value."""
+    if math.isinf(loss) or Fraction(loss) > allotment * (1 + Fraction(SLACK)):
+        raise AllotmentExceeded(
+            f"{_DESCRIPTION[kind]}: OpenDP's privacy map gives {unit} = {loss:.17g} at the "
+            f"declared sensitivity, above the declared allotment {allotment_name or unit} = "
+            f"{float(allotment):.17g}; nothing was drawn"
+        )
+
+
+@dataclass(frozen=True)
+class Draw:
+    """A draw the check has allowed: its scale and the OpenDP measurement the map was asked of
+    (``None`` at scale 0, where nothing is drawn)."""
+
+    scale: float
+    kind: Kind
+    size: int | None = None
+    k: int | None = None
+    monotonic: bool = False
+
+    @property
+    def measurement(self) -> Measurement:
+        return _measurement(self.kind, self.scale, self.size, self.k, self.monotonic)
+
+
+def _bounded_range_allotment(epsilon: Amount) -> Fraction:
+    """ε of an exponential mechanism as the ρ its map is compared with: ε²/8 (bounded range)."""
+    eps = _amount(epsilon, "epsilon")
+    return eps * eps / 8
+
+
+# -- real-valued noise ----------------------------------------------------------------------
 
 
 def _as_vector(values: np.ndarray | list[float] | float) -> np.ndarray:
@@ -71,75 +269,143 @@ def _check_scale(scale: float) -> float:
     return scale
 
 
-class SecureNoise:
+class NoiseSource(ABC):
+    """What a mechanism may ask of a source of randomness; every draw checked (module doc).
+
+    Subclasses implement the raw draws (``_gaussian``, ``_laplace``, ``_gumbel_max``,
+    ``_exponential_max``, ``_uniform``) and nothing else: validation and the OpenDP check are
+    here, so no source can skip them.
+    """
+
+    def add_gaussian(
+        self, values: np.ndarray, scale: float, *, l2_sensitivity: float, rho: Amount
+    ) -> np.ndarray:
+        """``values + N(0, scale²)`` element-wise, if ρ-zCDP at ℓ2 sensitivity Δ by OpenDP's map
+        (ρ = Δ²/(2·scale²), plus the grid's ≤ 3·10⁻¹⁴ relative)."""
+        vector, scale = _as_vector(values), _check_scale(scale)
+        delta = _sensitivity(l2_sensitivity, "l2_sensitivity")
+        k = grid_k(delta, scale, math.sqrt(vector.size)) if scale else None
+        draw = Draw(scale, "gaussian", vector.size, k)
+        loss = privacy_loss("gaussian", scale, delta, size=vector.size, k=k)
+        _refuse_above("gaussian", loss, _amount(rho, "rho"), "ρ")
+        return self._gaussian(vector, draw) if scale else vector.copy()
+
+    def add_laplace(
+        self, values: np.ndarray, scale: float, *, l1_sensitivity: float, epsilon: Amount
+    ) -> np.ndarray:
+        """``values + Lap(scale)`` element-wise, if ε-DP at ℓ1 sensitivity Δ by OpenDP's map
+        (ε = Δ/scale, plus the grid's ≤ 1.5·10⁻¹⁴ relative)."""
+        vector, scale = _as_vector(values), _check_scale(scale)
+        delta = _sensitivity(l1_sensitivity, "l1_sensitivity")
+        k = grid_k(delta, scale, float(vector.size)) if scale else None
+        draw = Draw(scale, "laplace", vector.size, k)
+        loss = privacy_loss("laplace", scale, delta, size=vector.size, k=k)
+        _refuse_above("laplace", loss, _amount(epsilon, "epsilon"), "ε")
+        return self._laplace(vector, draw) if scale else vector.copy()
+
+    def exponential_index(
+        self, scores: np.ndarray, scale: float, *, sensitivity: float, epsilon: Amount
+    ) -> int:
+        """Index i drawn with probability ∝ exp(scores[i] / scale) (argmax of scores + Gumbel):
+        the exponential mechanism, ε-DP for ε = 2Δ/scale with Δ the scores' sensitivity;
+        checked as OpenDP's ρ = (2Δ/scale)²/8 against ε²/8."""
+        vector, scale = _as_vector(scores), _check_scale(scale)
+        delta = _sensitivity(sensitivity, "sensitivity")
+        loss = privacy_loss("gumbel_max", scale, delta)
+        _refuse_above("gumbel_max", loss, _bounded_range_allotment(epsilon), "ρ", "ε²/8")
+        if scale == 0:
+            return int(np.argmax(vector))
+        return self._gumbel_max(vector, Draw(scale, "gumbel_max"))
+
+    def noisy_max_index(
+        self,
+        scores: np.ndarray,
+        scale: float,
+        *,
+        sensitivity: float,
+        epsilon: Amount,
+        monotonic: bool = False,
+    ) -> int:
+        """argmax of scores + Exp(scale) noise (report-noisy-max with exponential noise, the same
+        law as permute-and-flip): ε-DP for ε = 2Δ/scale, Δ/scale if every score moves in the
+        same direction between neighbours (``monotonic``); checked by OpenDP's pure-DP map."""
+        vector, scale = _as_vector(scores), _check_scale(scale)
+        delta = _sensitivity(sensitivity, "sensitivity")
+        loss = privacy_loss("exponential_max", scale, delta, monotonic=monotonic)
+        _refuse_above("exponential_max", loss, _amount(epsilon, "epsilon"), "ε")
+        if scale == 0:
+            return int(np.argmax(vector))
+        draw = Draw(scale, "exponential_max", monotonic=monotonic)
+        return self._exponential_max(vector, draw)
+
+    def uniform(self, low: float, high: float) -> float:
+        """A uniform draw from [low, high): reads no data, so it costs nothing and is unchecked."""
+        return self._uniform(float(low), float(high))
+
+    @abstractmethod
+    def _gaussian(self, vector: np.ndarray, draw: Draw) -> np.ndarray: ...
+
+    @abstractmethod
+    def _laplace(self, vector: np.ndarray, draw: Draw) -> np.ndarray: ...
+
+    @abstractmethod
+    def _gumbel_max(self, vector: np.ndarray, draw: Draw) -> int: ...
+
+    @abstractmethod
+    def _exponential_max(self, vector: np.ndarray, draw: Draw) -> int: ...
+
+    @abstractmethod
+    def _uniform(self, low: float, high: float) -> float: ...
+
+
+class SecureNoise(NoiseSource):
     """OpenDP-backed exact samplers over the OS's secure RNG. Cannot be seeded, by design."""
 
     def __init__(self) -> None:
-        import opendp.prelude as dp
+        _opendp()
 
-        dp.enable_features("contrib")
-        self._dp = dp
+    def _gaussian(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
+        return np.asarray(draw.measurement(vector.tolist()), dtype=np.float64)
 
-    @lru_cache(maxsize=256)  # noqa: B019 - one SecureNoise per process; scales repeat daily
-    def _measurement(self, kind: str, scale: float):  # type: ignore[no-untyped-def]
-        dp = self._dp
-        domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
-        if kind == "gaussian":
-            return dp.m.make_gaussian(domain, dp.l2_distance(T=float), scale=scale)
-        if kind == "laplace":
-            return dp.m.make_laplace(domain, dp.l1_distance(T=float), scale=scale)
-        if kind == "gumbel_max":
-            return dp.m.make_noisy_max(
-                domain, dp.linf_distance(T=float), dp.zero_concentrated_divergence(), scale=scale
-            )
-        raise ValueError(kind)
+    def _laplace(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
+        return np.asarray(draw.measurement(vector.tolist()), dtype=np.float64)
 
-    def add_gaussian(self, values: np.ndarray, scale: float) -> np.ndarray:
-        vector, scale = _as_vector(values), _check_scale(scale)
-        if scale == 0:
-            return vector.copy()
-        return np.asarray(self._measurement("gaussian", scale)(vector.tolist()), dtype=np.float64)
+    def _gumbel_max(self, vector: np.ndarray, draw: Draw) -> int:
+        return int(draw.measurement(vector.tolist()))
 
-    def add_laplace(self, values: np.ndarray, scale: float) -> np.ndarray:
-        vector, scale = _as_vector(values), _check_scale(scale)
-        if scale == 0:
-            return vector.copy()
-        return np.asarray(self._measurement("laplace", scale)(vector.tolist()), dtype=np.float64)
+    def _exponential_max(self, vector: np.ndarray, draw: Draw) -> int:
+        return int(draw.measurement(vector.tolist()))
 
-    def exponential_index(self, scores: np.ndarray, scale: float) -> int:
-        vector, scale = _as_vector(scores), _check_scale(scale)
-        if scale == 0:
-            return int(np.argmax(vector))
-        return int(self._measurement("gumbel_max", scale)(vector.tolist()))
-
-    def uniform(self, low: float, high: float) -> float:
+    def _uniform(self, low: float, high: float) -> float:
         # 53 random bits give every double in [0, 1) on the 2^-53 grid; the point inside a chosen
         # interval is independent of the data, so this needs no exact sampler, only a secure one.
         fraction = secrets.randbits(53) / float(1 << 53)
         return float(low + (high - low) * fraction)
 
 
-class SeededNoise:
-    """Reproducible noise for tests only (numpy PCG64). Never used by production code paths."""
+class SeededNoise(NoiseSource):
+    """Reproducible noise for tests only (numpy PCG64). Never used by production code paths.
+
+    Checked like the secure source (the base class); the draws are numpy's, in the same order
+    and with the same values for a given seed as before the check existed.
+    """
 
     def __init__(self, seed: int) -> None:
         self._rng = np.random.default_rng(seed)
 
-    def add_gaussian(self, values: np.ndarray, scale: float) -> np.ndarray:
-        vector, scale = _as_vector(values), _check_scale(scale)
-        return vector + self._rng.normal(0.0, scale, size=vector.shape) if scale else vector.copy()
+    def _gaussian(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
+        return vector + self._rng.normal(0.0, draw.scale, size=vector.shape)
 
-    def add_laplace(self, values: np.ndarray, scale: float) -> np.ndarray:
-        vector, scale = _as_vector(values), _check_scale(scale)
-        return vector + self._rng.laplace(0.0, scale, size=vector.shape) if scale else vector.copy()
+    def _laplace(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
+        return vector + self._rng.laplace(0.0, draw.scale, size=vector.shape)
 
-    def exponential_index(self, scores: np.ndarray, scale: float) -> int:
-        vector, scale = _as_vector(scores), _check_scale(scale)
-        if scale == 0:
-            return int(np.argmax(vector))
-        return int(np.argmax(vector + self._rng.gumbel(0.0, scale, size=vector.shape)))
+    def _gumbel_max(self, vector: np.ndarray, draw: Draw) -> int:
+        return int(np.argmax(vector + self._rng.gumbel(0.0, draw.scale, size=vector.shape)))
 
-    def uniform(self, low: float, high: float) -> float:
+    def _exponential_max(self, vector: np.ndarray, draw: Draw) -> int:
+        return int(np.argmax(vector + self._rng.exponential(draw.scale, size=vector.shape)))
+
+    def _uniform(self, low: float, high: float) -> float:
         return float(self._rng.uniform(low, high))
 
 
@@ -156,26 +422,7 @@ def resolve(noise: NoiseSource | None) -> NoiseSource:
     return _SECURE
 
 
-# -- integer noise and Exp(1) variates (seed 003) ------------------------------------------
-
-_GRID_K = -40  # Exp(1) draws on a 2^-40 grid: ties have probability ~2^-40 per pair
-
-
-@runtime_checkable
-class IntegerNoiseSource(Protocol):
-    """What a mechanism may ask of a source of integer noise."""
-
-    def add_discrete_laplace(self, values: np.ndarray, scale: float) -> np.ndarray:
-        """``values + DLap(scale)`` element-wise; P(z) ∝ exp(−|z|/scale), z ∈ ℤ."""
-        ...
-
-    def add_discrete_gaussian(self, values: np.ndarray, scale: float) -> np.ndarray:
-        """``values + N_ℤ(0, scale²)`` element-wise; P(z) ∝ exp(−z²/(2·scale²))."""
-        ...
-
-    def exponentials(self, size: int) -> np.ndarray:
-        """``size`` i.i.d. Exp(1) draws (float64, all > 0)."""
-        ...
+# -- integer noise and Exp(1) variates ------------------------------------------------------
 
 
 def _integers(values: np.ndarray | list[int]) -> np.ndarray:
@@ -187,56 +434,93 @@ def _integers(values: np.ndarray | list[int]) -> np.ndarray:
     return vector.astype(np.int64)
 
 
-def _scale(scale: float) -> float:
-    scale = float(scale)
-    if not (scale >= 0 and math.isfinite(scale)):
-        raise ValueError(f"noise scale must be finite and >= 0, got {scale!r}")
-    return scale
+class IntegerNoiseSource(ABC):
+    """What a mechanism may ask of a source of integer noise and Exp(1) variates; every draw
+    checked like :class:`NoiseSource`'s. Subclasses implement ``_discrete_laplace``,
+    ``_discrete_gaussian`` and ``_exponentials`` only."""
+
+    def add_discrete_laplace(
+        self, values: np.ndarray, scale: float, *, l1_sensitivity: float, epsilon: Amount
+    ) -> np.ndarray:
+        """``values + DLap(scale)`` element-wise, P(z) ∝ exp(−|z|/scale), z ∈ ℤ; ε-DP at ℓ1
+        sensitivity Δ for ε = Δ/scale (OpenDP's map, checked)."""
+        vector, scale = _integers(values), _check_scale(scale)
+        delta = _sensitivity(l1_sensitivity, "l1_sensitivity")
+        loss = privacy_loss("discrete_laplace", scale, delta)
+        _refuse_above("discrete_laplace", loss, _amount(epsilon, "epsilon"), "ε")
+        if scale == 0:
+            return vector.copy()
+        return self._discrete_laplace(vector, Draw(scale, "discrete_laplace"))
+
+    def add_discrete_gaussian(
+        self, values: np.ndarray, scale: float, *, l2_sensitivity: float, rho: Amount
+    ) -> np.ndarray:
+        """``values + N_ℤ(0, scale²)`` element-wise, P(z) ∝ exp(−z²/(2·scale²)); ρ-zCDP at ℓ2
+        sensitivity Δ for ρ = Δ²/(2·scale²) (Canonne–Kamath–Steinke; OpenDP's map, checked)."""
+        vector, scale = _integers(values), _check_scale(scale)
+        delta = _sensitivity(l2_sensitivity, "l2_sensitivity")
+        loss = privacy_loss("discrete_gaussian", scale, delta)
+        _refuse_above("discrete_gaussian", loss, _amount(rho, "rho"), "ρ")
+        if scale == 0:
+            return vector.copy()
+        return self._discrete_gaussian(vector, Draw(scale, "discrete_gaussian"))
+
+    def exponentials(
+        self, size: int, *, gumbel_scale: float, sensitivity: float, epsilon: Amount
+    ) -> np.ndarray:
+        """``size`` i.i.d. Exp(1) draws (float64, all > 0) for an exponential race.
+
+        The race argmin_i ln E_i − s_i/b over a group of candidates *is* the exponential
+        mechanism P(i) ∝ exp(s_i/b): −ln E is a standard Gumbel variable when E ~ Exp(1), so
+        argmin_i (ln E_i − s_i/b) = argmax_i (s_i + b·G_i), report-noisy-max with Gumbel noise
+        of scale b (Gumbel-max trick) — OpenDP's ``make_noisy_max`` under zCDP. The caller
+        declares the b its race uses (``gumbel_scale``), its scores' sensitivity Δ and ε; the
+        check asks that measurement's map, as for :meth:`NoiseSource.exponential_index`, for
+        each group (each group is its own mechanism).
+        """
+        scale = _check_scale(gumbel_scale)
+        delta = _sensitivity(sensitivity, "sensitivity")
+        loss = privacy_loss("gumbel_max", scale, delta)
+        _refuse_above("gumbel_max", loss, _bounded_range_allotment(epsilon), "ρ", "ε²/8")
+        if size <= 0:
+            return np.zeros(0, dtype=np.float64)
+        return self._exponentials(int(size))
+
+    @abstractmethod
+    def _discrete_laplace(self, vector: np.ndarray, draw: Draw) -> np.ndarray: ...
+
+    @abstractmethod
+    def _discrete_gaussian(self, vector: np.ndarray, draw: Draw) -> np.ndarray: ...
+
+    @abstractmethod
+    def _exponentials(self, size: int) -> np.ndarray: ...
 
 
-class SecureIntegerNoise:
+class SecureIntegerNoise(IntegerNoiseSource):
     """OpenDP's exact integer samplers over the OS's secure RNG. Cannot be seeded, by design."""
 
     def __init__(self) -> None:
-        import opendp.prelude as dp
+        _opendp()
 
-        dp.enable_features("contrib")
-        self._dp = dp
+    def _discrete_laplace(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
+        return np.asarray(draw.measurement(vector.tolist()), dtype=np.int64)
 
-    @lru_cache(maxsize=64)  # noqa: B019 - one instance per process; scales repeat
-    def _measurement(self, kind: str, scale: float):  # type: ignore[no-untyped-def]
-        dp = self._dp
-        domain = dp.vector_domain(dp.atom_domain(T="i64"))
-        if kind == "laplace":
-            return dp.m.make_laplace(domain, dp.l1_distance(T="i64"), scale=scale)
-        if kind == "gaussian":
-            return dp.m.make_gaussian(domain, dp.l2_distance(T="i64"), scale=scale)
-        raise ValueError(kind)
+    def _discrete_gaussian(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
+        return np.asarray(draw.measurement(vector.tolist()), dtype=np.int64)
 
-    def add_discrete_laplace(self, values: np.ndarray, scale: float) -> np.ndarray:
-        vector, scale = _integers(values), _scale(scale)
-        if scale == 0:
-            return vector.copy()
-        return np.asarray(self._measurement("laplace", scale)(vector.tolist()), dtype=np.int64)
-
-    def add_discrete_gaussian(self, values: np.ndarray, scale: float) -> np.ndarray:
-        vector, scale = _integers(values), _scale(scale)
-        if scale == 0:
-            return vector.copy()
-        return np.asarray(self._measurement("gaussian", scale)(vector.tolist()), dtype=np.int64)
-
-    def exponentials(self, size: int) -> np.ndarray:
-        if size <= 0:
-            return np.zeros(0, dtype=np.float64)
-        dp = self._dp
-        domain = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=int(size))
-        laplace = dp.m.make_laplace(domain, dp.l1_distance(T=float), scale=1.0, k=_GRID_K)
-        draws = np.abs(np.asarray(laplace([0.0] * int(size)), dtype=np.float64))
-        # |Lap(1)| = 0 happens with probability ~2^-40 on the grid; the race needs E > 0.
-        return np.where(draws > 0, draws, 2.0**_GRID_K)
+    def _exponentials(self, size: int) -> np.ndarray:
+        # |Lap(1)| is exactly Exp(1); OpenDP draws it exactly on the 2^-100 grid and rounds once
+        # to float, so the race's keys ln E carry float rounding only (the grid is far finer).
+        dp = _opendp()
+        laplace = dp.m.make_laplace(
+            _float_domain(size), dp.l1_distance(T=float), scale=1.0, k=_EXP_GRID_K
+        )
+        draws = np.abs(np.asarray(laplace([0.0] * size), dtype=np.float64))
+        # |Lap(1)| = 0 has probability ~2^-100 on the grid; the race needs E > 0.
+        return np.where(draws > 0, draws, 2.0**_EXP_GRID_K)
 
 
-class SeededIntegerNoise:
+class SeededIntegerNoise(IntegerNoiseSource):
     """Reproducible integer noise for tests only (numpy PCG64). Never used in production."""
 
     def __init__(self, seed: int) -> None:
@@ -247,16 +531,13 @@ class SeededIntegerNoise:
         q = -math.expm1(-1.0 / scale)
         return self._rng.geometric(q, size) - self._rng.geometric(q, size)
 
-    def add_discrete_laplace(self, values: np.ndarray, scale: float) -> np.ndarray:
-        vector, scale = _integers(values), _scale(scale)
-        return vector + self._dlap(scale, vector.size) if scale else vector.copy()
+    def _discrete_laplace(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
+        return vector + self._dlap(draw.scale, vector.size)
 
-    def add_discrete_gaussian(self, values: np.ndarray, scale: float) -> np.ndarray:
-        vector, scale = _integers(values), _scale(scale)
-        if scale == 0:
-            return vector.copy()
+    def _discrete_gaussian(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
         # Canonne–Kamath–Steinke rejection sampler: DLap(t), t = ⌊σ⌋ + 1, accepted with
         # probability exp(−(|y| − σ²/t)²/(2σ²)).
+        scale = draw.scale
         t = math.floor(scale) + 1
         out = np.empty(vector.size, dtype=np.int64)
         filled = 0
@@ -270,9 +551,9 @@ class SeededIntegerNoise:
             filled += take.size
         return vector + out
 
-    def exponentials(self, size: int) -> np.ndarray:
-        draws = self._rng.exponential(1.0, int(max(size, 0)))
-        return np.where(draws > 0, draws, 2.0**_GRID_K)
+    def _exponentials(self, size: int) -> np.ndarray:
+        draws = self._rng.exponential(1.0, size)
+        return np.where(draws > 0, draws, 2.0**_EXP_GRID_K)
 
 
 _SECURE_INTEGER: SecureIntegerNoise | None = None
@@ -288,6 +569,16 @@ def resolve_integer(noise: IntegerNoiseSource | None) -> IntegerNoiseSource:
     return _SECURE_INTEGER
 
 
-def exponentials(size: int, noise: IntegerNoiseSource | None = None) -> np.ndarray:
-    """``size`` i.i.d. Exp(1) draws from the secure source (or the test's)."""
-    return resolve_integer(noise).exponentials(size)
+def exponentials(
+    size: int,
+    noise: IntegerNoiseSource | None = None,
+    *,
+    gumbel_scale: float,
+    sensitivity: float,
+    epsilon: Amount,
+) -> np.ndarray:
+    """``size`` i.i.d. Exp(1) draws for a race of scale ``gumbel_scale`` (checked, see
+    :meth:`IntegerNoiseSource.exponentials`), from the secure source or the test's."""
+    return resolve_integer(noise).exponentials(
+        size, gumbel_scale=gumbel_scale, sensitivity=sensitivity, epsilon=epsilon
+    )

@@ -18,7 +18,7 @@ from fractions import Fraction
 import numpy as np
 
 from dp_platform.privacy.accounting import gaussian_rho, gaussian_sigma
-from dp_platform.privacy.noise import NoiseSource, resolve
+from dp_platform.privacy.noise import Amount, NoiseSource, resolve
 
 __all__ = ["SENSITIVITY", "histogram_rho", "histogram_sigma", "noisy_histogram", "tail_counts"]
 
@@ -36,15 +36,19 @@ def histogram_rho(sigma: float) -> Fraction:
 
 
 def noisy_histogram(
-    counts: np.ndarray, sigma: float, *, noise: NoiseSource | None = None
+    counts: np.ndarray, sigma: float, *, rho: Amount, noise: NoiseSource | None = None
 ) -> np.ndarray:
-    """``counts + N(0, σ²)`` per bin (float vector; may be negative: do not clamp before use)."""
+    """``counts + N(0, σ²)`` per bin (float vector; may be negative: do not clamp before use).
+
+    ``rho`` is the caller's allotment for this histogram; the sampler refuses the draw if
+    OpenDP's map at ℓ2 sensitivity 1 (add/remove one user, module doc) says more than it.
+    """
     bins = np.asarray(counts, dtype=np.float64)
     if bins.ndim != 1 or bins.size == 0 or np.any(bins < 0):
         raise ValueError("counts must be a non-empty 1-d vector of user counts >= 0")
     if not sigma > 0:
         raise ValueError("sigma must be > 0")
-    return resolve(noise).add_gaussian(bins, sigma)
+    return resolve(noise).add_gaussian(bins, sigma, l2_sensitivity=SENSITIVITY, rho=rho)
 
 
 def tail_counts(histogram: np.ndarray) -> np.ndarray:

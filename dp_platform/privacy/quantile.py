@@ -72,11 +72,21 @@ def private_quantile(
     epsilon: float,
     noise: NoiseSource | None = None,
 ) -> float:
-    """A private p-quantile of the day's per-user counts, in [0, Λ]; ε-DP (see module doc)."""
+    """A private p-quantile of the day's per-user counts, in [0, Λ]; ε-DP (see module doc).
+
+    The draw declares utility sensitivity 1 and ε to the sampler, which refuses it if OpenDP's
+    map of the Gumbel report-noisy-max says more; the uniform point inside the chosen unit
+    interval reads no data and costs nothing.
+    """
     if not epsilon > 0:
         raise ValueError("epsilon must be > 0")
     source = resolve(noise)
     utilities = unit_utilities(histogram, p, cap)
     # P(v) ∝ exp(ε·u(v) / (2Δu)): report-noisy-max with Gumbel noise of scale 2Δu/ε.
-    index = source.exponential_index(utilities, 2.0 * UTILITY_SENSITIVITY / epsilon)
+    index = source.exponential_index(
+        utilities,
+        2.0 * UTILITY_SENSITIVITY / epsilon,
+        sensitivity=UTILITY_SENSITIVITY,
+        epsilon=epsilon,
+    )
     return float(index) + source.uniform(0.0, 1.0)

@@ -15,6 +15,13 @@ re-draws it after every positive, which costs about (k+1)ε'/2), every query get
 and the test stops answering after k positive reports. Each test is ε'-DP, both together
 ε3-DP, i.e. ε3·tanh(ε3/2)-zCDP (:func:`dp_platform.privacy.accounting.pure_dp_to_zcdp`).
 
+The proof splits each test's ε' in two halves (Lyu, Su & Li, "Understanding the sparse vector
+technique for differential privacy", Thm 2 with ε1 = ε2 = ε'/2): the threshold noise is a
+Laplace mechanism of sensitivity Δ at ε1, and each query's noise is calibrated as a Laplace
+mechanism of sensitivity 2kΔ at ε2 (a query and the threshold can move Δ apart each way, and
+at most k positives are paid for). Those are the declarations each draw makes to the sampler,
+which refuses it if OpenDP's Laplace map says more than ε'/2.
+
 The state (noisy thresholds, positive counts) is secret: it serialises to JSON for the ledger's
 secret store and must never be shown in a UI, log or release.
 """
@@ -65,7 +72,12 @@ class SparseVectorTest:
         """Draw the noisy threshold — once; a started test is returned unchanged."""
         if self.noisy_threshold is not None:
             return self
-        drawn = resolve(noise).add_laplace(np.array([self.threshold]), self.threshold_scale())
+        drawn = resolve(noise).add_laplace(
+            np.array([self.threshold]),
+            self.threshold_scale(),
+            l1_sensitivity=QUERY_SENSITIVITY,
+            epsilon=self.epsilon / 2.0,
+        )
         return replace(self, noisy_threshold=float(drawn[0]))
 
     def ask(self, value: float, noise: NoiseSource | None = None) -> tuple[bool, SparseVectorTest]:
@@ -74,7 +86,13 @@ class SparseVectorTest:
             return False, self
         test = self.start(noise)
         assert test.noisy_threshold is not None
-        noisy_value = float(resolve(noise).add_laplace(np.array([value]), test.query_scale())[0])
+        noisy = resolve(noise).add_laplace(
+            np.array([value]),
+            test.query_scale(),
+            l1_sensitivity=2.0 * test.max_reports * QUERY_SENSITIVITY,
+            epsilon=test.epsilon / 2.0,
+        )
+        noisy_value = float(noisy[0])
         if noisy_value >= test.noisy_threshold:
             return True, replace(test, positives=test.positives + 1)
         return False, test
