@@ -42,8 +42,8 @@ from dp_platform.privacy.accounting import (
 )
 from dp_platform.privacy.noise import NoiseSource, resolve
 from dp_platform.privacy.quantile import private_quantile
-from dp_platform.privacy.scales import solve_scales, workload_matrix
 from dp_platform.privacy.svt import SvtState, update_bound
+from dp_platform.workload import campaign_scales, workload_matrix
 
 __all__ = [
     "AdsbpcPlan",
@@ -176,10 +176,7 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> A
     )
     factor = sensitivity_factor(campaign)
     matrix = workload_matrix(campaign, base_dir)
-    try:
-        scales = solve_scales(matrix, campaign.objective, float(budget.rho1) / factor)
-    except ValueError as error:
-        raise ConfigError(f"objective: {error}") from None
+    scales = campaign_scales(campaign.objective, matrix, float(budget.rho1) / factor)
     allotments = gaussian_allotments(budget.rho1.value, scales.variances)
     sigma_bar = tuple(_sigma_for_allotment(1.0, g, factor) for g in allotments)
     _check_sigma_range(campaign.bounds, sigma_bar)

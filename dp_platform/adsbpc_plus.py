@@ -64,7 +64,7 @@ from dp_platform.privacy.noisy_histogram import (
     tail_counts,
 )
 from dp_platform.privacy.quantile import cap_histogram
-from dp_platform.privacy.scales import query_weights, solve_scales, workload_matrix
+from dp_platform.workload import campaign_scales, query_weights, workload_matrix
 
 __all__ = [
     "PROFILE_EDGES",
@@ -213,10 +213,7 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> P
         raise ConfigError("adsbpc_plus supports add_remove adjacency only")
     budget = PlusBudget.from_config(campaign)
     matrix = workload_matrix(campaign, base_dir)
-    try:
-        scales = solve_scales(matrix, campaign.objective, float(budget.rho1))
-    except ValueError as error:
-        raise ConfigError(f"objective: {error}") from None
+    scales = campaign_scales(campaign.objective, matrix, float(budget.rho1))
     allotments = gaussian_allotments(budget.rho1.value, scales.variances)
     sigma_bar = tuple(gaussian_sigma(1.0, g) for g in allotments)
     variance, bias = _workload_weights(campaign, matrix)

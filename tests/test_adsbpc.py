@@ -22,8 +22,9 @@ from dp_platform.adsbpc import (
 )
 from dp_platform.config import parse_campaign
 from dp_platform.privacy.noise import SeededNoise
-from dp_platform.privacy.scales import prefix_matrix, wsum_closed_form
+from dp_platform.privacy.scales import wsum_closed_form
 from dp_platform.simulation import simulate_stream
+from dp_platform.workload import prefix_matrix
 
 
 def campaign(**overrides):

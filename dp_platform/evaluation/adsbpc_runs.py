@@ -41,7 +41,7 @@ from dp_platform.evaluation.prepared import PreparedData
 from dp_platform.privacy.accounting import epsilon_for_exponential_rho
 from dp_platform.privacy.noise import NoiseSource
 from dp_platform.privacy.quantile import private_quantile
-from dp_platform.privacy.scales import solve_scales, workload_matrix
+from dp_platform.workload import campaign_scales, workload_matrix
 
 __all__ = [
     "BoundRule",
@@ -177,7 +177,7 @@ def planned_sigma_bar(campaign: CampaignConfig, rho_measure: float) -> np.ndarra
 def _planned(campaign_json: str, rho_measure: float) -> tuple[np.ndarray, tuple[Fraction, ...]]:
     """σ̄ and each day's exact share of ρ_measure in the same shape (g_i ∝ 1/σ̄_i²)."""
     campaign = CampaignConfig.model_validate_json(campaign_json)
-    scales = solve_scales(workload_matrix(campaign), campaign.objective, rho_measure)
+    scales = campaign_scales(campaign.objective, workload_matrix(campaign), rho_measure)
     allotments = gaussian_allotments(Fraction(repr(rho_measure)), scales.variances)
     return np.sqrt(scales.variances), allotments
 
