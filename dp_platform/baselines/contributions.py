@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dp_platform.clipping import weight_cap
+
 __all__ = [
     "Conversions",
     "clip_global",
@@ -116,10 +118,6 @@ def running_before(conversions: Conversions, *, per_day: bool = False) -> np.nda
     return before
 
 
-def _keep(weights: np.ndarray, before: np.ndarray, bound: np.ndarray | float) -> np.ndarray:
-    return np.clip(bound - before, 0.0, weights)
-
-
 def clip_global(conversions: Conversions, bound: float) -> np.ndarray:
     """Kept weight per row under a global cap: a user's first ``bound`` of weight in time order.
 
@@ -127,7 +125,7 @@ def clip_global(conversions: Conversions, bound: float) -> np.ndarray:
     """
     if bound < 0:
         raise ValueError(f"bound must be >= 0, got {bound!r}")
-    return _keep(conversions.weights, running_before(conversions), float(bound))
+    return weight_cap(conversions.weights, running_before(conversions), float(bound))
 
 
 def clip_per_day(conversions: Conversions, bounds: np.ndarray) -> np.ndarray:
@@ -141,7 +139,7 @@ def clip_per_day(conversions: Conversions, bounds: np.ndarray) -> np.ndarray:
     if len(conversions) and np.max(conversions.day) >= len(r):
         raise ValueError("a conversion falls after the last bounded day")
     before = running_before(conversions, per_day=True)
-    return _keep(conversions.weights, before, r[conversions.day])
+    return weight_cap(conversions.weights, before, r[conversions.day])
 
 
 def user_day_totals(conversions: Conversions) -> tuple[np.ndarray, np.ndarray]:

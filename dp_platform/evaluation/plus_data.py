@@ -28,8 +28,9 @@ from dp_platform.adsbpc_plus import (
     profile_bins,
     profile_factors,
 )
+from dp_platform.clipping import count_fraction
 from dp_platform.events.model import MS_PER_DAY, ConversionSet
-from dp_platform.privacy.filter import clip_unit_rows, count_fraction, remaining
+from dp_platform.privacy.filter import clip_unit_rows, remaining
 from dp_platform.privacy.noise import NoiseSource
 
 __all__ = ["PlusData", "PlusRun", "filter_day", "prepare_plus", "run_plus"]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dp_platform.clipping import count_fraction
 from dp_platform.events.model import MS_PER_DAY, ConversionSet
 
 __all__ = ["PreparedData", "prepare"]
@@ -36,10 +37,12 @@ def _cumulative(counts: np.ndarray) -> np.ndarray:
 
 
 def _clip_from_ranks(counts: np.ndarray, cumulative: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """Σ over rows of clip(b − rank, 0, 1) per (publisher, day); ``bounds`` is one per day."""
+    """Σ over rows of the reference's kept fraction (dp_platform/clipping.py) per (publisher,
+    day), from counts of conversions per rank; ``bounds`` is one per day. The fraction is
+    non-zero on at most one rank per day, so this reads the prefix sums and one column."""
     slots = counts.shape[-1] - 1  # the last column holds no row (or the lumped ranks ≥ it)
     whole = np.minimum(np.floor(bounds), slots).astype(np.int64)
-    fraction = np.where(np.floor(bounds) < slots, bounds - np.floor(bounds), 0.0)
+    fraction = np.where(np.floor(bounds) < slots, count_fraction(whole, bounds), 0.0)
     days = np.arange(counts.shape[1])
     return cumulative[:, days, whole] + fraction[None, :] * counts[:, days, whole]
 

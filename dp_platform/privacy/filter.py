@@ -30,12 +30,13 @@ from fractions import Fraction
 
 import numpy as np
 
+from dp_platform.clipping import count_fraction
+
 __all__ = [
     "CAP_SLACK",
     "RESIDUAL",
     "budget_fraction",
     "clip_unit_rows",
-    "count_fraction",
     "filter_cap",
     "remaining",
     "worst_case_charge",
@@ -55,11 +56,6 @@ def remaining(cap: float, spend: np.ndarray) -> np.ndarray:
 def filter_cap(rho1: Fraction | float) -> float:
     """The float budget the filter enforces: strictly inside ρ1 by a relative 10⁻⁹."""
     return float(rho1) * (1.0 - CAP_SLACK)
-
-
-def count_fraction(rank: np.ndarray, bound: float) -> np.ndarray:
-    """L1 cap by count: 1 for rank < ⌊r⌋, r − ⌊r⌋ at rank ⌊r⌋, 0 after (adsbpc.md §2)."""
-    return np.clip(bound - np.asarray(rank, dtype=np.float64), 0.0, 1.0)
 
 
 def budget_fraction(
