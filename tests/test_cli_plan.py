@@ -23,10 +23,17 @@ def test_plan_json_has_the_design_keys(capsys) -> None:
     assert spring["epsilon_at_delta"]["1e-06"] > 0
     weekly = document["campaigns"]["summer_weekly"]
     assert weekly["sensitivity_factor"] == 2  # replace with three publishers
+    # spring 1.0 + summer 0.5 (+ its reach 0.1) + autumn (AdsBPC+) 1.0 + winter (one-shot) 0.5
     assert document["accounts"]["acme-users"] == {
         "rho_cap": 4.0,
-        "planned": 1.5,
+        "planned": pytest.approx(3.1),
         "within_cap": True,
+    }
+    assert set(document["campaigns"]) == {
+        "spring_sale",
+        "summer_weekly",
+        "autumn_plus",
+        "winter_total",
     }
 
 
