@@ -283,8 +283,8 @@ def _bound(scope: CampaignScope):
 
 
 def _chain_results(ledger: Ledger, registration: Registration, days: list[date]) -> dict:
-    from dp_platform.adsbpc import AdsbpcPlan, BoundChoice, BoundState
-    from dp_platform.adsbpc_plus import PlusChoice, PlusState
+    from dp_platform.mechanisms.adsbpc import AdsbpcPlan, BoundChoice, BoundState
+    from dp_platform.mechanisms.adsbpc_plus import PlusChoice, PlusState
 
     plan = registration.plan.stream
     if isinstance(plan, AdsbpcPlan):

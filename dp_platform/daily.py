@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from dp_platform.adsbpc import (
+from dp_platform.config import CampaignConfig, Catalogue, ConfigError
+from dp_platform.ledger import Ledger, LedgerError, MissingPreviousDay
+from dp_platform.mechanisms.adsbpc import (
     AdsbpcPlan,
     BoundChoice,
     Measurement,
@@ -27,8 +29,6 @@ from dp_platform.adsbpc import (
     choose_bound,
     measure,
 )
-from dp_platform.config import CampaignConfig, Catalogue, ConfigError
-from dp_platform.ledger import Ledger, LedgerError, MissingPreviousDay
 from dp_platform.plans import CampaignPlan
 from dp_platform.privacy.accounting import Rho
 from dp_platform.privacy.noise import NoiseSource
@@ -80,14 +80,14 @@ def _bound_charges(plan: AdsbpcPlan, day: int) -> dict:
 
 def _is_plus(plan) -> bool:
     """AdsBPC+ (mechanism: adsbpc_plus) has its own choice and state types and filter clip."""
-    from dp_platform.adsbpc_plus import PlusPlan
+    from dp_platform.mechanisms.adsbpc_plus import PlusPlan
 
     return isinstance(plan, PlusPlan)
 
 
 def _types(plan) -> dict:
     if _is_plus(plan):
-        from dp_platform.adsbpc_plus import PlusChoice, PlusState
+        from dp_platform.mechanisms.adsbpc_plus import PlusChoice, PlusState
 
         return {"choice_type": PlusChoice, "state_type": PlusState}
     return {}
@@ -123,7 +123,7 @@ def bound_day(
             _bound_charges(plan, index),
             lambda state: choose_bound(plan, state, histogram, noise=noise),
         )
-    from dp_platform import adsbpc_plus
+    from dp_platform.mechanisms import adsbpc_plus
 
     profile = None
     if plan.needs_profile(index):
@@ -199,7 +199,7 @@ def release_day(
             "publishers"
         )
     if _is_plus(plan):
-        from dp_platform import adsbpc_plus
+        from dp_platform.mechanisms import adsbpc_plus
 
         choice = ledger.bound_choice(campaign.name, index, _types(plan)["choice_type"])
         return ledger.release_for_day(
@@ -270,7 +270,7 @@ def campaign_one_shot(
     integer_noise=None,
 ) -> tuple[dict, bool]:
     """The campaign's one-shot Laplace release (mode: one_shot), drawn once (ledger)."""
-    from dp_platform import oneshot
+    from dp_platform.mechanisms import oneshot
 
     campaign, plan = registration.config, registration.plan
     if plan.one_shot is None:
@@ -296,7 +296,7 @@ def campaign_reach(
     warehouse, ledger: Ledger, registration: Registration, *, noise=None
 ) -> tuple[dict, bool]:
     """Reach and k+-frequency over the whole campaign (a ``reach:`` block), drawn once."""
-    from dp_platform import reach
+    from dp_platform.mechanisms import reach
 
     campaign, plan = registration.config, registration.plan
     if plan.reach is None:

@@ -26,7 +26,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dp_platform.adsbpc import BoundChoice, BoundState, Measurement
 from dp_platform.config import AccountConfig
 from dp_platform.errors import (
     BudgetExceeded,
@@ -35,6 +34,7 @@ from dp_platform.errors import (
     MissingPreviousDay,
     PlanMismatch,
 )
+from dp_platform.mechanisms.adsbpc import BoundChoice, BoundState, Measurement
 from dp_platform.privacy.accounting import Rho
 
 __all__ = [

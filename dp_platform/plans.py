@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dp_platform import adsbpc, adsbpc_plus, oneshot, reach
 from dp_platform.config import CampaignConfig, Catalogue
+from dp_platform.mechanisms import adsbpc, adsbpc_plus, oneshot, reach
 from dp_platform.privacy.accounting import Rho
 from dp_platform.records import JsonValue, from_record, to_record
 

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dp_platform.adsbpc import (
+from dp_platform.config import parse_campaign
+from dp_platform.mechanisms.adsbpc import (
     AdsbpcState,
     Release,
     _sigma_for_allotment,
@@ -20,7 +21,6 @@ from dp_platform.adsbpc import (
     run_stream,
     step,
 )
-from dp_platform.config import parse_campaign
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.privacy.scales import wsum_closed_form
 from dp_platform.simulation import simulate_stream

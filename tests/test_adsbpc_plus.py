@@ -7,8 +7,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dp_platform import adsbpc_plus
-from dp_platform.adsbpc_plus import (
+from dp_platform.config import ConfigError, parse_campaign
+from dp_platform.evaluation.plus_data import prepare_plus, run_plus
+from dp_platform.events.paper import paper_dataset
+from dp_platform.mechanisms import adsbpc_plus
+from dp_platform.mechanisms.adsbpc_plus import (
     PROFILE_BINS,
     PlusChoice,
     PlusState,
@@ -16,9 +19,6 @@ from dp_platform.adsbpc_plus import (
     estimate_scale,
     make_plan,
 )
-from dp_platform.config import ConfigError, parse_campaign
-from dp_platform.evaluation.plus_data import prepare_plus, run_plus
-from dp_platform.events.paper import paper_dataset
 from dp_platform.privacy.accounting import Rho, gaussian_rho
 from dp_platform.privacy.noise import Draw, NoiseSource, SeededNoise
 

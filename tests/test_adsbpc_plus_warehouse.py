@@ -13,11 +13,11 @@ from datetime import date, timedelta
 import numpy as np
 import pytest
 
-from dp_platform.adsbpc_plus import make_plan, profile_factors, run_stream
 from dp_platform.config import parse_campaign
 from dp_platform.evaluation.plus_data import prepare_plus, run_plus
 from dp_platform.events import write_events
 from dp_platform.events.paper import paper_dataset
+from dp_platform.mechanisms.adsbpc_plus import make_plan, profile_factors, run_stream
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.warehouse import Warehouse
 from dp_platform.warehouse.store import WarehouseError

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dp_platform.adsbpc import make_plan, run_stream
 from dp_platform.baselines import UMM, Stream, cached_plan, prefix, prefix_weights, sliding
 from dp_platform.baselines.contributions import clip_global
 from dp_platform.evaluation.adsbpc_runs import (
@@ -25,6 +24,7 @@ from dp_platform.evaluation.methods import (
 )
 from dp_platform.evaluation.prepared import prepare
 from dp_platform.events.paper import paper_dataset
+from dp_platform.mechanisms.adsbpc import make_plan, run_stream
 from dp_platform.privacy.noise import SeededNoise
 
 DAYS = 10

@@ -10,7 +10,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dp_platform.adsbpc import choose_bound, make_plan, measure
 from dp_platform.config import AccountConfig, parse_campaign
 from dp_platform.ledger import (
     BudgetExceeded,
@@ -19,6 +18,7 @@ from dp_platform.ledger import (
     MissingPreviousDay,
     PlanMismatch,
 )
+from dp_platform.mechanisms.adsbpc import choose_bound, make_plan, measure
 from dp_platform.plans import campaign_plan
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.registration import registered_campaign

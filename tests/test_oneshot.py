@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 
 from dp_platform.config import ConfigError, parse_campaign
-from dp_platform.oneshot import plan_from_config, plan_one_shot, release_one_shot, warehouse_sums
+from dp_platform.mechanisms.oneshot import (
+    plan_from_config,
+    plan_one_shot,
+    release_one_shot,
+    warehouse_sums,
+)
 from dp_platform.privacy.accounting import pure_dp_rho_tanh
 from dp_platform.privacy.discrete import SeededIntegerNoise, discrete_laplace_variance
 from dp_platform.privacy.noise import SeededNoise

@@ -23,9 +23,10 @@ import yaml
 from assets.definitions import build_definitions
 from assets.partitions import daily_job_name, final_job_name
 from assets.runner import run_campaigns
-from dp_platform import adsbpc, plans
+from dp_platform import plans
 from dp_platform.cli import main
 from dp_platform.ledger import Ledger
+from dp_platform.mechanisms import adsbpc
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.registration import load_registration
 from dp_platform.warehouse import Warehouse
@@ -270,7 +271,7 @@ def test_a_new_publisher_changes_neither_keys_nor_k_and_the_campaign_finishes(
     with Warehouse(home.warehouse) as warehouse:
         warehouse.ingest(*_new_publisher_events(tmp_path, START + timedelta(5)))
         assert "pub_new" in warehouse.advertiser_publishers("acme")
-    from dp_platform import adsbpc_plus
+    from dp_platform.mechanisms import adsbpc_plus
 
     seen_k = []
     choose = adsbpc_plus.choose_bound

@@ -11,8 +11,8 @@ import argparse
 import json
 from pathlib import Path
 
-from dp_platform.adsbpc import AdsbpcPlan
 from dp_platform.config import Catalogue, load_catalogue
+from dp_platform.mechanisms.adsbpc import AdsbpcPlan
 from dp_platform.plans import CampaignPlan, campaign_plans
 from dp_platform.privacy.accounting import Rho
 

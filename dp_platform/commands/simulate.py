@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dp_platform.adsbpc import make_plan, run_stream
 from dp_platform.config import load_catalogue
+from dp_platform.mechanisms.adsbpc import make_plan, run_stream
 from dp_platform.simulation import simulate_stream
 
 

@@ -528,7 +528,7 @@ class Warehouse:
         cap: int,
     ) -> np.ndarray:
         """Users per profile bin (adsbpc_plus.PROFILE_EDGES × Λ²) of T_u = Σ_d φ_d‖clip(c)‖²."""
-        from dp_platform.adsbpc_plus import PROFILE_BINS, PROFILE_LOW
+        from dp_platform.mechanisms.adsbpc_plus import PROFILE_BINS, PROFILE_LOW
 
         if not (len(days) == len(bounds) == len(factors)) or not days:
             raise ValueError("need one bound and one factor per day, and at least one day")

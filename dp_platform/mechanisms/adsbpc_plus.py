@@ -46,8 +46,13 @@ from statistics import NormalDist
 
 import numpy as np
 
-from dp_platform.adsbpc import Measurement, answer_queries, clipped_vector, gaussian_allotments
 from dp_platform.config import AdsbpcPlusConfig, CampaignConfig, ConfigError
+from dp_platform.mechanisms.adsbpc import (
+    Measurement,
+    answer_queries,
+    clipped_vector,
+    gaussian_allotments,
+)
 from dp_platform.privacy.accounting import (
     Rho,
     charges_from_json,
