@@ -11,10 +11,18 @@ import math
 import re
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from dp_platform.errors import ConfigError
 
@@ -136,130 +144,46 @@ class ObjectiveConfig(_Strict):
         return self
 
 
-class BoundsConfig(_Strict):
-    """Private choice of the daily contribution bound (adsbpc.md §4)."""
+class MechanismSettings(_Strict):
+    """A mechanism's block in the catalogue, ``mechanism: {kind: NAME, …}`` (or, for a release
+    added beside the daily stream such as reach & frequency, a top-level block of its name).
 
-    quantile_days: int = Field(default=7, ge=1, description="l: days chosen by PrivateQuantile")
-    p: float = Field(default=0.99, gt=0, lt=1)
-    cap: int = Field(default=10, ge=1, description="Λ: upper end of the quantile's range")
-    min_bound: float = Field(
-        default=0.01,
-        gt=0,
-        description="floor on every chosen bound r_i (free post-processing), so σ_i > 0 always",
-    )
-    s_up: float = 1.3
-    s_down: float = 0.8
-    t_up: float = Field(default=50.0, ge=0)
-    t_down: float = Field(default=50.0, ge=0)
-    max_reports: int = Field(default=7, ge=1, description="k: positive reports per SVT")
-
-    @field_validator("s_up")
-    @classmethod
-    def _s_up(cls, value: float) -> float:
-        if not value > 1:
-            raise ValueError("s_up must be > 1")
-        return value
-
-    @field_validator("s_down")
-    @classmethod
-    def _s_down(cls, value: float) -> float:
-        if not 0 < value < 1:
-            raise ValueError("s_down must be in (0, 1)")
-        return value
-
-    @model_validator(mode="after")
-    def _floor_below_cap(self) -> BoundsConfig:
-        if not self.min_bound <= self.cap:
-            raise ValueError(f"min_bound must be <= cap ({self.cap})")
-        return self
-
-
-class AdsbpcPlusConfig(_Strict):
-    """AdsBPC+ (``mechanism: adsbpc_plus``): individual filter, cheap bounds (adsbpc_plus.py).
-
-    Shares of ρ: ``histogram`` for the n daily noisy count histograms, ``profile`` for the one
-    noisy profile histogram after ``profile_days``; the rest (ρ1) is each user's filter budget.
+    Each mechanism defines its own subclass in its module (dp_platform/mechanisms/), registered
+    by name; the catalogue dispatches on ``kind``, so a block exists only for the mechanism
+    chosen. ``legacy_blocks`` are top-level keys of the older catalogue format that belong to
+    this mechanism (e.g. ``bounds:``); they are folded into the block, and refused for any other.
     """
 
-    histogram_share: float = Field(default=0.03, gt=0, lt=1)
-    profile_share: float = Field(default=0.02, ge=0, lt=1)
-    profile_days: int = Field(default=7, ge=0, description="m: days the profile is read from")
-    quantile: float = Field(default=0.99, gt=0, lt=1, description="q of the per-user profile")
-    prior_scale: float = Field(
-        default=0.5, gt=0, le=1, description="ψ0: σ_i = σ̄_i·ψ0·r_i on days 1..m (public prior)"
-    )
-    cap: int = Field(default=10, ge=1, description="Λ: largest daily bound r_i")
-    pool_days: int = Field(default=7, ge=1, description="noisy histograms pooled for r_i")
-    scale_prior: float | None = Field(
-        default=None,
-        gt=0,
-        description=(
-            "s0: profile scale kept when the noisy profile cannot rule it out "
-            "(default ψ0·Λ; set Λ to fall back on cutting nobody)"
-        ),
-    )
+    kind: str
+    legacy_blocks: ClassVar[tuple[str, ...]] = ()
 
-    @property
-    def profile_prior(self) -> float:
-        """s0 in conversions: the configured prior, or ψ0·Λ (the scale days 1..m plan for)."""
-        return self.scale_prior if self.scale_prior is not None else self.prior_scale * self.cap
-
-    @model_validator(mode="after")
-    def _shares(self) -> AdsbpcPlusConfig:
-        if self.scale_prior is not None and self.scale_prior > self.cap:
-            raise ValueError(f"scale_prior must be <= cap ({self.cap})")
-        if self.histogram_share + self.profile_share >= 1:
-            raise ValueError("histogram_share + profile_share must be < 1 (rho1 needs a share)")
-        if (self.profile_days == 0) != (self.profile_share == 0):
-            raise ValueError("profile_share must be > 0 exactly when profile_days > 0")
-        return self
+    def check(self, campaign: CampaignConfig) -> None:
+        """Rules that tie the block to the rest of the campaign (raise ValueError); by default
+        the attribution rule must be valid with clipping after attribution."""
+        check_attribution(campaign, "post")
 
 
-class OneShotConfig(_Strict):
-    """``mode: one_shot``: one Laplace release of the whole period (dp_platform/oneshot.py)."""
-
-    enforcement: Literal["pre", "post"] = "post"
-    bound: float = Field(default=1.0, gt=0, description="r: conversions kept per user")
-    measure: Literal["count", "value"] = "count"
-    value_cap: float = Field(default=1.0, gt=0, description="Δ(f): largest value counted")
-    noise: Literal["laplace", "discrete_laplace"] = "laplace"
-
-
-class ReachConfig(_Strict):
-    """Reach and k+-frequency over the whole period (dp_platform/reach.py); its own ρ."""
-
-    rho: float = Field(gt=0, description="zCDP budget of the reach release (on the account)")
-    max_frequency: int = Field(default=10, ge=1, description="K: frequencies >= K pooled")
-
-
-def _check_validity(campaign: CampaignConfig) -> None:
-    """The release's configuration must be valid (docs/validity.md); one_shot's options sound."""
+def check_attribution(campaign: CampaignConfig, enforcement: str) -> None:
+    """The release's configuration must be valid (docs/validity.md): (rule, user, enforcement)."""
     from dp_platform.validity import check
 
     rule = campaign.attribution.rule
     rule = "lta" if rule == "private_last_touch" else rule
-    one_shot = campaign.one_shot
-    enforcement = one_shot.enforcement if campaign.mode == "one_shot" else "post"
     cell = check(rule, "user", enforcement)
     if not cell.valid:
         raise ValueError(
             f"attribution.rule: ({rule}, user, {enforcement}) is invalid: {cell.reason}"
         )
-    if campaign.mode != "one_shot":
-        return
-    if campaign.mechanism != "adsbpc":
-        raise ValueError("mode: one_shot replaces the daily mechanism; leave mechanism at adsbpc")
-    if one_shot.enforcement == "pre" and one_shot.bound != int(one_shot.bound):
-        raise ValueError("one_shot.bound: a pre-attribution bound counts conversions (integer)")
-    if one_shot.noise == "discrete_laplace" and (
-        one_shot.measure != "count"
-        or one_shot.bound != int(one_shot.bound)
-        or rule not in {"lta", "fta"}
-    ):
-        raise ValueError(
-            "one_shot.noise: discrete_laplace needs integer sums (measure count, an integer "
-            "bound and a single-touch rule)"
-        )
+
+
+def _default_mechanism() -> MechanismSettings:
+    from dp_platform import mechanisms
+
+    return mechanisms.settings_type(mechanisms.DEFAULT_STREAM)(kind=mechanisms.DEFAULT_STREAM)
+
+
+def _block(value: object) -> dict:
+    return dict(value) if isinstance(value, dict) else {}
 
 
 class CampaignConfig(_Strict):
@@ -269,16 +193,91 @@ class CampaignConfig(_Strict):
     start: date
     days: int = Field(default=31, ge=2)
     publishers: Literal["all"] | list[str] = "all"
-    mechanism: Literal["adsbpc", "adsbpc_plus"] = "adsbpc"
+    mechanism: SerializeAsAny[MechanismSettings] = Field(default_factory=_default_mechanism)
     attribution: AttributionConfig = AttributionConfig()
     privacy: PrivacyConfig = PrivacyConfig()
     workload: Workload = PrefixWorkload()
     objective: ObjectiveConfig = ObjectiveConfig()
-    bounds: BoundsConfig = BoundsConfig()
-    adsbpc_plus: AdsbpcPlusConfig = AdsbpcPlusConfig()
-    mode: Literal["adsbpc", "one_shot"] = "adsbpc"
-    one_shot: OneShotConfig = OneShotConfig()
-    reach: ReachConfig | None = None
+    releases: dict[str, SerializeAsAny[MechanismSettings]] = Field(default_factory=dict)
+    """Campaign-level releases added beside the daily stream, by name (e.g. reach)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mechanism_blocks(cls, data: object) -> object:
+        """``mechanism: NAME`` or ``{kind: NAME, …}``; the older format's separate blocks
+        (``mode: one_shot``, ``one_shot:``, ``adsbpc_plus:``, ``bounds:``) folded into it; a
+        block of a mechanism that is not chosen is refused; release blocks (``reach:``) go to
+        ``releases``."""
+        from dp_platform import mechanisms
+
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        chosen = data.get("mechanism", mechanisms.DEFAULT_STREAM)
+        block = {"kind": chosen} if isinstance(chosen, str) else _block(chosen)
+        mode = data.pop("mode", None)
+        if mode is not None and mode != mechanisms.DEFAULT_STREAM:
+            if block.get("kind", mechanisms.DEFAULT_STREAM) != mechanisms.DEFAULT_STREAM:
+                raise ValueError(f"mode: {mode} replaces the daily mechanism; leave mechanism out")
+            block["kind"] = mode
+        kind = block.setdefault("kind", mechanisms.DEFAULT_STREAM)
+        try:
+            settings = mechanisms.settings_type(str(kind))
+        except ValueError as error:
+            raise ValueError(f"mechanism: {error}") from None
+        if kind in data:  # the older format's block named after the mechanism
+            block = {**_block(data.pop(kind)), **block}
+        for key in settings.legacy_blocks:
+            if key in data:
+                block[key] = data.pop(key)
+        releases = dict(_block(data.pop("releases", None)))
+        for name in mechanisms.addon_names():
+            if name in data and data[name] is not None:
+                releases[name] = data.pop(name)
+            else:
+                data.pop(name, None)
+        for other in mechanisms.names():
+            others = (
+                (other,)
+                if other not in mechanisms.STREAM
+                else (
+                    other,
+                    *mechanisms.settings_type(other).legacy_blocks,
+                )
+            )
+            for key in others:
+                if key in data:
+                    raise ValueError(
+                        f"{key}: only with mechanism {other} (this campaign uses {kind})"
+                    )
+        data["mechanism"] = block
+        data["releases"] = releases
+        return data
+
+    @field_validator("mechanism", mode="before")
+    @classmethod
+    def _mechanism_type(cls, value: object) -> object:
+        from dp_platform import mechanisms
+
+        if isinstance(value, dict):
+            return mechanisms.settings_type(str(value.get("kind"))).model_validate(value)
+        return value
+
+    @field_validator("releases", mode="before")
+    @classmethod
+    def _release_types(cls, value: object) -> object:
+        from dp_platform import mechanisms
+
+        if not isinstance(value, dict):
+            return value
+        return {
+            name: mechanisms.campaign_level(name).settings.model_validate(
+                {"kind": name, **_block(block)}
+            )
+            if isinstance(block, dict)
+            else block
+            for name, block in value.items()
+        }
 
     @field_validator("name")
     @classmethod
@@ -299,11 +298,6 @@ class CampaignConfig(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> CampaignConfig:
-        if self.mechanism == "adsbpc" and self.bounds.quantile_days >= self.days:
-            raise ValueError(
-                f"bounds.quantile_days: l must be < days (l = {self.bounds.quantile_days}, "
-                f"days = {self.days})"
-            )
         workload = self.workload
         if isinstance(workload, SlidingWorkload) and workload.window > self.days:
             raise ValueError(f"workload.window must be <= days ({self.days})")
@@ -311,21 +305,9 @@ class CampaignConfig(_Strict):
             for a, b in workload.ranges:
                 if b > self.days:
                     raise ValueError(f"workload.ranges: [{a}, {b}] ends after day {self.days}")
-        if self.mechanism == "adsbpc_plus" and self.privacy.adjacency == "replace":
-            raise ValueError(
-                "privacy.adjacency: adsbpc_plus supports add_remove only (its individual filter "
-                "bounds each user's own loss; under replace a pair of users can lose up to 4x "
-                "rho1); use add_remove or mechanism adsbpc"
-            )
-        if self.mechanism == "adsbpc_plus" and self.adsbpc_plus.profile_days >= self.days:
-            raise ValueError(
-                f"adsbpc_plus.profile_days: m must be < days (m = "
-                f"{self.adsbpc_plus.profile_days}, days = {self.days})"
-            )
-        split = self.privacy.split
-        if split.quantile == 0 or split.svt == 0:
-            raise ValueError("privacy.split: quantile and svt must be > 0 for adsbpc")
-        _check_validity(self)
+        self.mechanism.check(self)
+        for release in self.releases.values():
+            release.check(self)
         return self
 
     @property

@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from dp_platform.config import AccountConfig
 from dp_platform.errors import (
@@ -34,8 +33,9 @@ from dp_platform.errors import (
     MissingPreviousDay,
     PlanMismatch,
 )
-from dp_platform.mechanisms.adsbpc import BoundChoice, BoundState, Measurement
+from dp_platform.mechanisms.base import Chain, ChoiceT, Measurement, StateT
 from dp_platform.privacy.accounting import Rho
+from dp_platform.records import from_record, to_record
 
 __all__ = [
     "BudgetExceeded",
@@ -104,6 +104,11 @@ CREATE TABLE IF NOT EXISTS charges (
     PRIMARY KEY (campaign, day, part)
 );
 """
+
+
+def _text(value: object) -> str:
+    """A dataclass as the JSON text the ledger stores (dp_platform/records.py, lossless)."""
+    return json.dumps(to_record(value))
 
 
 def _now() -> str:
@@ -427,16 +432,13 @@ class Ledger:
         campaign: str,
         day: int,
         expected_charges: dict[str, Rho],
-        choose: Callable[[Any], tuple[Any, Any]],
-        *,
-        choice_type: type = BoundChoice,
-        state_type: type = BoundState,
-    ) -> tuple[Any, bool]:
+        choose: Callable[[StateT], tuple[ChoiceT, StateT]],
+        chain: Chain[ChoiceT, StateT],
+    ) -> tuple[ChoiceT, bool]:
         """Day ``day``'s bound: the stored one, or ``choose(state of day − 1)`` stored once.
 
         Returns (choice, drawn_now). Fails without drawing if day − 1 has no stored state.
-        ``choice_type``/``state_type`` are the mechanism's (AdsBPC's by default; AdsBPC+ has
-        its own), each with ``to_json``/``from_json``.
+        ``chain`` names the mechanism's choice and state types, stored as records.
         """
         with self._transaction() as db:
             row = db.execute(
@@ -444,8 +446,8 @@ class Ledger:
                 (campaign, day),
             ).fetchone()
             if row is not None:
-                return choice_type.from_json(json.loads(row[0])), False
-            previous = self._bound_state(db, campaign, day - 1, state_type)
+                return from_record(chain.choice, json.loads(row[0])), False
+            previous = self._bound_state(db, campaign, day - 1, chain)
             self._check_budget(db, campaign, day, expected_charges)
             choice, state = choose(previous)
             if choice.day != day or state.day != day:
@@ -454,16 +456,16 @@ class Ledger:
                 raise LedgerError(f"campaign {campaign}, day {day}: unexpected charges")
             db.execute(
                 "INSERT INTO bound_choices VALUES (?, ?, ?, ?, ?)",
-                (campaign, day, json.dumps(choice.to_json()), json.dumps(state.to_json()), _now()),
+                (campaign, day, _text(choice), _text(state), _now()),
             )
             self._charge(db, campaign, day, choice.charges)
             return choice, True
 
     def _bound_state(
-        self, db: sqlite3.Connection, campaign: str, day: int, state_type: type = BoundState
-    ) -> Any:
+        self, db: sqlite3.Connection, campaign: str, day: int, chain: Chain[ChoiceT, StateT]
+    ) -> StateT:
         if day == 0:
-            return state_type()
+            return chain.state()
         row = db.execute(
             "SELECT secret_state_json FROM bound_choices WHERE campaign = ? AND day = ?",
             (campaign, day),
@@ -473,17 +475,16 @@ class Ledger:
                 f"campaign {campaign}: day {day} has no contribution bound, so day {day + 1} "
                 f"cannot choose one; materialise day {day} first (backfills run days in order)"
             )
-        return state_type.from_json(json.loads(row[0]))
+        return from_record(chain.state, json.loads(row[0]))
 
     def release_for_day(
         self,
         campaign: str,
         day: int,
         expected_charges: dict[str, Rho],
-        draw: Callable[[Any], Measurement],
+        draw: Callable[[ChoiceT], Measurement],
         publishers: list[str],
-        *,
-        choice_type: type = BoundChoice,
+        chain: Chain[ChoiceT, StateT],
     ) -> tuple[Measurement, bool]:
         """Day ``day``'s release: the stored one, or ``draw(bound of the day)`` stored once.
 
@@ -509,12 +510,12 @@ class Ledger:
                     f"campaign {campaign}: day {day} has no contribution bound yet"
                 )
             self._check_budget(db, campaign, day, expected_charges)
-            measurement = draw(choice_type.from_json(json.loads(row[0])))
+            measurement = draw(from_record(chain.choice, json.loads(row[0])))
             if measurement.day != day or measurement.charges != expected_charges:
                 raise LedgerError(f"campaign {campaign}, day {day}: release out of step")
             db.execute(
                 "INSERT INTO releases VALUES (?, ?, ?, ?)",
-                (campaign, day, json.dumps(measurement.to_json()), _now()),
+                (campaign, day, _text(measurement), _now()),
             )
             self._charge(db, campaign, day, measurement.charges)
             return measurement, True
@@ -549,7 +550,7 @@ class Ledger:
         row = db.execute(
             "SELECT release_json FROM releases WHERE campaign = ? AND day = ?", (campaign, day)
         ).fetchone()
-        return None if row is None else Measurement.from_json(json.loads(row[0]))
+        return None if row is None else from_record(Measurement, json.loads(row[0]))
 
     # -- campaign-level releases (one per kind: "one_shot", "reach") ----------------------
 
@@ -587,15 +588,17 @@ class Ledger:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def bound_choice(self, campaign: str, day: int, choice_type: type = BoundChoice) -> Any | None:
+    def bound_choice(
+        self, campaign: str, day: int, chain: Chain[ChoiceT, StateT]
+    ) -> ChoiceT | None:
         row = self._db.execute(
             "SELECT choice_json FROM bound_choices WHERE campaign = ? AND day = ?", (campaign, day)
         ).fetchone()
-        return None if row is None else choice_type.from_json(json.loads(row[0]))
+        return None if row is None else from_record(chain.choice, json.loads(row[0]))
 
-    def bound_state(self, campaign: str, day: int, state_type: type = BoundState) -> Any:
+    def bound_state(self, campaign: str, day: int, chain: Chain[ChoiceT, StateT]) -> StateT:
         """The bound chain's secret state after ``day`` (checks only: never shown or logged)."""
-        return self._bound_state(self._db, campaign, day, state_type)
+        return self._bound_state(self._db, campaign, day, chain)
 
     def releases(self, campaign: str, through: int | None = None) -> list[Measurement]:
         """Stored releases of a campaign in day order (DP values only)."""
@@ -603,7 +606,7 @@ class Ledger:
             "SELECT release_json FROM releases WHERE campaign = ? AND day <= ? ORDER BY day",
             (campaign, through if through is not None else 1 << 30),
         ).fetchall()
-        return [Measurement.from_json(json.loads(r[0])) for r in rows]
+        return [from_record(Measurement, json.loads(r[0])) for r in rows]
 
     def campaigns(self) -> list[str]:
         return [r[0] for r in self._db.execute("SELECT name FROM campaigns ORDER BY name")]

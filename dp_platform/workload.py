@@ -9,25 +9,22 @@ some query (a day no query reads would get infinite noise).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dp_platform.config import (
-    CampaignConfig,
-    DailyWorkload,
-    MatrixWorkload,
-    ObjectiveConfig,
-    PrefixWorkload,
-    RangeWorkload,
-    SlidingWorkload,
-)
 from dp_platform.errors import ConfigError
 from dp_platform.privacy.scales import ScalePlan, solve_scales
 
+if TYPE_CHECKING:  # the catalogue's types, for annotations only: this module stays light
+    from dp_platform.config import CampaignConfig, ObjectiveConfig
+
 __all__ = [
+    "answer_queries",
     "campaign_scales",
     "daily_matrix",
     "prefix_matrix",
+    "query_ends",
     "query_weights",
     "range_matrix",
     "sliding_matrix",
@@ -77,15 +74,15 @@ def _load_matrix(path: str | Path, n: int) -> np.ndarray:
 def workload_matrix(campaign: CampaignConfig, base_dir: str | Path | None = None) -> np.ndarray:
     """Q ∈ R^{m×n} of a campaign; a matrix file is read relative to ``base_dir`` (the catalogue)."""
     n, workload = campaign.days, campaign.workload
-    if isinstance(workload, PrefixWorkload):
+    if workload.kind == "prefix":
         matrix = prefix_matrix(n)
-    elif isinstance(workload, SlidingWorkload):
+    elif workload.kind == "sliding":
         matrix = sliding_matrix(n, workload.window)
-    elif isinstance(workload, DailyWorkload):
+    elif workload.kind == "daily":
         matrix = daily_matrix(n)
-    elif isinstance(workload, RangeWorkload):
+    elif workload.kind == "range":
         matrix = range_matrix(n, workload.ranges)
-    elif isinstance(workload, MatrixWorkload):
+    elif workload.kind == "matrix":
         path = Path(workload.path)
         if base_dir is not None and not path.is_absolute():
             path = Path(base_dir) / path
@@ -125,3 +122,25 @@ def campaign_scales(objective: ObjectiveConfig, matrix: np.ndarray, rho1: float)
         )
     except ValueError as error:
         raise ConfigError(f"objective: {error}") from None
+
+
+def query_ends(queries: np.ndarray) -> np.ndarray:
+    """1-based last day of each query's support (a query is answered from that day on)."""
+    nonzero = np.asarray(queries) != 0
+    return nonzero.shape[1] - np.argmax(nonzero[:, ::-1], axis=1)
+
+
+def answer_queries(
+    queries: np.ndarray, released: list[tuple[float, ...]] | tuple[tuple[float, ...], ...]
+) -> dict[int, tuple[float, ...]]:
+    """Answers (per publisher) of every query whose support ends by day len(released).
+
+    Post-processing of released vectors only: free, and it never touches private data.
+    """
+    day = len(released)
+    if day == 0:
+        return {}
+    noisy = np.asarray(released, dtype=np.float64)  # day × publisher
+    ready = np.flatnonzero(query_ends(queries) <= day)
+    values = queries[ready, :day] @ noisy
+    return {int(j): tuple(float(v) for v in row) for j, row in zip(ready, values, strict=True)}

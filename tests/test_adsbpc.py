@@ -23,6 +23,7 @@ from dp_platform.mechanisms.adsbpc import (
 )
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.privacy.scales import wsum_closed_form
+from dp_platform.records import from_record, to_record
 from dp_platform.simulation import simulate_stream
 from dp_platform.workload import prefix_matrix
 
@@ -130,7 +131,7 @@ def test_state_round_trip_resumes_identically() -> None:
     state = initial_state()
     for histogram, clip in days[:10]:
         _, state = step(plan, state, histogram, clip, noise=noise)
-    restored = AdsbpcState.from_json(json.loads(json.dumps(state.to_json())))
+    restored = from_record(AdsbpcState, json.loads(json.dumps(to_record(state))))
     assert restored == state
     fork_a, fork_b = _noise(3), _noise(3)
     a = step(plan, state, *days[10], noise=fork_a)

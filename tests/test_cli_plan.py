@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from dp_platform.cli import main
 
@@ -50,7 +51,7 @@ def test_bad_config_is_one_line_with_exit_2(tmp_path, capsys) -> None:
     assert main(["plan", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
-    assert "campaigns[0].bounds.s_up: s_up must be > 1" in err
+    assert "campaigns[0].mechanism.bounds.s_up: s_up must be > 1" in err
 
 
 def test_over_cap_plan_exits_1(tmp_path, capsys) -> None:
@@ -72,14 +73,9 @@ def test_plan_text_of_an_adsbpc_plus_campaign_shows_its_split_and_scale_prior(
     tmp_path, capsys
 ) -> None:
     plus = tmp_path / "c.yaml"
-    plus.write_text(
-        EXAMPLE.read_text().replace(
-            "    advertiser: acme\n",
-            "    advertiser: acme\n    mechanism: adsbpc_plus\n"
-            "    adsbpc_plus: {scale_prior: 2.5}\n",
-            1,
-        )
-    )
+    catalogue = yaml.safe_load(EXAMPLE.read_text())
+    catalogue["campaigns"][0]["mechanism"] = {"kind": "adsbpc_plus", "scale_prior": 2.5}
+    plus.write_text(yaml.safe_dump(catalogue))
     assert main(["plan", str(plus), "--campaign", "spring_sale"]) == 0
     out = capsys.readouterr().out
     assert "mechanism adsbpc_plus" in out

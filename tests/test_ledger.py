@@ -18,12 +18,13 @@ from dp_platform.ledger import (
     MissingPreviousDay,
     PlanMismatch,
 )
-from dp_platform.mechanisms.adsbpc import choose_bound, make_plan, measure
+from dp_platform.mechanisms.adsbpc import MECHANISM, choose_bound, make_plan, measure
 from dp_platform.plans import campaign_plan
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.registration import registered_campaign
 
 ACCOUNT = AccountConfig(name="users", rho_cap=2.0)
+CHAIN = MECHANISM.chain
 HISTOGRAM = np.bincount([1] * 50 + [2] * 20 + [3] * 5 + [9])
 CLIPPED = np.array([10.0, 20.0, 5.0])
 
@@ -67,9 +68,9 @@ def run_day(ledger: Ledger, plan, day: int, noise, calls: list | None = None):
             calls.append(("release", day))
         return measure(plan, choice, CLIPPED, noise=noise)
 
-    ledger.bound_for_day(plan.campaign, day, bound_charges(plan, day), choose)
+    ledger.bound_for_day(plan.campaign, day, bound_charges(plan, day), choose, CHAIN)
     gaussian = {"gaussian": plan.day_charge(day)["gaussian"]}
-    return ledger.release_for_day(plan.campaign, day, gaussian, draw, ["a", "b", "c"])
+    return ledger.release_for_day(plan.campaign, day, gaussian, draw, ["a", "b", "c"], CHAIN)
 
 
 @pytest.fixture
@@ -132,7 +133,7 @@ def test_full_campaign_charges_exactly_the_plan(ledger: Ledger) -> None:
     assert budget.remaining.value == 0
     assert [r.day for r in ledger.releases("spring")] == list(range(1, 11))
     with pytest.raises(LedgerError, match="day 11 is outside"):
-        ledger.bound_for_day("spring", 11, {}, lambda state: pytest.fail("must not draw"))
+        ledger.bound_for_day("spring", 11, {}, lambda state: pytest.fail("must not draw"), CHAIN)
 
 
 def _race(path: str, seed: int, barrier) -> None:
@@ -174,7 +175,7 @@ def _die_mid_release(path: str) -> None:
             choose_bound(plan, state, HISTOGRAM, noise=noise)  # noise drawn…
             os.kill(os.getpid(), signal.SIGKILL)  # …and the process dies before commit
 
-        ledger.bound_for_day("spring", 3, bound_charges(plan, 3), choose_then_die)
+        ledger.bound_for_day("spring", 3, bound_charges(plan, 3), choose_then_die, CHAIN)
 
 
 def test_sigkill_mid_transaction_leaves_nothing_and_restart_finishes(tmp_path) -> None:
@@ -186,7 +187,7 @@ def test_sigkill_mid_transaction_leaves_nothing_and_restart_finishes(tmp_path) -
     plan = make_plan(campaign())
     with Ledger(path) as ledger:
         assert sorted(ledger.campaign_budget("spring").per_day) == [1, 2]
-        assert ledger.bound_choice("spring", 3) is None
+        assert ledger.bound_choice("spring", 3, CHAIN) is None
         noise = SeededNoise(9)
         for day in range(3, 11):
             run_day(ledger, plan, day, noise)

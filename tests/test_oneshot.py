@@ -37,7 +37,6 @@ def _campaign(**one_shot: object):  # type: ignore[no-untyped-def]
             "one_shot": one_shot,
             "attribution": {"rule": rule, "lookback_days": 7},
             "privacy": {"rho": 0.5, "adjacency": adjacency},
-            "bounds": {"quantile_days": 1},
         }
     )
 

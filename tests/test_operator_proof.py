@@ -26,7 +26,7 @@ from assets.runner import run_campaigns
 from dp_platform import plans
 from dp_platform.cli import main
 from dp_platform.ledger import Ledger
-from dp_platform.mechanisms import adsbpc
+from dp_platform.mechanisms import adsbpc, adsbpc_plus
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.registration import load_registration
 from dp_platform.warehouse import Warehouse
@@ -145,7 +145,7 @@ def started(tmp_path_factory):
         ).success
     with Ledger.at_home(home.root) as ledger:
         assert [r.day for r in ledger.releases("plus")] == [1, 2, 3]
-        assert ledger.bound_choice("plus", 4) is not None
+        assert ledger.bound_choice("plus", 4, adsbpc_plus.MECHANISM.chain) is not None
     return home
 
 

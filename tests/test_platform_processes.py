@@ -215,12 +215,8 @@ def _release_metadata(event) -> tuple[str, str, str | None, dict] | None:
 
 def expected_release_metadata(home) -> dict[tuple[str, str, str | None], dict]:
     """What the UI may show for each release partition, from the ledger's DP outputs alone."""
-    from assets.metadata import (
-        answers_metadata,
-        one_shot_metadata,
-        reach_metadata,
-        release_metadata,
-    )
+    from assets.metadata import answers_metadata, release_metadata, shown_metadata
+    from dp_platform import mechanisms
     from dp_platform.publication import published_days
 
     def values(metadata: dict) -> dict:
@@ -237,12 +233,10 @@ def expected_release_metadata(home) -> dict[tuple[str, str, str | None], dict]:
             expected["spring", "cumulative_query_answers", partition] = values(answers)
         for name in ("spring", "once"):
             stored = ledger.campaign_releases(name)
-            if "one_shot" in stored:
-                expected[name, "one_shot_release", None] = values(
-                    one_shot_metadata(stored["one_shot"], True)
-                )
-            reach = values(reach_metadata(stored["reach"], True))
-            expected[name, "reach_and_frequency", None] = reach
+            for kind, payload in stored.items():
+                mechanism = mechanisms.campaign_level(kind)
+                shown = shown_metadata(mechanism.shown(payload), True)
+                expected[name, mechanism.asset, None] = values(shown)
     return expected
 
 

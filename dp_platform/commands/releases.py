@@ -22,6 +22,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dp_platform import mechanisms
     from dp_platform.display import round_to_noise, significant
     from dp_platform.home import Home
     from dp_platform.ledger import Ledger
@@ -36,14 +37,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(document, indent=2))
         return 0
     for kind, payload in campaign_level.items():
-        if kind == "one_shot":
-            print(
-                f"one-shot release (whole period, ρ {payload['rho_charged']:.6g}): noisy total "
-                f"{payload['total']:.1f} ± {payload['std']:.1f} per publisher"
-            )
-        elif kind == "reach":
-            at_least = ", ".join(f"{k}+: {v}" for k, v in enumerate(payload["at_least"], 1))
-            print(f"reach (ρ {payload['rho_charged']:.6g}): {payload['reach']} users; {at_least}")
+        print(mechanisms.campaign_level(kind).describe_release(payload))
     print(f"campaign {args.campaign}: {len(records)} released days")
     print(" day    bound      σ_i   ρ charged   noisy total   answer(s) ending today (total)")
     for day in days:  # shown rounded to what the noise justifies (display.py); --json is exact

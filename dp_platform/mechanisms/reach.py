@@ -23,12 +23,17 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+from pydantic import Field
 
-from dp_platform.privacy.accounting import gaussian_rho, gaussian_sigma
+from dp_platform.config import CampaignConfig, MechanismSettings
+from dp_platform.mechanisms.base import Markdown, Shown
+from dp_platform.privacy.accounting import Rho, gaussian_rho, gaussian_sigma
 from dp_platform.privacy.discrete import IntegerNoiseSource, resolve_integer
+from dp_platform.records import JsonValue
 
 if TYPE_CHECKING:
-    from dp_platform.config import CampaignConfig
+    from dp_platform.privacy.noise import NoiseSource
+    from dp_platform.warehouse.base import WarehouseEngine
     from dp_platform.warehouse.store import Warehouse
 
 __all__ = [
@@ -50,6 +55,18 @@ def frequency_histogram(impressions_per_user: np.ndarray, max_frequency: int) ->
     return np.bincount(np.minimum(counts, max_frequency) - 1, minlength=max_frequency)[
         :max_frequency
     ]
+
+
+class ReachSettings(MechanismSettings):
+    """A ``reach: {rho: …, max_frequency: …}`` block: reach and k+-frequency over the whole
+    period, released once after the last day, on its own ρ (reserved with the campaign)."""
+
+    kind: Literal["reach"]  # required, so a dump that leaves out defaults still names it
+    rho: float = Field(gt=0, description="zCDP budget of the reach release (on the account)")
+    max_frequency: int = Field(default=10, ge=1, description="K: frequencies >= K pooled")
+
+    def check(self, campaign: CampaignConfig) -> None:
+        """Reach reads impressions only: no attribution rule to check."""
 
 
 @dataclass(frozen=True)
@@ -140,8 +157,8 @@ def release_reach(
 
 def plan_from_config(campaign: CampaignConfig) -> ReachPlan:
     """The reach plan of a campaign with a ``reach:`` block."""
-    options = campaign.reach
-    if options is None:
+    options = campaign.releases.get(MECHANISM.name)
+    if not isinstance(options, ReachSettings):
         raise ValueError(f"campaign {campaign.name} has no reach block")
     return plan_reach(options.rho, options.max_frequency, campaign.privacy.adjacency)
 
@@ -166,3 +183,65 @@ def warehouse_histogram(
     for k, users in rows:
         histogram[int(k) - 1] = int(users)
     return histogram
+
+
+class ReachMechanism:
+    """Reach and frequency as a campaign-level mechanism, added beside the daily stream."""
+
+    name = "reach"
+    settings = ReachSettings
+    plan_type = ReachPlan
+    replaces_stream = False
+    asset = "reach_and_frequency"
+    reads = "raw_impressions"
+    description = (
+        "How many users saw the campaign's ads, and how many at least k times, over the whole "
+        "period (noisy histogram; its own ρ on the account)."
+    )
+
+    def make_plan(self, campaign: CampaignConfig) -> ReachPlan | None:
+        return plan_from_config(campaign) if self.name in campaign.releases else None
+
+    def charge(self, plan: ReachPlan) -> Rho:
+        return Rho(plan.rho)
+
+    def release(
+        self,
+        plan: ReachPlan,
+        warehouse: WarehouseEngine,
+        campaign: CampaignConfig,
+        publishers: list[str],
+        *,
+        noise: NoiseSource | None,
+        integer_noise: IntegerNoiseSource | None,
+    ) -> dict[str, JsonValue]:
+        histogram = warehouse_histogram(warehouse, campaign, plan.max_frequency)
+        return release_reach(histogram, plan, noise=integer_noise).to_json()
+
+    def shown(self, payload: dict[str, JsonValue]) -> Shown:
+        at_least: list[int] = payload.get("at_least", [])
+        rows = [f"| {k}+ | {v} |" for k, v in enumerate(at_least, start=1)]
+        return {
+            "noisy_reach": float(payload["reach"]),
+            "rho_charged": float(payload["rho_charged"]),
+            "frequency": Markdown(
+                "\n".join(["| seen at least | noisy users |", "|---|---|", *rows])
+            ),
+        }
+
+    def summary(self, plan: ReachPlan) -> dict[str, JsonValue]:
+        return plan.to_json()
+
+    def describe(self, plan: ReachPlan) -> list[str]:
+        r = plan.to_json()
+        return [
+            f"  reach & frequency: ρ {r['rho']:.6g}, up to {r['max_frequency']}+, reach std "
+            f"{r['reach_std']:.4g}"
+        ]
+
+    def describe_release(self, payload: dict[str, JsonValue]) -> str:
+        at_least = ", ".join(f"{k}+: {v}" for k, v in enumerate(payload["at_least"], 1))
+        return f"reach (ρ {payload['rho_charged']:.6g}): {payload['reach']} users; {at_least}"
+
+
+MECHANISM = ReachMechanism()
