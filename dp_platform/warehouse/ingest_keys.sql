@@ -1,10 +1,20 @@
--- Surrogate keys for ids seen for the first time among the rows to load (table `checked`).
--- New keys continue after the largest existing one, in id order (reproducible loads).
+-- Surrogate keys for ids seen for the first time among the rows that passed the row checks
+-- (view `typed` less table `rejected`). New keys continue after the largest existing one, in
+-- id order (reproducible loads). One scan of the file finds all three kinds of new ids.
+-- Duplicates are removed after the insert, so an id seen only in a duplicate row gets a key
+-- too (a key alone is no event: nothing is counted for it).
+CREATE OR REPLACE TEMP TABLE seen_ids AS
+SELECT user_id, publisher_id, advertiser_id, grouping(user_id) AS no_user,
+    grouping(publisher_id) AS no_publisher
+FROM typed AS t
+ANTI JOIN rejected AS r ON r.source_row = t.source_row
+GROUP BY GROUPING SETS ((user_id), (publisher_id), (advertiser_id));
+
 INSERT INTO users (user_key, user_id)
 SELECT
     (SELECT coalesce(max(user_key), -1) FROM users) + row_number() OVER (ORDER BY n.user_id),
     n.user_id
-FROM (SELECT DISTINCT user_id FROM checked WHERE reason IS NULL) AS n
+FROM (SELECT user_id FROM seen_ids WHERE no_user = 0) AS n
 ANTI JOIN users AS u ON u.user_id = n.user_id;
 
 INSERT INTO publishers (publisher_key, publisher_id)
@@ -13,7 +23,7 @@ SELECT
         + row_number() OVER (ORDER BY n.publisher_id),
     n.publisher_id
 FROM (
-    SELECT DISTINCT publisher_id FROM checked WHERE reason IS NULL AND publisher_id IS NOT NULL
+    SELECT publisher_id FROM seen_ids WHERE no_publisher = 0 AND publisher_id IS NOT NULL
 ) AS n
 ANTI JOIN publishers AS p ON p.publisher_id = n.publisher_id;
 
@@ -22,5 +32,5 @@ SELECT
     (SELECT coalesce(max(advertiser_key), -1) FROM advertisers)
         + row_number() OVER (ORDER BY n.advertiser_id),
     n.advertiser_id
-FROM (SELECT DISTINCT advertiser_id FROM checked WHERE reason IS NULL) AS n
+FROM (SELECT advertiser_id FROM seen_ids WHERE no_user = 1 AND no_publisher = 1) AS n
 ANTI JOIN advertisers AS a ON a.advertiser_id = n.advertiser_id;
