@@ -115,18 +115,19 @@ class IngestReport:
 
 
 def _projection(source: Source) -> str:
-    """Select list of the `source` view: text trimmed (empty → NULL), other types kept."""
+    """Select list of the `source` view: text trimmed (empty → NULL, macro in
+    ingest_text.sql), other types kept."""
     items = []
     for name in (*REQUIRED[source.kind], *OPTIONAL_COLUMNS[source.kind]):
         quoted = '"' + name.replace('"', '""') + '"'
         if name not in source.columns:
             items.append(f"NULL AS {name}")
         elif source.columns[name] == "VARCHAR":
-            items.append(f"nullif(trim({quoted}), '') AS {name}")
+            items.append(f"ingest_text({quoted}) AS {name}")
         elif name in {"ts", "value"}:
             items.append(f"{quoted} AS {name}")
         else:
-            items.append(f"nullif(trim(CAST({quoted} AS VARCHAR)), '') AS {name}")
+            items.append(f"ingest_text(CAST({quoted} AS VARCHAR)) AS {name}")
     return ", ".join(items)
 
 
@@ -206,6 +207,7 @@ def _load_one(runner: SqlRunner, source: Source, now: datetime) -> KindReport:
     if _already_loaded(runner, source):
         report.already_loaded = True
         return report
+    runner.run("ingest_text")
     columns = _projection(source)
     con.execute(
         f"CREATE OR REPLACE TEMP VIEW source AS "
@@ -258,6 +260,8 @@ def ingest_files(
         moment = moment.replace(tzinfo=UTC)
     if not TS_WINDOW[0] <= moment < TS_WINDOW[1]:
         raise IngestError(f"'now' must lie in the accepted time window {_window_text()}")
+    # DuckDB's progress bar would print into the command's output (stdout is the report)
+    runner.con.execute("SET enable_progress_bar = false")
     sources = [
         inspect(runner.con, "impressions", impressions),
         inspect(runner.con, "conversions", conversions),
@@ -348,3 +352,4 @@ def _drop_temporaries(con: duckdb.DuckDBPyConnection) -> None:
     tables += ["ingest_reject_errors", "ingest_reject_scans"]
     for table in tables:
         con.execute(f"DROP TABLE IF EXISTS {table}")
+    con.execute("DROP MACRO IF EXISTS ingest_text")
