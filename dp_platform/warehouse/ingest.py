@@ -200,6 +200,13 @@ def _already_loaded(runner: SqlRunner, source: Source) -> bool:
     return bool(seen[0][0])
 
 
+def _loaded_before(runner: SqlRunner, source: Source) -> bool:
+    """Does the warehouse hold events of this kind from an earlier load?"""
+    return bool(
+        runner.query("SELECT count(*) FROM loads WHERE kind = $kind", kind=source.kind)[0][0]
+    )
+
+
 def _load_one(runner: SqlRunner, source: Source, now: datetime) -> KindReport:
     """Check, key and insert one staged file; the caller holds the transaction."""
     con = runner.con
@@ -219,6 +226,9 @@ def _load_one(runner: SqlRunner, source: Source, now: datetime) -> KindReport:
     runner.run(f"ingest_check_{source.kind}", now=now, ts_min=ts_min, ts_max=ts_max)
     runner.run("ingest_keys")
     runner.run(f"ingest_insert_{source.kind}", load_id=load_id, tie_room=TIE_ROOM)
+    runner.run("ingest_duplicate_candidates", load_id=load_id)
+    if _loaded_before(runner, source):
+        runner.run("ingest_duplicate_candidates_earlier", load_id=load_id)
     runner.run("ingest_duplicates", load_id=load_id, kind=source.kind)
     if source.kind == "impressions":
         runner.run("ingest_ties", load_id=load_id, tie_room=TIE_ROOM, max_tie=TIE_ROOM)
@@ -347,7 +357,7 @@ def _drop_temporaries(con: duckdb.DuckDBPyConnection) -> None:
         for kind in ("impressions", "conversions")
         for prefix, suffix in (("staged_raw", ""), ("staged_raw", "_numbered"), ("malformed", ""))
     ]
-    tables += ["rejected", "seen_ids", "duplicate_candidates", "duplicates", "overflow"]
+    tables += ["rejected", "scanned", "duplicate_candidates", "duplicates", "overflow"]
     tables += ["tie_candidates", "tie_groups", "tie_ranks"]
     tables += ["ingest_reject_errors", "ingest_reject_scans"]
     for table in tables:

@@ -1,33 +1,16 @@
--- Duplicate ids among this load's rows (view `events`: id, load_id, source_row of the kind's
--- table; the load's rows are inserted already and passed the row checks):
+-- Duplicate ids among this load's rows, decided exactly on the candidate rows found by
+-- ingest_duplicate_candidates*.sql (view `events`: id, load_id, source_row of the kind's table;
+-- the load's rows are inserted already and passed the row checks):
 -- * duplicate_loaded: the id was in the warehouse before this load (every copy in this file);
 -- * duplicate_in_load: the id repeats within this file; the first copy (lowest row) is kept.
--- Equal ids have equal hashes: sorting the load's 64-bit hashes and comparing neighbours finds
--- the few candidate rows far more cheaply than grouping every id, and the exact rule then runs
--- on the candidates only (a hash collision is never mistaken for a duplicate).
-CREATE OR REPLACE TEMP TABLE duplicate_candidates AS
-SELECT source_row
-FROM (
-    SELECT
-        source_row,
-        h,
-        lag(h) OVER (ORDER BY h) AS previous,
-        lead(h) OVER (ORDER BY h) AS following
-    FROM (SELECT source_row, hash(id) AS h FROM events WHERE load_id = $load_id)
-)
-WHERE h = previous OR h = following
-UNION
-SELECT source_row
-FROM (SELECT source_row, hash(id) AS h FROM events WHERE load_id = $load_id) AS mine
-SEMI JOIN (SELECT hash(id) AS h FROM events WHERE load_id <> $load_id) AS loaded
-    ON loaded.h = mine.h;
-
+-- They leave the table and join `rejected`, inside the load's transaction.
 CREATE OR REPLACE TEMP TABLE duplicates AS
 WITH
 candidate AS (
     SELECT e.id, e.source_row
     FROM events AS e
-    SEMI JOIN duplicate_candidates AS c ON c.source_row = e.source_row
+    SEMI JOIN (SELECT DISTINCT source_row FROM duplicate_candidates) AS c
+        ON c.source_row = e.source_row
     WHERE e.load_id = $load_id
 ),
 loaded AS (
