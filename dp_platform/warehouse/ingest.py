@@ -284,7 +284,7 @@ def ingest_files(
         reports = []
         with _writing(runner), runner.transaction():
             for source in sources:
-                with _reading(source):
+                with _reading(source, "could not be loaded"):
                     reports.append(_load_one(runner, source, moment))
     finally:
         _drop_temporaries(runner.con)
@@ -334,16 +334,17 @@ def _writing(runner: SqlRunner) -> Iterator[None]:
 
 
 @contextmanager
-def _reading(source: Source) -> Iterator[None]:
-    """A file DuckDB cannot read to the end (truncated, corrupt) is named, never quoted."""
+def _reading(source: Source, failure: str = "could not be read completely") -> Iterator[None]:
+    """A file DuckDB cannot read to the end (truncated, corrupt) or load is named, never
+    quoted: DuckDB's message may hold a value from the file, only its kind is shown."""
     try:
         yield
     except duckdb.Error as error:
         if _write_cause(error) is not None:
             raise
         raise IngestError(
-            f"{source.kind} file {shown(source.path)}: could not be read completely "
-            f"({type(error).__name__})"
+            f"{source.kind} file {shown(source.path)}: {failure} ({type(error).__name__}); "
+            "nothing was loaded"
         ) from None
 
 
