@@ -8,8 +8,11 @@ reason. A file whose content (SHA-256) was loaded before is skipped, so re-runni
 adds nothing. Messages and reports name files, columns, reasons and counts — never ids or
 values, which are personal data.
 
-The checks themselves are SQL (``ingest_*.sql``); this module only decides how to read each
-file and drives the steps inside one transaction.
+A failed write (disk full) is :class:`WarehouseWriteError`, one line naming the warehouse and
+the operating system's reason; the transaction is rolled back, so nothing was loaded.
+
+File-level checks are in :mod:`.ingest_sources`; the row checks are SQL (``ingest_*.sql``);
+this module stages each file and drives the steps inside one transaction.
 """
 
 from __future__ import annotations

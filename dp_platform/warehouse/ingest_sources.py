@@ -146,17 +146,18 @@ def _csv_header(kind: Kind, path: Path) -> list[str]:
     compressed = path.suffix.lower() == ".gz"
     try:
         with gzip.open(path, "rb") if compressed else path.open("rb") as handle:
-            line = handle.readline(MAX_HEADER_BYTES + 1)
+            start = handle.read(MAX_HEADER_BYTES + 2)
     except (gzip.BadGzipFile, EOFError, zlib.error):
         raise IngestError(f"{where}: not a readable gzip file") from None
     except OSError as error:
         raise IngestError(f"{where}: cannot be read ({_cause(error)})") from None
-    if not line:
+    if not start:
         raise IngestError(f"{where}: empty file, no header row")
+    line = re.split(rb"\r\n|\n|\r", start, maxsplit=1)[0]  # any line ending, CR-only too
     if len(line) > MAX_HEADER_BYTES:
         raise IngestError(f"{where}: line 1 (the header row) is longer than 1 MiB")
     try:
-        text = line.decode("utf-8-sig").rstrip("\r\n")
+        text = line.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise IngestError(f"{where}: line 1 (the header row) is not UTF-8 text") from None
     if not text.strip():

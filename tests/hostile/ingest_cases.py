@@ -472,6 +472,12 @@ def _(w: Workspace) -> Expect:
     return w.loaded(conversions=w.raw("c.csv", text.encode()))
 
 
+@case("cr_only_line_ends", "loaded")
+def _(w: Workspace) -> Expect:
+    text = ",".join(IMP_HEADER) + "\r" + "".join(",".join(w.imp(k)) + "\r" for k in range(2))
+    return w.loaded(impressions=w.raw("i.csv", text.encode()), rows=(2, 1))
+
+
 @case("gzip_csv", "loaded")
 def _(w: Workspace) -> Expect:
     text = ",".join(IMP_HEADER) + "\n" + "".join(",".join(w.imp(k)) + "\n" for k in range(3))
