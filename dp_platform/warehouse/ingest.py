@@ -322,15 +322,16 @@ def _write_cause(error: BaseException) -> str | None:
 
 @contextmanager
 def _writing(runner: SqlRunner) -> Iterator[None]:
-    """A failed write anywhere in the load becomes one line naming the warehouse and why."""
+    """A failed write anywhere in the load becomes one line naming the warehouse and why.
+    The warehouse's path is read first: after a failed write the connection may be unusable."""
+    database = runner.query("SELECT path FROM duckdb_databases() WHERE NOT internal")
+    where = shown(database[0][0]) if database and database[0][0] else "(in memory)"
     try:
         yield
     except duckdb.Error as error:
         cause = _write_cause(error)
         if cause is None:
             raise
-        database = runner.query("SELECT path FROM duckdb_databases() WHERE NOT internal")
-        where = shown(database[0][0]) if database and database[0][0] else "(in memory)"
         raise WarehouseWriteError(
             f"warehouse {where}: could not write ({cause}); nothing was loaded"
         ) from None
