@@ -270,6 +270,12 @@ def _(w: Workspace) -> Expect:
     return w.refused("not a readable Parquet file", impressions=cut)
 
 
+@case("truncated_gzip_header", "refused: not a readable gzip file")
+def _(w: Workspace) -> Expect:
+    packed = gzip.compress((",".join(CONV_HEADER) + "\n").encode())
+    return w.refused("not a readable gzip file", conversions=w.raw("c.csv.gz", packed[:15]))
+
+
 @case("not_gzip_but_named_gz", "refused: not a readable gzip file")
 def _(w: Workspace) -> Expect:
     return w.refused("not a readable gzip file", impressions=w.raw("i.csv.gz", b"plain text"))
@@ -277,7 +283,8 @@ def _(w: Workspace) -> Expect:
 
 @case("truncated_gzip", "refused: could not be read completely")
 def _(w: Workspace) -> Expect:
-    text = ",".join(IMP_HEADER) + "\n" + "".join(",".join(w.imp(k)) + "\n" for k in range(3000))
+    # over 1 MiB before the cut, so the header is read and the cut is met by DuckDB's reader
+    text = ",".join(IMP_HEADER) + "\n" + "".join(",".join(w.imp(k)) + "\n" for k in range(40_000))
     packed = gzip.compress(text.encode())
     cut = w.raw("cut.csv.gz", packed[: len(packed) // 2])
     return w.refused("could not be read completely", impressions=cut)
