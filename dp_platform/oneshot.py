@@ -31,7 +31,7 @@ from dp_platform.validity import check
 
 if TYPE_CHECKING:
     from dp_platform.config import CampaignConfig
-    from dp_platform.warehouse.store import Warehouse
+    from dp_platform.warehouse.base import WarehouseEngine
 
 __all__ = [
     "OneShotPlan",
@@ -212,36 +212,9 @@ def release_one_shot(
     )
 
 
-def warehouse_sums(warehouse: Warehouse, campaign: CampaignConfig, plan: OneShotPlan) -> np.ndarray:
+def warehouse_sums(
+    warehouse: WarehouseEngine, campaign: CampaignConfig, plan: OneShotPlan
+) -> np.ndarray:
     """True per-publisher sums of the campaign's period after the plan's bounding (PRIVATE:
     feed them to :func:`release_one_shot` only). Needs attribute_days over the whole period."""
-    rows = warehouse.sql.query(
-        "SELECT count(DISTINCT day) FROM partitions WHERE asset = 'attributed_conversions' "
-        "AND campaign = $campaign AND day BETWEEN $first AND $last",
-        campaign=campaign.name,
-        first=campaign.start,
-        last=campaign.end,
-    )
-    if int(rows[0][0]) != campaign.days:
-        from dp_platform.warehouse.store import WarehouseError
-
-        raise WarehouseError(
-            f"one-shot release of {campaign.name} needs attributed_conversions for all "
-            f"{campaign.days} days ({int(rows[0][0])} materialised)"
-        )
-    whole = math.floor(plan.bound)
-    with warehouse.sql.transaction():
-        _, vector = warehouse.publisher_sums(
-            campaign,
-            "oneshot_sums",
-            campaign=campaign.name,
-            advertiser=campaign.advertiser,
-            first=campaign.start,
-            last=campaign.end,
-            whole=whole,
-            fraction=float(plan.bound - whole),
-            enforcement=plan.enforcement,
-            use_value=plan.use_value,
-            value_cap=float(plan.value_cap),
-        )
-    return vector
+    return warehouse.one_shot_sums(campaign, plan)

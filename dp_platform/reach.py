@@ -29,7 +29,7 @@ from dp_platform.privacy.discrete import IntegerNoiseSource, resolve_integer
 
 if TYPE_CHECKING:
     from dp_platform.config import CampaignConfig
-    from dp_platform.warehouse.store import Warehouse
+    from dp_platform.warehouse.base import WarehouseEngine
 
 __all__ = [
     "ReachPlan",
@@ -141,22 +141,7 @@ def plan_from_config(campaign: CampaignConfig) -> ReachPlan:
 
 
 def warehouse_histogram(
-    warehouse: Warehouse, campaign: CampaignConfig, max_frequency: int
+    warehouse: WarehouseEngine, campaign: CampaignConfig, max_frequency: int
 ) -> np.ndarray:
     """True frequency histogram of the campaign's period (PRIVATE: for release_reach only)."""
-    publishers = warehouse.campaign_publishers(campaign)
-    histogram = np.zeros(max_frequency, dtype=np.int64)
-    if not publishers:
-        return histogram
-    with warehouse.sql.transaction():
-        warehouse.sql.run("campaign_publishers", publisher_ids=publishers)
-        rows = warehouse.sql.run(
-            "reach_histogram",
-            advertiser=campaign.advertiser,
-            first=campaign.start,
-            last=campaign.end,
-            cap=max_frequency,
-        )
-    for k, users in rows:
-        histogram[int(k) - 1] = int(users)
-    return histogram
+    return warehouse.reach_histogram(campaign, max_frequency)
