@@ -351,6 +351,7 @@ SPARK_PRIVATE_PREFIXES = (
     "spark.sql.queryExecutionListeners",
     "spark.sql.sources.partitionOverwriteMode",
     "spark.sql.session.timeZone",
+    "spark.sql.hive.manageFilesourcePartitions",
 )
 
 

@@ -51,6 +51,7 @@ __all__ = [
     "Score",
     "attribute_private_last_touch",
     "choose_touches",
+    "race_parameters",
     "scores",
     "sensitivity",
     "theorem3_gap",
@@ -113,6 +114,18 @@ def theorem3_gap(candidates: int, *, epsilon: float, tau: float, k: float) -> fl
     return utility_gap(candidates, epsilon=epsilon, sensitivity=tau, t=k)
 
 
+def race_parameters(campaign: CampaignConfig) -> dict[str, float | str]:
+    """The exponential race's parameters for the warehouse's SQL (either engine):
+    ε/(2Δ), the score, and α (1.0 when the score has none)."""
+    options = campaign.attribution.private
+    delta = sensitivity(options.score, options.tau_hours, options.alpha_hours)
+    return {
+        "eps_half_over_delta": options.epsilon / (2.0 * delta),
+        "score": options.score,
+        "alpha_hours": float(options.alpha_hours or 1.0),
+    }
+
+
 def attribute_private_last_touch(
     sql: SqlRunner,
     campaign: CampaignConfig,
@@ -127,8 +140,6 @@ def attribute_private_last_touch(
     Runs inside the caller's transaction with ``campaign_pubs`` set (Warehouse.attribute_days
     does both). Returns the number of candidate rows drawn for (monitoring only).
     """
-    options = campaign.attribution.private
-    delta = sensitivity(options.score, options.tau_hours, options.alpha_hours)
     count = int(
         sql.run(
             "attribute_private_candidates",
@@ -143,13 +154,7 @@ def attribute_private_last_touch(
     frame = pd.DataFrame({"idx": np.arange(count, dtype=np.int64), "e": draws})
     sql.con.register("race_noise", frame)
     try:
-        sql.run(
-            "attribute_private_select",
-            campaign=campaign.name,
-            eps_half_over_delta=options.epsilon / (2.0 * delta),
-            score=options.score,
-            alpha_hours=float(options.alpha_hours or 1.0),
-        )
+        sql.run("attribute_private_select", campaign=campaign.name, **race_parameters(campaign))
     finally:
         sql.con.unregister("race_noise")
     return count
