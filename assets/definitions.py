@@ -39,7 +39,7 @@ def build_definitions(
         jobs=jobs,
         schedules=schedules,
         resources={
-            "warehouse": WarehouseResource(home=root),
+            "warehouse": WarehouseResource(home=root, catalogue=str(config_path)),
             "ledger": LedgerResource(home=root),
             "catalogue": CatalogueResource(path=str(config_path)),
         },

@@ -4,7 +4,8 @@ Both files (CSV or Parquet, the columns of design.md §3.2) are checked first; a
 or an unreadable file loads nothing and exits 2 naming the file and the problem. Bad rows go to
 the warehouse's quarantine table with a reason code; the report counts rows read, accepted and
 quarantined per reason (never showing ids or values). A file loaded before (same content) is
-skipped, so re-running an ingest adds nothing.
+skipped, so re-running an ingest adds nothing. ``--config CONFIG`` names the catalogue whose
+``warehouse:`` block chooses the engine (default: the embedded DuckDB warehouse).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import argparse
 import json
 from datetime import UTC, datetime
 
-from dp_platform.config import ConfigError
+from dp_platform.config import ConfigError, WarehouseConfig, load_catalogue
 from dp_platform.home import Home
-from dp_platform.warehouse import IngestReport, KindReport, Warehouse
+from dp_platform.warehouse import IngestReport, KindReport
+from dp_platform.warehouse.base import open_warehouse
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,6 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--home", required=True, help="platform home directory")
+    parser.add_argument(
+        "--config", help="campaign catalogue (its warehouse: block picks the engine)"
+    )
     parser.add_argument("--impressions", required=True, help="impressions file (.csv/.parquet)")
     parser.add_argument("--conversions", required=True, help="conversions file (.csv/.parquet)")
     parser.add_argument(
@@ -65,8 +70,8 @@ def render(report: IngestReport) -> str:
 
 def run(args: argparse.Namespace) -> int:
     now = _now(args.now)
-    home = Home.at(args.home)
-    with home.warehouse_lock(), Warehouse(home.warehouse) as warehouse:
+    settings = load_catalogue(args.config).warehouse if args.config else WarehouseConfig()
+    with open_warehouse(settings, Home.at(args.home)) as warehouse:
         report = warehouse.ingest(args.impressions, args.conversions, now=now)
     print(json.dumps(report.to_json(), indent=2) if args.json else render(report))
     return 0
