@@ -99,7 +99,7 @@ def test_catalogue_cannot_turn_the_spark_ui_or_event_log_back_on():
 
 def test_a_duckdb_catalogue_never_imports_pyspark(tmp_path):
     """The Dagster resource of a DuckDB catalogue opens DuckDB only: no PySpark, no JVM."""
-    home = make_home(tmp_path / "home", users=100, days=3)
+    home = make_home(tmp_path / "home", users=100, days=CAMPAIGN_DAYS)
     script = (
         "import sys\n"
         "from assets.resources import WarehouseResource\n"
@@ -111,9 +111,8 @@ def test_a_duckdb_catalogue_never_imports_pyspark(tmp_path):
         "    assert warehouse.campaign_publishers(campaign)\n"
         "    print(warehouse.engine, 'pyspark' in sys.modules)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.split() == ["duckdb", "False"]
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["duckdb", "False"]
     spark_doc = yaml.safe_load((home.root / "campaigns.yaml").read_text())
     assert spark_doc["warehouse"] == {"engine": "duckdb"}
