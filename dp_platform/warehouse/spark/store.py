@@ -162,13 +162,12 @@ class SparkWarehouse:
         """Register view campaign_pubs for the vector's publishers (``None``: the campaign's)."""
         self._use()
         chosen = self.campaign_publishers(campaign) if publishers is None else list(publishers)
-        if chosen:
-            self.sql.run("campaign_publishers", publisher_ids=chosen)
-        else:
-            self.spark.sql(
-                "SELECT CAST(NULL AS INT) AS position, CAST(NULL AS STRING) AS publisher_id, "
-                "CAST(NULL AS INT) AS publisher_key WHERE false"
-            ).createOrReplaceTempView("campaign_pubs")
+        listed = pd.DataFrame({"position": np.arange(len(chosen), dtype=np.int32)})
+        listed["publisher_id"] = pd.Series(chosen, dtype=object)
+        self.spark.createDataFrame(
+            listed, schema="position INT, publisher_id STRING"
+        ).createOrReplaceTempView("publisher_list")
+        self.sql.run("campaign_publishers")
         return chosen
 
     def _vector(self, publishers: list[str], rows: list[tuple]) -> np.ndarray:
@@ -424,15 +423,14 @@ class SparkWarehouse:
     ) -> None:
         """Replace the (campaign, day) partition of the clipped-vector table (schema checks)."""
         self._clear(_CLIPPED, campaign, [day])
-        if publishers:
-            self.sql.run(
-                "clipped_store",
-                bound=float(bound),
-                publishers=list(publishers),
-                vector=[float(v) for v in vector],
-                campaign=campaign.name,
-                day=day,
+        if publishers:  # campaign_pubs holds these publishers (the caller's _scope)
+            values = pd.DataFrame(
+                {"position": np.arange(len(vector), dtype=np.int32), "value": vector}
             )
+            self.spark.createDataFrame(
+                values, schema="position INT, value DOUBLE"
+            ).createOrReplaceTempView("clipped_new")
+            self.sql.run("clipped_store", bound=float(bound), campaign=campaign.name, day=day)
 
     # -- AdsBPC+: the individual filter's per-user spend (secret state) -------------------
 
