@@ -44,8 +44,11 @@ def test_ingest_cut_before_its_commit_record_is_rolled_back(spark, tmp_path, mon
             raise Crash
         return real_load(warehouse, source, staged, load_id, staging)
 
+    def die(*args):
+        raise Crash
+
     monkeypatch.setattr(spark_ingest, "_load", load_then_die)
-    monkeypatch.setattr(spark_ingest, "_roll_back", lambda *args: None)  # died: no clean-up
+    monkeypatch.setattr(spark_ingest, "_roll_back", die)  # died before cleaning up
     warehouse = _open(spark, tmp_path)
     with pytest.raises(Crash):
         warehouse.ingest(*files, now=NOW)

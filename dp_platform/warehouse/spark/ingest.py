@@ -22,6 +22,7 @@ Messages and reports name files, columns, reasons and counts — never ids or va
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -200,7 +201,11 @@ def ingest_files(
         for source in sources:
             reports[source.kind].already_loaded = source not in todo
         if todo:
-            staged = [_check_file(con, s, moment, local / f"checked_{s.kind}") for s in todo]
+            try:
+                staged = [_check_file(con, s, moment, local / f"checked_{s.kind}") for s in todo]
+            except BaseException:
+                shutil.rmtree(local, ignore_errors=True)  # nothing was recorded yet
+                raise
             load_ids = warehouse.catalog.begin_ingest(
                 [(s.kind, str(s.path), s.sha256) for s in todo], staging
             )
