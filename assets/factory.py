@@ -69,7 +69,7 @@ from dp_platform.plans import CampaignPlan
 from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
 from dp_platform.publication import published_days
 from dp_platform.registration import Registration, registered_campaign
-from dp_platform.warehouse import Warehouse
+from dp_platform.warehouse.base import WarehouseEngine
 
 WRITER_POOL = "dp_platform_writer"  # size 1 in dagster.yaml: one writer of DuckDB/ledger at a time
 PRIVATE = {"privacy": "private"}  # true values: never shown
@@ -95,7 +95,7 @@ class CampaignScope:
     def key(self, asset: str) -> dg.AssetKey:
         return dg.AssetKey([self.name, asset])
 
-    def register(self, ledger: Ledger, warehouse: Warehouse) -> Registration:
+    def register(self, ledger: Ledger, warehouse: WarehouseEngine) -> Registration:
         """The campaign as registered (registering it on first use); refuses an edit."""
         return registered_campaign(
             ledger,

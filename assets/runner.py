@@ -27,7 +27,7 @@ from dp_platform.ledger import Ledger, LedgerError
 from dp_platform.plans import campaign_plans
 from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
 from dp_platform.registration import Registration
-from dp_platform.warehouse import Warehouse
+from dp_platform.warehouse.base import open_warehouse
 
 # What <home>/dagster/dagster.yaml says; the repository's dagster.yaml is the same settings for
 # `dagster dev` run from a checkout (tests/test_definitions_validate.py keeps the two equal).
@@ -176,7 +176,7 @@ def run_campaigns(
     plans = campaign_plans(catalogue, config_dir)
 
     def advertiser_publishers(advertiser: str) -> list[str]:
-        with home_dir.warehouse_lock(), Warehouse(home_dir.warehouse) as warehouse:
+        with open_warehouse(catalogue.warehouse, home_dir) as warehouse:
             return warehouse.advertiser_publishers(advertiser)
 
     with Ledger.at_home(home_dir.root) as ledger:

@@ -328,9 +328,57 @@ class CampaignConfig(_Strict):
         return self.publishers == "all" or len(self.publishers) > 1
 
 
+# Spark settings the platform's session fixes: each shows per-operator row counts (private
+# values) in a UI, an event log, a listener or a metrics sink (dp_platform/warehouse/spark/
+# session.py sets them; a catalogue may not change them).
+SPARK_PRIVATE_PREFIXES = (
+    "spark.ui.",
+    "spark.eventLog.",
+    "spark.history.",
+    "spark.sql.ui.",
+    "spark.sql.streaming.ui.",
+    "spark.metrics.",
+    "spark.extraListeners",
+    "spark.sql.queryExecutionListeners",
+    "spark.sql.sources.partitionOverwriteMode",
+    "spark.sql.session.timeZone",
+    "spark.sql.hive.manageFilesourcePartitions",
+)
+
+
+class SparkSettings(_Strict):
+    """Where and how the Spark engine runs (docs/operators.md, "Spark")."""
+
+    master: str = Field(default="local[2]", description="Spark master URL")
+    path: str | None = Field(
+        default=None, description="root of the Parquet tables (default <home>/spark/tables)"
+    )
+    conf: dict[str, str] = Field(default_factory=dict, description="extra Spark settings")
+
+    @field_validator("conf")
+    @classmethod
+    def _private(cls, conf: dict[str, str]) -> dict[str, str]:
+        for key in conf:
+            if key.startswith(SPARK_PRIVATE_PREFIXES):
+                raise ValueError(
+                    f"{key} is fixed by the platform (a UI, event log, listener or metrics "
+                    "sink would expose per-operator row counts; time zone and partition "
+                    "overwrite are part of the storage format)"
+                )
+        return conf
+
+
+class WarehouseConfig(_Strict):
+    """The warehouse engine: embedded DuckDB (default, the reference) or Apache Spark."""
+
+    engine: Literal["duckdb", "spark"] = "duckdb"
+    spark: SparkSettings = SparkSettings()
+
+
 class Catalogue(_Strict):
     accounts: list[AccountConfig] = Field(min_length=1)
     campaigns: list[CampaignConfig] = Field(min_length=1)
+    warehouse: WarehouseConfig = WarehouseConfig()
 
     @model_validator(mode="after")
     def _references(self) -> Catalogue:

@@ -47,3 +47,13 @@ class ScriptedNoise(NoiseSource):
 @pytest.fixture
 def scripted() -> type[ScriptedNoise]:
     return ScriptedNoise
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One Spark session for the whole test run (tests/spark_fixtures.py)."""
+    from tests.spark_fixtures import start_test_session
+
+    session = start_test_session()
+    yield session
+    session.stop()

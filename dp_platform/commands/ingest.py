@@ -4,7 +4,8 @@ Both files (CSV or Parquet, the columns of docs/data.md) are checked first; a mi
 or an unreadable file loads nothing and exits 2 naming the file and the problem. Bad rows go to
 the warehouse's quarantine table with a reason code; the report counts rows read, accepted and
 quarantined per reason (never showing ids or values). A file loaded before (same content) is
-skipped, so re-running an ingest adds nothing.
+skipped, so re-running an ingest adds nothing. ``--config CONFIG`` names the catalogue whose
+``warehouse:`` block chooses the engine (default: the embedded DuckDB warehouse).
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from pathlib import Path
 
 import duckdb
 
-from dp_platform.config import ConfigError
+from dp_platform.config import ConfigError, WarehouseConfig, load_catalogue
 from dp_platform.home import Home
-from dp_platform.warehouse import IngestError, IngestReport, KindReport, Warehouse
+from dp_platform.warehouse import IngestError, IngestReport, KindReport
+from dp_platform.warehouse.base import open_warehouse
 from dp_platform.warehouse.ingest import TS_WINDOW
 from dp_platform.warehouse.ingest_sources import shown
 
@@ -28,6 +30,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--home", required=True, help="platform home directory")
+    parser.add_argument(
+        "--config", help="campaign catalogue (its warehouse: block picks the engine)"
+    )
     parser.add_argument("--impressions", required=True, help="impressions file (.csv/.parquet)")
     parser.add_argument("--conversions", required=True, help="conversions file (.csv/.parquet)")
     parser.add_argument(
@@ -87,9 +92,10 @@ def render(report: IngestReport) -> str:
 
 def run(args: argparse.Namespace) -> int:
     now = _now(args.now)
+    settings = load_catalogue(args.config).warehouse if args.config else WarehouseConfig()
     home = _home(args.home)
     try:
-        with home.warehouse_lock(), Warehouse(home.warehouse) as warehouse:
+        with open_warehouse(settings, home) as warehouse:
             report = warehouse.ingest(args.impressions, args.conversions, now=now)
     except (IngestError, FileNotFoundError):
         raise

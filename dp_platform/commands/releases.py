@@ -3,7 +3,9 @@
 Reads the ledger's write-once releases: per day the bound r_i, σ_i, ρ charged, the noisy value
 of every publisher and the answers of the campaign's queries that end by that day (post-
 processing of the noisy values); and the campaign-level releases (one-shot, reach and
-frequency) when there are any. This is what an advertiser may see.
+frequency) when there are any. This is what an advertiser may see. Releases live in the
+ledger whatever the warehouse engine: ``--config`` is accepted (and checked) for symmetry with
+the other commands, and opens no warehouse.
 """
 
 from __future__ import annotations
@@ -17,17 +19,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--home", required=True, help="platform home directory")
     parser.add_argument("--campaign", required=True, help="campaign name")
+    parser.add_argument("--config", help="campaign catalogue (checked; releases need no engine)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from dp_platform import mechanisms
+    from dp_platform.config import load_catalogue
     from dp_platform.display import round_to_noise, significant
     from dp_platform.home import Home
     from dp_platform.ledger import Ledger
     from dp_platform.publication import published_days
 
+    if args.config:
+        load_catalogue(args.config).campaign(args.campaign)  # a typo fails here, not silently
     with Ledger.at_home(Home.at(args.home).root) as ledger:
         days = published_days(ledger, args.campaign)
         records = [day.to_json() for day in days]

@@ -37,7 +37,6 @@ from dp_platform.validity import check
 
 if TYPE_CHECKING:
     from dp_platform.warehouse.base import WarehouseEngine
-    from dp_platform.warehouse.store import Warehouse
 
 __all__ = [
     "OneShotPlan",
@@ -257,39 +256,15 @@ def release_one_shot(
     )
 
 
-def warehouse_sums(warehouse: Warehouse, campaign: CampaignConfig, plan: OneShotPlan) -> np.ndarray:
+def warehouse_sums(
+    warehouse: WarehouseEngine,
+    campaign: CampaignConfig,
+    plan: OneShotPlan,
+    publishers: list[str] | None = None,
+) -> np.ndarray:
     """True per-publisher sums of the campaign's period after the plan's bounding (PRIVATE:
     feed them to :func:`release_one_shot` only). Needs attribute_days over the whole period."""
-    rows = warehouse.sql.query(
-        "SELECT count(DISTINCT day) FROM partitions WHERE asset = 'attributed_conversions' "
-        "AND campaign = $campaign AND day BETWEEN $first AND $last",
-        campaign=campaign.name,
-        first=campaign.start,
-        last=campaign.end,
-    )
-    if int(rows[0][0]) != campaign.days:
-        from dp_platform.warehouse.store import WarehouseError
-
-        raise WarehouseError(
-            f"one-shot release of {campaign.name} needs attributed_conversions for all "
-            f"{campaign.days} days ({int(rows[0][0])} materialised)"
-        )
-    whole = math.floor(plan.bound)
-    with warehouse.sql.transaction():
-        _, vector = warehouse.publisher_sums(
-            campaign,
-            "oneshot_sums",
-            campaign=campaign.name,
-            advertiser=campaign.advertiser,
-            first=campaign.start,
-            last=campaign.end,
-            whole=whole,
-            fraction=float(plan.bound - whole),
-            enforcement=plan.enforcement,
-            use_value=plan.use_value,
-            value_cap=float(plan.value_cap),
-        )
-    return vector
+    return warehouse.one_shot_sums(campaign, plan, publishers=publishers)
 
 
 class OneShotMechanism:
@@ -326,7 +301,7 @@ class OneShotMechanism:
     ) -> dict[str, JsonValue]:
         for offset in range(campaign.days):  # the whole period's attribution
             warehouse.attribute_day(campaign, campaign.start + timedelta(days=offset))
-        sums = warehouse_sums(warehouse, campaign, plan)
+        sums = warehouse_sums(warehouse, campaign, plan, publishers)
         release = release_one_shot(sums, publishers, plan, noise=noise, integer_noise=integer_noise)
         return release.to_json()
 

@@ -34,7 +34,6 @@ from dp_platform.records import JsonValue
 if TYPE_CHECKING:
     from dp_platform.privacy.noise import NoiseSource
     from dp_platform.warehouse.base import WarehouseEngine
-    from dp_platform.warehouse.store import Warehouse
 
 __all__ = [
     "ReachPlan",
@@ -164,25 +163,13 @@ def plan_from_config(campaign: CampaignConfig) -> ReachPlan:
 
 
 def warehouse_histogram(
-    warehouse: Warehouse, campaign: CampaignConfig, max_frequency: int
+    warehouse: WarehouseEngine,
+    campaign: CampaignConfig,
+    max_frequency: int,
+    publishers: list[str] | None = None,
 ) -> np.ndarray:
     """True frequency histogram of the campaign's period (PRIVATE: for release_reach only)."""
-    publishers = warehouse.campaign_publishers(campaign)
-    histogram = np.zeros(max_frequency, dtype=np.int64)
-    if not publishers:
-        return histogram
-    with warehouse.sql.transaction():
-        warehouse.sql.run("campaign_publishers", publisher_ids=publishers)
-        rows = warehouse.sql.run(
-            "reach_histogram",
-            advertiser=campaign.advertiser,
-            first=campaign.start,
-            last=campaign.end,
-            cap=max_frequency,
-        )
-    for k, users in rows:
-        histogram[int(k) - 1] = int(users)
-    return histogram
+    return warehouse.reach_histogram(campaign, max_frequency, publishers=publishers)
 
 
 class ReachMechanism:
@@ -215,7 +202,7 @@ class ReachMechanism:
         noise: NoiseSource | None,
         integer_noise: IntegerNoiseSource | None,
     ) -> dict[str, JsonValue]:
-        histogram = warehouse_histogram(warehouse, campaign, plan.max_frequency)
+        histogram = warehouse_histogram(warehouse, campaign, plan.max_frequency, publishers)
         return release_reach(histogram, plan, noise=integer_noise).to_json()
 
     def shown(self, payload: dict[str, JsonValue]) -> Shown:
