@@ -307,12 +307,11 @@ class SparkWarehouse:
         """Private last touch (attribution/private_touch.py): candidates and their dense index
         in Spark, one Exp(1) per candidate from privacy/ on the driver (never Spark's rand()),
         joined back by index; the race's winner per conversion in Spark."""
-        from dp_platform.attribution.private_touch import race_parameters
-        from dp_platform.privacy.discrete import exponentials
+        from dp_platform.attribution.private_touch import race_draws, race_parameters
 
         self.sql.run("attribution_scope", **self._scope_params(campaign, first, last))
         count = int(self.sql.run("attribute_private_candidates")[0][0])
-        draws = exponentials(count, noise)
+        draws = race_draws(campaign, count, noise)
         frame = pd.DataFrame({"idx": np.arange(count, dtype=np.int64), "e": draws})
         self.spark.createDataFrame(frame, schema="idx BIGINT, e DOUBLE").createOrReplaceTempView(
             "race_noise"
