@@ -330,7 +330,12 @@ def test_adsbpc_plus_runs_through_the_same_assets_and_ledger(prepared, tmp_path)
         def profile(factors):
             m = plan.config.profile_days
             return warehouse.plus_profile_histogram(
-                campaign, days[:m], bounds[:m], list(factors), plan.config.cap
+                campaign,
+                days[:m],
+                bounds[:m],
+                list(factors),
+                plan.config.cap,
+                grid=adsbpc_plus.PROFILE_GRID,
             )
 
         publishers = len(warehouse.campaign_publishers(campaign))

@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from dp_platform.events import generate_campaign, write_events
+from dp_platform.mechanisms.adsbpc_plus import PROFILE_GRID
 from dp_platform.mechanisms.oneshot import plan_from_config
 from dp_platform.privacy.discrete import SeededIntegerNoise
 from dp_platform.warehouse import Warehouse
@@ -274,7 +275,8 @@ def test_adsbpc_plus_filter_spends_and_profile_are_identical(engines):
     assert summaries[0]["users"] == summaries[1]["users"] > 0
     assert summaries[0]["max_spend"] == pytest.approx(summaries[1]["max_spend"], abs=1e-12)
     profiles = [
-        w.plus_profile_histogram(camp, days[:2], [2.5, 1.0], [1.0, 0.5], 4) for w in (duck, sparkw)
+        w.plus_profile_histogram(camp, days[:2], [2.5, 1.0], [1.0, 0.5], 4, grid=PROFILE_GRID)
+        for w in (duck, sparkw)
     ]
     assert profiles[0].sum() > 0
     np.testing.assert_array_equal(*profiles)

@@ -69,6 +69,7 @@ from dp_platform.privacy.noisy_histogram import (
     tail_counts,
 )
 from dp_platform.privacy.quantile import cap_histogram
+from dp_platform.warehouse.base import ProfileGrid
 from dp_platform.workload import (
     answer_queries,
     campaign_scales,
@@ -82,6 +83,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROFILE_EDGES",
+    "PROFILE_GRID",
     "SCALE_ALPHA",
     "SCALE_Z",
     "PlusBudget",
@@ -160,6 +162,7 @@ class PlusSettings(MechanismSettings):
 PROFILE_LOW = 1e-4
 PROFILE_BINS = 48
 PROFILE_EDGES = np.geomspace(PROFILE_LOW, 1.0, PROFILE_BINS + 1)  # × Λ²: public edges
+PROFILE_GRID = ProfileGrid(PROFILE_LOW, PROFILE_BINS)  # the same edges, as engines take them
 BOUND_STEP = 0.01  # grid of candidate r_i
 SCALE_ALPHA = NormalDist().cdf(-2.0)  # ≈ 2.3 %: allowed chance that s undershoots (2σ level)
 SCALE_Z = NormalDist().inv_cdf(1.0 - SCALE_ALPHA / PROFILE_BINS)  # Bonferroni, 48 bins: ≈ 3.31
@@ -651,7 +654,12 @@ class PlusMechanism:
         # T_u over days 1..m at their (public) bounds: the profile histogram of day m+1
         earlier = [campaign.start + timedelta(days=i) for i in range(index - 1)]
         profile = warehouse.plus_profile_histogram(
-            campaign, earlier, earlier_bounds(), list(profile_factors(plan)), plan.config.cap
+            campaign,
+            earlier,
+            earlier_bounds(),
+            list(profile_factors(plan)),
+            plan.config.cap,
+            grid=PROFILE_GRID,
         )
         return BoundInputs(histogram, np.asarray(profile))
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from datetime import date, datetime
 from importlib import import_module
 from pathlib import Path
@@ -34,7 +35,24 @@ if TYPE_CHECKING:
     from dp_platform.privacy.discrete import IntegerNoiseSource
     from dp_platform.warehouse.ingest import IngestReport
 
-__all__ = ["ENGINES", "WarehouseEngine", "open_warehouse"]
+__all__ = ["ENGINES", "ProfileGrid", "WarehouseEngine", "open_warehouse"]
+
+
+@dataclass(frozen=True)
+class ProfileGrid:
+    """Public log-spaced bins for a histogram of per-user profiles T ∈ (0, cap²]: ``bins`` bins
+    from ``low``·cap² to cap² (the AdsBPC+ mechanism owns its grid; engines only apply it)."""
+
+    low: float
+    bins: int
+
+    def sql_parameters(self, cap: int) -> dict[str, float | int]:
+        """The grid as the profile SQL takes it (same on every engine)."""
+        return {
+            "low": self.low * cap * cap,
+            "step": float(np.log(1.0 / self.low) / self.bins),
+            "bins": self.bins,
+        }
 
 
 class WarehouseEngine(Protocol):
@@ -107,6 +125,7 @@ class WarehouseEngine(Protocol):
         factors: list[float],
         cap: int,
         *,
+        grid: ProfileGrid,
         publishers: list[str] | None = None,
     ) -> np.ndarray: ...
 

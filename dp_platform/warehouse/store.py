@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from dp_platform.home import Home
     from dp_platform.mechanisms.oneshot import OneShotPlan
     from dp_platform.privacy.discrete import IntegerNoiseSource
+    from dp_platform.warehouse.base import ProfileGrid
 
 __all__ = ["FRAME_TABLES", "SCHEMA_VERSION", "Warehouse", "WarehouseError", "open_at_home"]
 
@@ -573,18 +574,17 @@ class Warehouse:
         factors: list[float],
         cap: int,
         *,
+        grid: ProfileGrid,
         publishers: list[str] | None = None,
     ) -> np.ndarray:
-        """Users per profile bin (adsbpc_plus.PROFILE_EDGES × Λ²) of T_u = Σ_d φ_d‖clip(c)‖²."""
-        from dp_platform.mechanisms.adsbpc_plus import PROFILE_BINS, PROFILE_LOW
-
+        """Users per profile bin (``grid``, × Λ²) of T_u = Σ_d φ_d‖clip(c)‖²."""
         if not (len(days) == len(bounds) == len(factors)) or not days:
             raise ValueError("need one bound and one factor per day, and at least one day")
         for day in days:
             campaign.day_index(day)
             self._version(_ATTRIBUTED, campaign, day)
         whole = [int(np.floor(b)) for b in bounds]
-        hist = np.zeros(PROFILE_BINS, dtype=np.int64)
+        hist = np.zeros(grid.bins, dtype=np.int64)
         with self.sql.transaction():
             self._scope(campaign, publishers)
             rows = self.sql.run(
@@ -594,9 +594,7 @@ class Warehouse:
                 whole=whole,
                 fraction=[float(b - w) for b, w in zip(bounds, whole, strict=True)],
                 factor=[float(f) for f in factors],
-                low=PROFILE_LOW * cap * cap,
-                step=float(np.log(1.0 / PROFILE_LOW) / PROFILE_BINS),
-                bins=PROFILE_BINS,
+                **grid.sql_parameters(cap),
             )
         for bin_, users in rows:
             hist[bin_] = users

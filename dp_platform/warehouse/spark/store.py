@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from dp_platform.home import Home
     from dp_platform.mechanisms.oneshot import OneShotPlan
     from dp_platform.privacy.discrete import IntegerNoiseSource
+    from dp_platform.warehouse.base import ProfileGrid
 
 __all__ = ["TABLES", "SparkWarehouse", "open_at_home"]
 
@@ -509,11 +510,10 @@ class SparkWarehouse:
         factors: list[float],
         cap: int,
         *,
+        grid: ProfileGrid,
         publishers: list[str] | None = None,
     ) -> np.ndarray:
-        """Users per profile bin (adsbpc_plus.PROFILE_EDGES × Λ²) of T_u = Σ_d φ_d‖clip(c)‖²."""
-        from dp_platform.mechanisms.adsbpc_plus import PROFILE_BINS, PROFILE_LOW
-
+        """Users per profile bin (``grid``, × Λ²) of T_u = Σ_d φ_d‖clip(c)‖²."""
         if not (len(days) == len(bounds) == len(factors)) or not days:
             raise ValueError("need one bound and one factor per day, and at least one day")
         for day in days:
@@ -528,11 +528,9 @@ class SparkWarehouse:
             whole=whole,
             fraction=[float(b - w) for b, w in zip(bounds, whole, strict=True)],
             factor=[float(f) for f in factors],
-            low=float(PROFILE_LOW * cap * cap),
-            step=float(np.log(1.0 / PROFILE_LOW) / PROFILE_BINS),
-            bins=PROFILE_BINS,
+            **grid.sql_parameters(cap),
         )
-        hist = np.zeros(PROFILE_BINS, dtype=np.int64)
+        hist = np.zeros(grid.bins, dtype=np.int64)
         for bin_, users in rows:
             hist[bin_] = users
         return hist
