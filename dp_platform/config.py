@@ -1,9 +1,9 @@
 """Campaign catalogue: budget accounts and campaigns, validated before anything runs.
 
-The keys are those of design.md §3.1 and the defaults those of adsbpc.md §4. Every invalid value
-is refused with the path of the field and the rule it broke (``ConfigError``), so an operator
-never starts a campaign whose privacy plan was silently altered.
-"""
+The keys are those of docs/operators.md#1-configure-campaigns and the defaults those of
+docs/algorithm.md#defaults. Every invalid value is refused with the path of the field and the rule
+it broke (``ConfigError``), so an operator never starts a campaign whose privacy plan was silently
+altered."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class AccountConfig(_Strict):
 
 
 class PrivateTouchConfig(_Strict):
-    """``rule: private_last_touch`` (seed 000 §2): the credited touch is drawn by the
+    """``rule: private_last_touch`` (Agarwal et al. §2): the credited touch is drawn by the
     exponential mechanism, protecting each touch time within ±τ (dp_platform/attribution)."""
 
     score: Literal["time", "exp_time", "inverse_gap"] = "time"
@@ -123,7 +123,7 @@ Workload = Annotated[
 
 
 class ObjectiveConfig(_Strict):
-    """How the per-day noise scales are chosen (adsbpc.md §3)."""
+    """How the per-day noise scales are chosen (docs/algorithm.md#scales)."""
 
     kind: Literal["wsum", "maxvar", "min_budget"] = "wsum"
     last_weight: float = Field(default=7.0, gt=0, description="γ_n; the weight is γ_n²")

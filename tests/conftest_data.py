@@ -1,9 +1,9 @@
 """Shared test data helpers and the slow pure-Python reference of the warehouse's SQL.
 
 Imported explicitly by the data tests (``from tests.conftest_data import ...``); not a pytest
-conftest. The reference follows design.md §3.2 and adsbpc.md §1–2 literally, one conversion at
-a time, so the SQL can be checked against it on small random event sets.
-"""
+conftest. The reference follows docs/data.md#1-event-files, docs/algorithm.md#data and
+docs/algorithm.md#clipping literally, one conversion at a time, so the SQL can be checked against it
+on small random event sets."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> Path:
 
 
 def write_events(directory: Path, imps: list[Imp], convs: list[Conv]) -> tuple[Path, Path]:
-    """Event CSVs of design.md §3.2 for the given rows."""
+    """Event CSVs of docs/data.md#1-event-files for the given rows."""
     imp_rows = [
         [i.impression_id, i.user_id, i.publisher_id, i.advertiser_id, iso(i.ts), i.interaction]
         for i in imps

@@ -1,4 +1,4 @@
-"""`dp-platform bench` at CI size: the JSON of design.md §3.3, the pandas reference in the same
+"""`dp-platform bench` at CI size: the JSON of docs/operators.md, the pandas reference in the same
 run, and both engines agreeing on every histogram and clipped vector."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`dp-platform plan` and `simulate`: the JSON of design.md §3.3, and one-line errors."""
+"""`dp-platform plan` and `simulate`: the JSON of docs/operators.md, and one-line errors."""
 
 from __future__ import annotations
 

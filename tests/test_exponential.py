@@ -1,9 +1,9 @@
 """Exponential mechanism and report-noisy-max: law, privacy (ε-DP and ε²/8-zCDP), utility.
 
-Seed 002's two examples are the utility tests: the heavy hitter (d = 100 websites, ε = 0.5,
-Δ = 1) and the price of a digital good (200 prices, Δ = 1.99). Every statistical check uses a
-fixed seed, so it is deterministic; tolerances are stated next to each.
-"""
+The two examples of Wu's lecture 6 (*Algorithms for Private Data Analysis*) are the utility tests:
+the heavy hitter (d = 100 websites, ε = 0.5, Δ = 1) and the price of a digital good (200 prices, Δ =
+1.99). Every statistical check uses a fixed seed, so it is deterministic; tolerances are stated next
+to each."""
 
 from __future__ import annotations
 
@@ -107,8 +107,9 @@ def test_zcdp_cost_holds_and_is_tight(eps: float) -> None:
     assert log_ratio_bound(p, q) == pytest.approx(eps / 2 + math.log(math.cosh(eps / 2)), 1e-9)
 
 
-def test_heavy_hitter_utility_seed_002_example() -> None:
-    """d = 100, ε = 0.5, t = ln 100: P(score < max − 36.8) ≤ 1% (Prop. 1.4; seed 002 Ex. 1.5)."""
+def test_heavy_hitter_utility_lecture_example() -> None:
+    """d = 100, ε = 0.5, t = ln 100: P(score < max − 36.8) ≤ 1% (Wu, lecture 6, Prop. 1.4 and
+    Ex. 1.5)."""
     rng = np.random.default_rng(4)
     d, eps = 100, 0.5
     scores = heavy_hitter_scores(random_users(rng, 3000, d), d)

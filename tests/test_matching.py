@@ -1,5 +1,6 @@
-"""Private matching (seed 000 §3): privacy of each mechanism on neighbouring graphs (one click's
-edges moved by ≤ 1 in ℓ1) and the error bounds of Theorems 6 and 7, with fixed seeds."""
+"""Private matching (Agarwal et al. §3): privacy of each mechanism on neighbouring graphs
+(one click's edges moved by ≤ 1 in ℓ1) and the error bounds of Theorems 6 and 7, with fixed
+seeds."""
 
 from __future__ import annotations
 

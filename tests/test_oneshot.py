@@ -1,4 +1,4 @@
-"""One-shot release (seed 001 Lemma 1): plan and cost, sensitivity by brute force on the
+"""One-shot release (Delaney et al., Lemma 1): plan and cost, sensitivity by brute force on the
 warehouse (remove each user), the noise law, and the error it implies."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Reach and k+-frequency (seed 003): sensitivity by brute force, exact cost, SQL = reference,
-and the error the plan states."""
+"""Reach and k+-frequency (Ghazi & Manurangsi): sensitivity by brute force, exact cost,
+SQL = reference, and the error the plan states."""
 
 from __future__ import annotations
 

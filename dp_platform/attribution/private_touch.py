@@ -1,4 +1,4 @@
-"""Private single-touch attribution (seed 000 §2): ``rule: private_last_touch``.
+"""Private single-touch attribution (Agarwal et al. §2): ``rule: private_last_touch``.
 
 For each conversion at t_C with candidate touches t_1 < … < t_n (the warehouse's candidates:
 same user and advertiser, inside the look-back window), the credited touch is drawn by the
@@ -11,7 +11,7 @@ Times are in hours relative to the conversion (age_i = t_C − t_i ≥ 0):
 * ``inverse_gap``: s(i) = −1/max(age_i, α), Δ = 1/α − 1/(α + τ), which is at most the seed's
   1/(α − τ) − 1/α whenever α > τ.
 
-Privacy unit and adjacency (seed 000 Def. 1): one touch's *time*, moved by at most τ, the set
+Privacy unit and adjacency (Agarwal et al. Def. 1): one touch's *time*, moved by at most τ, the set
 of candidate touches fixed. Each conversion's draw is ε-DP (ε²/8-zCDP) for that unit — in fact
 ε/2, since only one score moves between neighbours (tested); we keep the seed's exponent
 ε·s/(2Δ) and report ε. Draws of
@@ -120,7 +120,7 @@ def choose_touches(
 
 
 def theorem3_gap(candidates: int, *, epsilon: float, tau: float, k: float) -> float:
-    """Seed 000 Thm 3 (score ``time``): P(s(chosen) < s_max − 2τ(ln n + k)/ε) ≤ e^{−k}."""
+    """Agarwal et al. Thm 3 (score ``time``): P(s(chosen) < s_max − 2τ(ln n + k)/ε) ≤ e^{−k}."""
     return utility_gap(candidates, epsilon=epsilon, sensitivity=tau, t=k)
 
 

@@ -1,13 +1,13 @@
 """One sort of a dataset, then every clipping the experiments need as cheap array lookups.
 
 Every mechanism clips by *rank*: a conversion is kept by a per-day bound r if its rank among the
-user's conversions of that day (time order) is below r (fractionally at ⌊r⌋, adsbpc.md §2), and
-by a global bound b if its rank in the user's whole history is below b (baselines.md §1). The
-rank of a row does not depend on any bound or any noise, so one stable sort by (user, day, time,
-row) gives both ranks, and bincounts of (publisher, day, rank) give tensors from which the
-(P × n) clipped matrix for *any* bound is a gather: no Python loop over events or users, and
-nothing to redo across repeats or methods. The order and the fractional rule are those of
-:func:`dp_platform.baselines.clip_per_day` / :func:`~dp_platform.baselines.clip_global`
+user's conversions of that day (time order) is below r (fractionally at ⌊r⌋,
+docs/algorithm.md#clipping), and by a global bound b if its rank in the user's whole history is
+below b (baselines.md §1). The rank of a row does not depend on any bound or any noise, so one
+stable sort by (user, day, time, row) gives both ranks, and bincounts of (publisher, day, rank) give
+tensors from which the (P × n) clipped matrix for *any* bound is a gather: no Python loop over
+events or users, and nothing to redo across repeats or methods. The order and the fractional rule
+are those of :func:`dp_platform.baselines.clip_per_day` / :func:`~dp_platform.baselines.clip_global`
 (tests check equality).
 
 Peak memory is a few int64 arrays of the dataset's length (≈ 5 GB at the Uniform set's

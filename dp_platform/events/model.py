@@ -45,7 +45,7 @@ class EventSet:
     Timestamps are int64 microseconds since the epoch, UTC. ``advertisers`` names the advertiser
     codes; users are ``0..n_users-1`` and publishers ``0..n_publishers-1``. Impression ``i`` is
     written as ``imp<i>`` and conversion ``j`` as ``conv<j>`` (zero-padded), so string order of
-    the ids equals index order — the tie-break order of design.md §3.2.
+    the ids equals index order — the tie-break order of docs/data.md#1-event-files.
     """
 
     imp_user: np.ndarray

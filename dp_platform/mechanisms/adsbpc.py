@@ -2,17 +2,17 @@
 
 Privacy unit: one user (all their conversions). Adjacency: the campaign's ``privacy.adjacency``.
 
-Budget (zCDP, exact): ρ = ρ1 + l·ρ2 + ρ3 (:class:`~dp_platform.privacy.accounting.
-CampaignBudget`). Day i ≤ l pays ρ2 for PrivateQuantile (ε2-DP exponential mechanism,
-utility sensitivity 1). Day l+1 pays ρ3 once for the two sparse-vector tests that set every later
-bound (ε3-DP together). Every day pays its Gaussian allotment g_i, fixed before day 1 with
-Σ_i g_i = ρ1 exactly: on day i the clipped k-vector x[i] (each user's row has L1 ≤ r_i, hence
-L2 ≤ r_i) gets N(0, σ_i² I_k) with σ_i = σ̄_i·r_i, so its cost factor·r_i²/(2σ_i²) equals
-factor/(2σ̄_i²) ≤ g_i whatever r_i the private bound selection returned. ``factor`` is 1 under
-add/remove, and 2 under ``replace`` with several publishers (correction adsbpc.md §6.2: moving a
-user's r_i from publisher A to B changes the row by (r_i, −r_i), L2 norm √2·r_i); one publisher
-under replace is factor 1. σ̄ comes from :mod:`dp_platform.privacy.scales` for the workload and
-objective, and is rounded up so that the float σ used never costs more than its exact allotment.
+Budget (zCDP, exact): ρ = ρ1 + l·ρ2 + ρ3 (:class:`~dp_platform.privacy.accounting.CampaignBudget`).
+Day i ≤ l pays ρ2 for PrivateQuantile (ε2-DP exponential mechanism, utility sensitivity 1). Day l+1
+pays ρ3 once for the two sparse-vector tests that set every later bound (ε3-DP together). Every day
+pays its Gaussian allotment g_i, fixed before day 1 with Σ_i g_i = ρ1 exactly: on day i the clipped
+k-vector x[i] (each user's row has L1 ≤ r_i, hence L2 ≤ r_i) gets N(0, σ_i² I_k) with σ_i =
+σ̄_i·r_i, so its cost factor·r_i²/(2σ_i²) equals factor/(2σ̄_i²) ≤ g_i whatever r_i the private
+bound selection returned. ``factor`` is 1 under add/remove, and 2 under ``replace`` with several
+publishers (correction docs/algorithm.md#replace: moving a user's r_i from publisher A to B changes
+the row by (r_i, −r_i), L2 norm √2·r_i); one publisher under replace is factor 1. σ̄ comes from
+:mod:`dp_platform.privacy.scales` for the workload and objective, and is rounded up so that the
+float σ used never costs more than its exact allotment.
 
 Streaming: day i reads only that day's histogram and clipped vector, and the state of day i−1.
 Query answers are post-processing of released vectors (free). The state holds secret parts (the
@@ -208,7 +208,7 @@ class AdsbpcPlan:
         return {f"{delta:g}": zcdp_epsilon(rho, delta) for delta in REPORTED_DELTAS}
 
     def to_json(self) -> dict:
-        """The ``dp-platform plan`` view (design.md §3.3): public, data-independent numbers."""
+        """The ``dp-platform plan`` view (docs/operators.md): public, data-independent numbers."""
         return {
             "rho": float(self.budget.rho),
             "rho1": float(self.budget.rho1),
@@ -450,7 +450,7 @@ def step(
     """Release day ``state.day + 1``: choose the bound, clip with it, add noise, answer queries.
 
     ``clipped_sums(r)`` returns the day's per-publisher sums after clipping every user to r
-    (adsbpc.md §2), a float vector of fixed length k (the data layer supplies it).
+    (docs/algorithm.md#clipping), a float vector of fixed length k (the data layer supplies it).
     """
     source = resolve(noise)
     if state.bound_state.day != state.day:

@@ -1,4 +1,4 @@
-"""One-shot release of a campaign (seed 001, Lemma 1): per-publisher attributed conversion
+"""One-shot release of a campaign (Delaney et al., Lemma 1): per-publisher attributed conversion
 counts or values over the whole period, with Laplace noise of scale C0·r·Δ(f)/ε.
 
 Privacy unit: the user (the ledger's unit); adjacency add/remove (or replace) of all of one

@@ -1,4 +1,4 @@
-"""Reach and k+-frequency of a campaign over its whole period (seed 003), user-level DP.
+"""Reach and k+-frequency of a campaign over its whole period (Ghazi & Manurangsi), user-level DP.
 
 Reach = users who saw at least one of the campaign's impressions; n_{≥k} = users who saw at
 least k; the (≥k)-frequency is n_{≥k}/reach. We release the *frequency histogram*

@@ -253,7 +253,7 @@ class CampaignBudget:
 
     ρ1 pays for the Gaussian measurements of all n days, ρ2 for *each* of the first l days'
     PrivateQuantile, ρ3 for the whole life of the two sparse-vector tests. ``split.quantile`` is
-    the share of all l quantile days together (design.md §3.2), so ρ2 = quantile·ρ / l.
+    the share of all l quantile days together (docs/data.md#1-event-files), so ρ2 = quantile·ρ / l.
     """
 
     rho: Rho

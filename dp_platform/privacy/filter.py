@@ -12,12 +12,12 @@ fully adaptive composition (their Thm 3.1), provided σ_i and r_i are fixed from
 and public values only. The cost is the squared L2 norm (weights spread over publishers cost
 less), never ‖c‖₁².
 
-Clipping order (adsbpc.md §2): a user's conversions of the day in (ts, conversion_id) order; a
-conversion is kept whole while both limits hold, then one conversion is kept in part — the
+Clipping order (docs/algorithm.md#clipping): a user's conversions of the day in (ts, conversion_id)
+order; a conversion is kept whole while both limits hold, then one conversion is kept in part — the
 largest fraction f ∈ [0, 1] meeting both the L1 cap (count ≤ r_i, fraction r_i − ⌊r_i⌋) and the
 budget (‖C + f·w‖² ≤ 2σ_i²(cap − s_u), solved exactly from the quadratic) — and the rest are
-dropped. For a conversion with weight vector w after full ones summing to C, with a = ‖w‖²,
-b = ⟨C, w⟩ and q = ‖C‖²: ‖C + f·w‖² = q + 2fb + f²a.
+dropped. For a conversion with weight vector w after full ones summing to C, with a = ‖w‖², b = ⟨C,
+w⟩ and q = ‖C‖²: ‖C + f·w‖² = q + 2fb + f²a.
 
 Floating point: the filter works against ``filter_cap(ρ1) = ρ1·(1 − 10⁻⁹)``, far more than the
 ≈10⁻¹⁵ relative rounding of these sums, so the exact spend of what was released (as rationals)

@@ -1,4 +1,5 @@
-"""UpdateBoundSVT: the daily bound after day l, by two sparse-vector tests (adsbpc.md §4, §6.1).
+"""UpdateBoundSVT: the daily bound after day l, by two sparse-vector tests
+(docs/algorithm.md#bounds, docs/algorithm.md#svt-threshold).
 
 Privacy unit: one user; adjacency add/remove or replace. Queries (counts over the users active
 on the day, before clipping), with τ = mean of the last l bounds:

@@ -305,7 +305,7 @@ class Warehouse:
                 first=first,
                 last=last,
             )
-            if rule == "private_last_touch":  # random draw per conversion (seed 000 §2)
+            if rule == "private_last_touch":  # random draw per conversion (Agarwal et al. §2)
                 from dp_platform.attribution.private_touch import attribute_private_last_touch
 
                 attribute_private_last_touch(
@@ -429,9 +429,9 @@ class Warehouse:
         *,
         publishers: list[str] | None = None,
     ) -> np.ndarray:
-        """Per-publisher sums of the day after clipping every user at ``bound`` (adsbpc.md §2),
-        in ``publishers`` order (default :meth:`campaign_publishers`); also stored in
-        clipped_daily_vectors."""
+        """Per-publisher sums of the day after clipping every user at ``bound``
+        (docs/algorithm.md#clipping), in ``publishers`` order (default :meth:`campaign_publishers`);
+        also stored in clipped_daily_vectors."""
         if not (bound > 0 and np.isfinite(bound)):
             raise ValueError("bound must be a finite number > 0")
         campaign.day_index(day)
