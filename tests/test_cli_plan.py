@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from dp_platform.cli import main
+from dp_platform.config import load_catalogue
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "campaigns.yaml"
 
@@ -61,12 +62,35 @@ def test_over_cap_plan_exits_1(tmp_path, capsys) -> None:
     assert "OVER CAP" in capsys.readouterr().out
 
 
-def test_simulate_spends_the_plan(capsys) -> None:
-    assert main(["simulate", str(EXAMPLE), "--users", "2000", "--json"]) == 0
+@pytest.mark.parametrize(
+    ("campaign", "mechanism", "releases"),
+    [
+        ("spring_sale", "adsbpc", []),
+        ("summer_weekly", "adsbpc", ["reach"]),
+        ("autumn_plus", "adsbpc_plus", []),
+        ("winter_total", None, ["one_shot"]),
+    ],
+)
+def test_simulate_rehearses_each_campaign_through_its_own_mechanism(
+    capsys, campaign, mechanism, releases
+) -> None:
+    """The rehearsal runs the registered mechanism (from the registry) over simulated events:
+    the whole plan is spent, every day is released and the data reaches the releases."""
+    argv = ["simulate", str(EXAMPLE), "--campaign", campaign, "--users", "800", "--json"]
+    assert main(argv) == 0
     document = json.loads(capsys.readouterr().out)
-    assert len(document["days"]) == 31
-    assert document["rho_spent"] == pytest.approx(document["rho_planned"])
+    config = load_catalogue(EXAMPLE).campaign(campaign)
+    assert document["mechanism"] == mechanism
+    assert document["rho_spent"] == pytest.approx(document["rho_planned"], abs=1e-12)
+    assert sorted(document["campaign_level"]) == releases
+    if mechanism is None:
+        assert document["days"] == []
+        total = document["campaign_level"]["one_shot"]["total"]
+        assert total > 20 * document["campaign_level"]["one_shot"]["std"]  # data, not just noise
+        return
+    assert len(document["days"]) == config.days
     assert all(day["sigma"] > 0 for day in document["days"])
+    assert sum(day["true_total"] for day in document["days"]) > 0
 
 
 def test_plan_text_of_an_adsbpc_plus_campaign_shows_its_split_and_scale_prior(
