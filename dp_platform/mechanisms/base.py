@@ -33,6 +33,7 @@ from dp_platform.records import JsonValue
 if TYPE_CHECKING:
     from dp_platform.config import CampaignConfig, MechanismSettings
     from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
+    from dp_platform.warehouse.base import WarehouseEngine
 
 __all__ = [
     "BoundChoice",
@@ -152,7 +153,7 @@ class StreamMechanism(Protocol[PlanT, ChoiceT, StateT]):
         plan: PlanT,
         campaign: CampaignConfig,
         day: date,
-        warehouse: object,
+        warehouse: WarehouseEngine,
         earlier_bounds: Callable[[], list[float]],
     ) -> BoundInputs:
         """Read what day ``day``'s choice needs from the warehouse (``earlier_bounds`` gives
@@ -172,7 +173,12 @@ class StreamMechanism(Protocol[PlanT, ChoiceT, StateT]):
         ...
 
     def clip(
-        self, plan: PlanT, choice: ChoiceT, warehouse: object, campaign: CampaignConfig, day: date
+        self,
+        plan: PlanT,
+        choice: ChoiceT,
+        warehouse: WarehouseEngine,
+        campaign: CampaignConfig,
+        day: date,
     ) -> np.ndarray:
         """The day's clipped per-publisher vector at the chosen bound (true values)."""
         ...
@@ -221,7 +227,7 @@ class CampaignMechanism(Protocol[CampaignPlanT]):
     def release(
         self,
         plan: CampaignPlanT,
-        warehouse: object,
+        warehouse: WarehouseEngine,
         campaign: CampaignConfig,
         publishers: list[str],
         *,

@@ -34,6 +34,7 @@ from dp_platform.privacy.discrete import IntegerNoiseSource, resolve_integer
 from dp_platform.privacy.noise import NoiseSource, resolve
 from dp_platform.records import JsonValue
 from dp_platform.validity import check
+from dp_platform.warehouse.base import PeriodBound
 
 if TYPE_CHECKING:
     from dp_platform.warehouse.base import WarehouseEngine
@@ -108,6 +109,11 @@ class OneShotPlan:
     def scale(self) -> float:
         """Laplace scale C0·r·Δ(f)/ε (per publisher)."""
         return self.l1_sensitivity / self.epsilon
+
+    @property
+    def period_bound(self) -> PeriodBound:
+        """How the warehouse bounds each user's contribution to the period's sums."""
+        return PeriodBound(self.bound, self.enforcement, self.use_value, float(self.value_cap))
 
     def to_json(self) -> dict:
         return {
@@ -264,7 +270,7 @@ def warehouse_sums(
 ) -> np.ndarray:
     """True per-publisher sums of the campaign's period after the plan's bounding (PRIVATE:
     feed them to :func:`release_one_shot` only). Needs attribute_days over the whole period."""
-    return warehouse.one_shot_sums(campaign, plan, publishers=publishers)
+    return warehouse.one_shot_sums(campaign, plan.period_bound, publishers=publishers)
 
 
 class OneShotMechanism:

@@ -31,11 +31,22 @@ from dp_platform.config import CampaignConfig, ConfigError, WarehouseConfig
 
 if TYPE_CHECKING:
     from dp_platform.home import Home
-    from dp_platform.mechanisms.oneshot import OneShotPlan
     from dp_platform.privacy.discrete import IntegerNoiseSource
     from dp_platform.warehouse.ingest import IngestReport
 
-__all__ = ["ENGINES", "ProfileGrid", "WarehouseEngine", "open_warehouse"]
+__all__ = ["ENGINES", "PeriodBound", "ProfileGrid", "WarehouseEngine", "open_warehouse"]
+
+
+@dataclass(frozen=True)
+class PeriodBound:
+    """How a sum over a campaign's whole period bounds each user (the one-shot release): keep
+    at most ``bound`` conversions per user (the last one fractionally), enforced ``pre`` or
+    ``post`` attribution; with ``use_value`` sum values capped at ``value_cap`` instead."""
+
+    bound: float
+    enforcement: str
+    use_value: bool
+    value_cap: float
 
 
 @dataclass(frozen=True)
@@ -134,7 +145,7 @@ class WarehouseEngine(Protocol):
     def one_shot_sums(
         self,
         campaign: CampaignConfig,
-        plan: OneShotPlan,
+        bounding: PeriodBound,
         *,
         publishers: list[str] | None = None,
     ) -> np.ndarray: ...

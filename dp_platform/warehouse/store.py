@@ -31,9 +31,8 @@ from dp_platform.warehouse.runner import SqlRunner
 
 if TYPE_CHECKING:
     from dp_platform.home import Home
-    from dp_platform.mechanisms.oneshot import OneShotPlan
     from dp_platform.privacy.discrete import IntegerNoiseSource
-    from dp_platform.warehouse.base import ProfileGrid
+    from dp_platform.warehouse.base import PeriodBound, ProfileGrid
 
 __all__ = ["FRAME_TABLES", "SCHEMA_VERSION", "Warehouse", "WarehouseError", "open_at_home"]
 
@@ -615,7 +614,7 @@ class Warehouse:
     def one_shot_sums(
         self,
         campaign: CampaignConfig,
-        plan: OneShotPlan,
+        bounding: PeriodBound,
         *,
         publishers: list[str] | None = None,
     ) -> np.ndarray:
@@ -634,7 +633,7 @@ class Warehouse:
                 f"one-shot release of {campaign.name} needs {_ATTRIBUTED} for all "
                 f"{campaign.days} days ({int(done)} materialised)"
             )
-        whole = int(np.floor(plan.bound))
+        whole = int(np.floor(bounding.bound))
         with self.sql.transaction():
             _, vector = self.publisher_sums(
                 campaign,
@@ -645,10 +644,10 @@ class Warehouse:
                 first=campaign.start,
                 last=campaign.end,
                 whole=whole,
-                fraction=float(plan.bound - whole),
-                enforcement=plan.enforcement,
-                use_value=plan.use_value,
-                value_cap=float(plan.value_cap),
+                fraction=float(bounding.bound - whole),
+                enforcement=bounding.enforcement,
+                use_value=bounding.use_value,
+                value_cap=float(bounding.value_cap),
             )
         return vector
 

@@ -42,9 +42,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from dp_platform.home import Home
-    from dp_platform.mechanisms.oneshot import OneShotPlan
     from dp_platform.privacy.discrete import IntegerNoiseSource
-    from dp_platform.warehouse.base import ProfileGrid
+    from dp_platform.warehouse.base import PeriodBound, ProfileGrid
 
 __all__ = ["TABLES", "SparkWarehouse", "open_at_home"]
 
@@ -554,7 +553,7 @@ class SparkWarehouse:
     def one_shot_sums(
         self,
         campaign: CampaignConfig,
-        plan: OneShotPlan,
+        bounding: PeriodBound,
         *,
         publishers: list[str] | None = None,
     ) -> np.ndarray:
@@ -567,7 +566,7 @@ class SparkWarehouse:
                 f"one-shot release of {campaign.name} needs {_ATTRIBUTED} for all "
                 f"{campaign.days} days ({done} materialised)"
             )
-        whole = int(np.floor(plan.bound))
+        whole = int(np.floor(bounding.bound))
         chosen = self._scope(campaign, publishers)
         rows = self.sql.run(
             "oneshot_sums",
@@ -576,10 +575,10 @@ class SparkWarehouse:
             first=campaign.start,
             last=campaign.end,
             whole=whole,
-            fraction=float(plan.bound - whole),
-            enforcement=plan.enforcement,
-            use_value=bool(plan.use_value),
-            value_cap=float(plan.value_cap),
+            fraction=float(bounding.bound - whole),
+            enforcement=bounding.enforcement,
+            use_value=bool(bounding.use_value),
+            value_cap=float(bounding.value_cap),
         )
         return self._vector(chosen, rows)
 
