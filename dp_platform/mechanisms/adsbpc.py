@@ -2,7 +2,7 @@
 
 Privacy unit: one user (all their conversions). Adjacency: the campaign's ``privacy.adjacency``.
 
-Budget (zCDP, exact): ρ = ρ1 + l·ρ2 + ρ3 (:class:`~dp_platform.privacy.accounting.CampaignBudget`).
+Budget (zCDP, exact): ρ = ρ1 + l·ρ2 + ρ3 (:class:`~dp_platform.privacy.accounting.BudgetSplit`).
 Day i ≤ l pays ρ2 for PrivateQuantile (ε2-DP exponential mechanism, utility sensitivity 1). Day l+1
 pays ρ3 once for the two sparse-vector tests that set every later bound (ε3-DP together). Every day
 pays its Gaussian allotment g_i, fixed before day 1 with Σ_i g_i = ρ1 exactly: on day i the clipped
@@ -35,14 +35,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from dp_platform.config import CampaignConfig, ConfigError, MechanismSettings
 from dp_platform.mechanisms.base import BoundInputs, Chain, Measurement
 from dp_platform.privacy.accounting import (
-    CampaignBudget,
+    BudgetSplit,
     Rho,
     charges_from_json,
     charges_to_json,
+    epsilon_at_deltas,
     epsilon_for_exponential_rho,
     epsilon_for_pure_rho,
     gaussian_rho,
-    zcdp_epsilon,
 )
 from dp_platform.privacy.noise import NoiseSource, resolve
 from dp_platform.privacy.quantile import private_quantile
@@ -129,9 +129,6 @@ class AdsbpcSettings(MechanismSettings):
             raise ValueError("privacy.split: quantile and svt must be > 0 for adsbpc")
 
 
-REPORTED_DELTAS = (1e-5, 1e-6, 1e-9)
-
-
 def sensitivity_factor(campaign: CampaignConfig) -> int:
     """How many times ½Σ r_i²/σ_i² one user can move: 2 under replace with > 1 publisher."""
     return 2 if campaign.privacy.adjacency == "replace" and campaign.several_publishers else 1
@@ -169,7 +166,7 @@ class AdsbpcPlan:
     days: int
     adjacency: str
     factor: int
-    budget: CampaignBudget
+    budget: BudgetSplit
     eps_quantile: float
     eps_svt: float
     allotments: tuple[Fraction, ...]
@@ -204,8 +201,7 @@ class AdsbpcPlan:
 
     def epsilon_at_delta(self) -> dict[str, float]:
         """(ε, δ)-DP equivalents of the whole campaign's ρ (Canonne–Kamath–Steinke)."""
-        rho = float(self.budget.total)
-        return {f"{delta:g}": zcdp_epsilon(rho, delta) for delta in REPORTED_DELTAS}
+        return epsilon_at_deltas(float(self.budget.total))
 
     def to_json(self) -> dict:
         """The ``dp-platform plan`` view (docs/operators.md): public, data-independent numbers."""
@@ -237,7 +233,7 @@ def gaussian_allotments(rho1: Fraction, variances: np.ndarray) -> tuple[Fraction
 def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> AdsbpcPlan:
     """Plan a campaign: data-independent, so it can be shown and audited before anything runs."""
     split = campaign.privacy.split
-    budget = CampaignBudget.from_split(
+    budget = BudgetSplit.from_split(
         campaign.privacy.rho,
         split.measurement,
         split.quantile,

@@ -57,9 +57,9 @@ from dp_platform.mechanisms.adsbpc import (
 from dp_platform.mechanisms.base import BoundInputs, Chain, Measurement
 from dp_platform.privacy.accounting import (
     Rho,
+    epsilon_at_deltas,
     gaussian_rho,
     gaussian_sigma,
-    zcdp_epsilon,
 )
 from dp_platform.privacy.filter import filter_cap, worst_case_charge
 from dp_platform.privacy.noise import NoiseSource, resolve
@@ -166,7 +166,6 @@ PROFILE_GRID = ProfileGrid(PROFILE_LOW, PROFILE_BINS)  # the same edges, as engi
 BOUND_STEP = 0.01  # grid of candidate r_i
 SCALE_ALPHA = NormalDist().cdf(-2.0)  # ≈ 2.3 %: allowed chance that s undershoots (2σ level)
 SCALE_Z = NormalDist().inv_cdf(1.0 - SCALE_ALPHA / PROFILE_BINS)  # Bonferroni, 48 bins: ≈ 3.31
-REPORTED_DELTAS = (1e-5, 1e-6, 1e-9)
 
 
 def profile_bins(values: np.ndarray, cap: int) -> np.ndarray:
@@ -263,9 +262,7 @@ class PlusPlan:
             "scale_prior": cfg.profile_prior,
             "scale_z": SCALE_Z,
             "cap": cfg.cap,
-            "epsilon_at_delta": {
-                f"{d:g}": zcdp_epsilon(float(self.budget.total), d) for d in REPORTED_DELTAS
-            },
+            "epsilon_at_delta": epsilon_at_deltas(float(self.budget.total)),
         }
 
 
