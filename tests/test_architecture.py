@@ -126,6 +126,78 @@ def test_the_checks_above_see_a_violation() -> None:
         planted.unlink()
 
 
+def _module_name(path: Path) -> str:
+    name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    return name.removesuffix(".__init__")
+
+
+def _load_time_imports(path: Path, known: set[str]) -> set[str]:
+    """Platform modules ``path`` imports when it is loaded (top level; not TYPE_CHECKING blocks
+    or functions). ``from package import submodule`` depends on the submodule."""
+    found = set()
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            submodules = {f"{node.module}.{alias.name}" for alias in node.names} & known
+            found |= submodules or {node.module}
+    return found & known
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    components: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return components
+
+
+def test_no_import_cycles_when_modules_load() -> None:
+    files = _python_files("dp_platform", "assets")
+    known = {_module_name(path) for path in files}
+    graph = {
+        _module_name(path): _load_time_imports(path, known) - {_module_name(path)} for path in files
+    }
+    assert _cycles(graph) == []
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_dagster_layer_has_no_import_cycle_even_inside_functions() -> None:
+    """e.g. a command module and the module it runs must not import each other."""
+    files = _python_files("assets")
+    known = {_module_name(path) for path in files}
+    graph: dict[str, set[str]] = {}
+    for path in files:
+        name = _module_name(path)
+        imported = {module for _, module in _imports(path)}
+        graph[name] = {m for m in imported if m in known and m != name}
+    assert _cycles(graph) == []
+
+
 # -- references ------------------------------------------------------------------------------
 
 OUTSIDE = re.compile(
