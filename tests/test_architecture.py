@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -272,3 +273,19 @@ def test_heading_slugs_follow_github(tmp_path, heading, slug) -> None:
     document = tmp_path / "d.md"
     document.write_text(f"# Title\n\n{heading}\n")
     assert slug in _anchors(document)
+
+
+def test_the_package_map_exports_resolve_and_importing_it_stays_cheap() -> None:
+    import dp_platform
+
+    assert set(dp_platform.__all__) == set(dp_platform._PUBLIC)
+    for name in dp_platform.__all__:
+        assert getattr(dp_platform, name).__name__ == name
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, dp_platform; print(sorted(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout
+    assert "numpy" not in loaded and "dp_platform.ledger" not in loaded
