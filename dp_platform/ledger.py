@@ -36,6 +36,7 @@ from dp_platform.errors import (
 from dp_platform.mechanisms.base import Chain, ChoiceT, Measurement, StateT
 from dp_platform.privacy.accounting import Rho
 from dp_platform.records import from_record, to_record
+from dp_platform.sqlite_files import open_shared
 
 __all__ = [
     "BudgetExceeded",
@@ -165,10 +166,7 @@ class Ledger:
 
     def __init__(self, path: str | Path, *, timeout: float = 300.0) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
+        self._db = open_shared(self.path, timeout=timeout)
         self._db.execute("PRAGMA foreign_keys=ON")
         self._db.executescript(_SCHEMA)  # idempotent DDL; safe if two processes race here
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(campaigns)")}

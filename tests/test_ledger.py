@@ -192,3 +192,29 @@ def test_sigkill_mid_transaction_leaves_nothing_and_restart_finishes(tmp_path) -
         for day in range(3, 11):
             run_day(ledger, plan, day, noise)
         assert ledger.campaign_budget("spring").spent == plan.budget.total
+
+
+def _open_fresh(path: str, barrier) -> str:
+    barrier.wait()
+    try:
+        with Ledger(path):
+            return "ok"
+    except Exception as error:  # the test reports what went wrong, in the worker's words
+        return repr(error)
+
+
+def test_many_processes_opening_a_fresh_ledger_at_once_all_succeed(tmp_path) -> None:
+    """Two runs started together both open a new home's ledger: the WAL switch must wait, not fail.
+
+    Before the fix about one start in twenty answered ``database is locked`` (SQLite refuses the
+    journal-mode switch without consulting the busy timeout); 40 rounds of 6 openers caught it.
+    """
+    context = multiprocessing.get_context("fork")
+    manager = context.Manager()
+    failures: list[str] = []
+    with context.Pool(6) as pool:
+        for round_ in range(40):
+            path = str(tmp_path / f"round{round_}" / "ledger.sqlite")
+            barrier = manager.Barrier(6)
+            failures += [r for r in pool.starmap(_open_fresh, [(path, barrier)] * 6) if r != "ok"]
+    assert failures == []

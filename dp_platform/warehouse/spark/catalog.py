@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from dp_platform.sqlite_files import open_shared
+
 __all__ = ["Catalog", "PendingIngest"]
 
 _SCHEMA = """
@@ -94,10 +96,7 @@ class Catalog:
     """One SQLite file; each method is one transaction (``BEGIN IMMEDIATE``)."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, timeout=300.0, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
+        self._db = open_shared(path)
         self._db.executescript(_SCHEMA)
 
     def close(self) -> None:
