@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from dp_platform.mechanisms.base import Measurement
     from dp_platform.plans import CampaignPlan, campaign_plan, campaign_plans
     from dp_platform.privacy.accounting import Rho
-    from dp_platform.privacy.noise import NoiseSource, SecureNoise, SeededNoise
+    from dp_platform.privacy.noise import NoiseSource, SecureNoise
     from dp_platform.publication import PublishedDay, published_days
     from dp_platform.registration import Registration
     from dp_platform.rehearsal import rehearse
@@ -71,7 +71,6 @@ _PUBLIC = {
     "Rho": "dp_platform.privacy.accounting",
     "NoiseSource": "dp_platform.privacy.noise",
     "SecureNoise": "dp_platform.privacy.noise",
-    "SeededNoise": "dp_platform.privacy.noise",
     "PublishedDay": "dp_platform.publication",
     "published_days": "dp_platform.publication",
     "Registration": "dp_platform.registration",
@@ -94,7 +93,6 @@ __all__ = [
     "Registration",
     "Rho",
     "SecureNoise",
-    "SeededNoise",
     "WarehouseEngine",
     "answers_through",
     "bound_day",

@@ -8,7 +8,6 @@ together). Every other statement waits out the timeout as usual; only this one i
 
 from __future__ import annotations
 
-import random
 import sqlite3
 import time
 from pathlib import Path
@@ -32,6 +31,6 @@ def open_shared(path: Path, *, timeout: float = 300.0) -> sqlite3.Connection:
             if time.monotonic() >= deadline:
                 db.close()
                 raise
-            time.sleep(random.uniform(0.01, 0.05))
+            time.sleep(0.02)
     db.execute("PRAGMA synchronous=FULL")
     return db
