@@ -247,7 +247,7 @@ def run_experiment(
         rho=config.rho,
         campaign=campaign,
         plan=make_plan(campaign),
-        quantile=campaign.bounds.p,
+        quantile=campaign.mechanism.bounds.p,
         plus_plan=plus_plan,
         plus_data=plus_data,
     )
