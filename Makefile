@@ -6,7 +6,7 @@ HOME_DIR ?= .dp_home
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test ui ui-screenshots browser lint format bench results clean
+.PHONY: demo test test-fast ui ui-screenshots browser lint format bench results clean
 
 $(BIN)/dp-platform: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ test: $(BIN)/dp-platform browser $(VENV)/.spark
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest -q
+
+# The development loop: unit tests only (no Dagster, subprocess, Spark or browser; markers set
+# in tests/conftest.py), on both cores. `make test` still runs everything.
+test-fast: $(BIN)/dp-platform
+	$(BIN)/pytest -q -m "unit and not slow" -n 2
 
 # Debian's Chromium, which the browser test drives through Playwright (browser downloads from
 # elsewhere do not work here, so never `playwright install`).
