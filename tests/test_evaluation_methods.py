@@ -96,9 +96,9 @@ def _realised_and_expected(make, repeats: int, truth: np.ndarray):
 def test_expected_errors_match_monte_carlo(data, workload, method: str) -> None:
     """Realised squared errors averaged over R repeats ≈ Var + bias² (R = 3000: ±2.6% sd).
 
-    Tolerances as in baselines.md §6.8: 10% per (publisher, query) cell, 5% weighted sum. Both
-    clip (GS = 12; r = 2.5, fractional) at a small ρ = 0.05, so the squared bias and the
-    variance are of the same order and both are checked.
+    Tolerances as in docs/baselines.md#oracle-monte-carlo: 10% per (publisher, query) cell, 5%
+    weighted sum. Both clip (GS = 12; r = 2.5, fractional) at a small ρ = 0.05, so the squared
+    bias and the variance are of the same order and both are checked.
     """
     ctx = context(data, workload)
     if method == "umm":
@@ -142,7 +142,7 @@ def test_every_method_charges_at_most_rho(data, workload) -> None:
 
 
 def test_ipa_expected_error_is_variance_plus_clipping_bias(conversions, data) -> None:
-    """Var_t = t·GS²/(2ρ) (baselines.md §4.1) plus the squared bias of the first-GS clipping."""
+    """Var_t = t·GS²/(2ρ) (docs/baselines.md#ipa) plus the squared bias of the first-GS clipping."""
     workload = prefix(DAYS)
     ctx = context(data, workload)
     outcome = run_method("ipa", ctx, 0, lambda _: SeededNoise(4))

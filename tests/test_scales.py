@@ -1,4 +1,5 @@
-"""InitScales: closed form = cvxpy optimum, and the oracle values of baselines.md §5–6."""
+"""InitScales: closed form = cvxpy optimum, and the oracle values of
+docs/baselines.md#worked-table and docs/baselines.md#oracle-adsbpc."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def test_sum_of_root_a_for_prefix_n30_weight_7() -> None:
 
 
 def test_worked_table_adsbpc_row() -> None:
-    # baselines.md §5: n = 30, ρ = 1, r ≡ 5, weights (1,…,1,7)
+    # docs/baselines.md#worked-table: n = 30, ρ = 1, r ≡ 5, weights (1,…,1,7)
     n, r = 30, np.full(30, 5.0)
     variances = scales.wsum_closed_form(workload.prefix_matrix(n), prefix_weights(n, 7.0), 1.0, r)
     assert variances[0] == pytest.approx(283.265, abs=1e-3)
@@ -71,7 +72,8 @@ def test_maxvar_n28_k7_is_k_n_over_two_rho() -> None:
 
 
 def test_maxvar_n30_matches_the_dual_bound() -> None:
-    # baselines.md §5: r ≡ 5, max variance 2618.03 (dual 2618.0328 ≤ optimum ≤ primal 2618.0388)
+    # docs/baselines.md#sliding-table: r ≡ 5, max variance 2618.03
+    # (dual 2618.0328 ≤ optimum ≤ primal 2618.0388)
     matrix = workload.sliding_matrix(30, 7)
     variances = scales.maxvar_scales(matrix, 1.0, np.full(30, 5.0))
     value = float((matrix @ variances).max())

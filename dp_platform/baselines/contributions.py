@@ -1,13 +1,15 @@
-"""Contribution bounding on conversion-level arrays, vectorised (baselines.md §1, §3).
+"""Contribution bounding on conversion-level arrays, vectorised
+(docs/baselines.md#contribution-bounds, docs/baselines.md#synthetic-data).
 
 Input is one row per attributed conversion (user, 0-based day, publisher, time, optional
 attribution weight ≤ 1). A user's history is ordered by (day, time), ties by row order (stable
-lexsort) — the generator draws a random time within each day, which gives §1's "random order
-within a day". The bound is consumed by *weight*: rows are kept in order while the user's kept
-weight stays within the bound, the row that crosses it is kept fractionally, and the rest is
-dropped. With unit weights and an integer bound that is exactly "keep the first GS conversions";
-with a fractional bound it is the rule of docs/algorithm.md#clipping. Either way the kept L1
-mass per user (per day) is ≤ the bound, which is what the sensitivity arguments need.
+lexsort) — the generator draws a random time within each day, which gives the "random order
+within a day" of docs/baselines.md#contribution-bounds. The bound is consumed by *weight*: rows
+are kept in order while the user's kept weight stays within the bound, the row that crosses it
+is kept fractionally, and the rest is dropped. With unit weights and an integer bound that is
+exactly "keep the first GS conversions"; with a fractional bound it is the rule of
+docs/algorithm.md#clipping. Either way the kept L1 mass per user (per day) is ≤ the bound,
+which is what the sensitivity arguments need.
 
 No Python loop runs over events; the only loop is over a user's rank (≤ the longest history),
 used when weights are fractional so that running sums stay exact per user instead of

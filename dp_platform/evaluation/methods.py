@@ -98,7 +98,7 @@ class Context:
 
     @cached_property
     def queries(self) -> np.ndarray:
-        """Q (m × n): full windows only for ``sliding`` (baselines.md §2.2)."""
+        """Q (m × n): full windows only for ``sliding`` (docs/baselines.md#sliding-workload)."""
         return self.workload.matrix
 
     @cached_property

@@ -3,7 +3,7 @@
 Every mechanism clips by *rank*: a conversion is kept by a per-day bound r if its rank among the
 user's conversions of that day (time order) is below r (fractionally at ⌊r⌋,
 docs/algorithm.md#clipping), and by a global bound b if its rank in the user's whole history is
-below b (baselines.md §1). The rank of a row does not depend on any bound or any noise, so one
+below b (docs/baselines.md#contribution-bounds). A row's rank depends on no bound or noise: one
 stable sort by (user, day, time, row) gives both ranks, and bincounts of (publisher, day, rank) give
 tensors from which the (P × n) clipped matrix for *any* bound is a gather: no Python loop over
 events or users, and nothing to redo across repeats or methods. The order and the fractional rule
