@@ -12,7 +12,6 @@ import pytest
 
 from dp_platform.privacy.noise import Draw, NoiseSource, SeededNoise
 
-
 # A test module is a *system* test when it drives what an operator runs — the Dagster layer,
 # a subprocess (the CLI, a killed run), Spark or a browser — and a *unit* test otherwise. The
 # marker follows from what the module imports, so a new test file is classified without a list.
