@@ -29,7 +29,11 @@ def _is_system(path: Path) -> bool:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        system = _is_system(Path(item.fspath)) or "spark" in getattr(item, "fixturenames", ())
+        system = (
+            item.get_closest_marker("system") is not None
+            or _is_system(Path(item.fspath))
+            or "spark" in getattr(item, "fixturenames", ())
+        )
         item.add_marker(pytest.mark.system if system else pytest.mark.unit)
 
 

@@ -92,6 +92,7 @@ def _check_day(
         assert max(user_norms.values(), default=0.0) == pytest.approx(norms, abs=1e-12)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=60,
     deadline=None,

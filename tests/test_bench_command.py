@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from dp_platform.cli import main
+
+pytestmark = pytest.mark.system  # benchmarks: measured, not part of the development loop
 
 
 def test_bench_json_with_pandas_reference(tmp_path, capsys):

@@ -9,6 +9,8 @@ from dp_platform.config import parse_campaign
 from dp_platform.mechanisms.adsbpc import initial_state, make_plan, step
 from dp_platform.privacy.noise import SecureNoise
 
+pytestmark = pytest.mark.system  # benchmarks: measured, not part of the development loop
+
 
 def _campaign(publishers: int):
     return parse_campaign(

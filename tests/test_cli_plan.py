@@ -62,6 +62,7 @@ def test_over_cap_plan_exits_1(tmp_path, capsys) -> None:
     assert "OVER CAP" in capsys.readouterr().out
 
 
+@pytest.mark.system
 @pytest.mark.parametrize(
     ("campaign", "mechanism", "releases"),
     [

@@ -91,6 +91,7 @@ def _realised_and_expected(make, repeats: int, truth: np.ndarray):
     return realised, outcomes[0].expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workload", [prefix(DAYS), sliding(DAYS, 4)], ids=["prefix", "sliding"])
 @pytest.mark.parametrize("method", ["umm", "given_bounds"])
 def test_expected_errors_match_monte_carlo(data, workload, method: str) -> None:

@@ -51,6 +51,7 @@ def random_users(rng: np.random.Generator, n: int, d: int) -> list[set[int]]:
     ]
 
 
+@pytest.mark.slow
 def test_sampler_follows_the_stated_law() -> None:
     scores = np.array([0.0, 1.0, 2.5, 2.0, -1.0])
     probs = exponential_probabilities(scores, epsilon=1.2, sensitivity=0.7)
@@ -164,6 +165,7 @@ def _rnm_two(delta_score: float, scale: float) -> float:
     return 1 - tail if delta_score >= 0 else tail
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eps", [0.5, 1.0, 2.0])
 def test_report_noisy_max_is_epsilon_dp_and_half_the_noise_is_not(eps: float) -> None:
     """Two candidates, neighbours s = (0, 0) and s′ = (Δ, −Δ): with Exp(2Δ/ε) every output's

@@ -146,6 +146,7 @@ def _race(path: str, seed: int, barrier) -> None:
             run_day(ledger, plan, day, noise)
 
 
+@pytest.mark.system
 def test_two_processes_racing_release_once(tmp_path) -> None:
     path = str(tmp_path / "ledger.sqlite")
     context = multiprocessing.get_context("spawn")
@@ -178,6 +179,7 @@ def _die_mid_release(path: str) -> None:
         ledger.bound_for_day("spring", 3, bound_charges(plan, 3), choose_then_die, CHAIN)
 
 
+@pytest.mark.system
 def test_sigkill_mid_transaction_leaves_nothing_and_restart_finishes(tmp_path) -> None:
     path = str(tmp_path / "ledger.sqlite")
     worker = multiprocessing.get_context("spawn").Process(target=_die_mid_release, args=(path,))
@@ -203,6 +205,7 @@ def _open_fresh(path: str, barrier) -> str:
         return repr(error)
 
 
+@pytest.mark.system
 def test_many_processes_opening_a_fresh_ledger_at_once_all_succeed(tmp_path) -> None:
     """Two runs started together both open a new home's ledger: the WAL switch must wait, not fail.
 
