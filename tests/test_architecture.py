@@ -259,6 +259,21 @@ def test_every_docs_reference_resolves_to_a_file_and_an_anchor() -> None:
     assert broken == []
 
 
+# A repository path named in the docs' prose (`dp_platform/mechanisms/adsbpc.py`, `tests/…`),
+# which a reader will open: it must exist after every move.
+NAMED_PATH = re.compile(r"`((?:dp_platform|assets|tests|examples)/[\w/.-]+\.(?:py|sql|yaml|md))`")
+
+
+def test_every_path_the_docs_name_exists() -> None:
+    missing = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+        for name in NAMED_PATH.findall(path.read_text())
+        if not (ROOT / name).exists()
+    ]
+    assert missing == []
+
+
 @pytest.mark.parametrize(
     ("heading", "slug"),
     [
