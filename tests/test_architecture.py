@@ -264,13 +264,16 @@ def test_every_docs_reference_resolves_to_a_file_and_an_anchor() -> None:
 NAMED_PATH = re.compile(r"`((?:dp_platform|assets|tests|examples)/[\w/.-]+\.(?:py|sql|yaml|md))`")
 
 
+IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
+
+
 def test_every_path_the_docs_name_exists() -> None:
-    missing = [
-        f"{path.relative_to(ROOT)}: {name}"
-        for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-        for name in NAMED_PATH.findall(path.read_text())
-        if not (ROOT / name).exists()
-    ]
+    missing = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = path.read_text()
+        named = [ROOT / name for name in NAMED_PATH.findall(text)]
+        named += [path.parent / image for image in IMAGE.findall(text)]  # figures are files too
+        missing += [f"{path.relative_to(ROOT)}: {t}" for t in named if not t.exists()]
     assert missing == []
 
 
