@@ -32,7 +32,7 @@ def homes(spark, tmp_path_factory):
     """The same generated events ingested into a DuckDB home and a Spark home."""
     root = tmp_path_factory.mktemp("engines")
     return {
-        engine: make_home(root / engine, seed=9, users=500, days=CAMPAIGN_DAYS, engine=engine)
+        engine: make_home(root / engine, seed=9, users=200, days=CAMPAIGN_DAYS, engine=engine)
         for engine in ("duckdb", "spark")
     }
 

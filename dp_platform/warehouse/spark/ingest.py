@@ -25,7 +25,7 @@ from __future__ import annotations
 import shutil
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -200,12 +200,12 @@ def ingest_files(
     one-line refusals (the same file and row checks run first)."""
     moment = ingest_moment(now)
     staging = f"{warehouse.root}/_staging/{uuid.uuid4().hex}"
-    local = _local_directory(staging)
+    checks = _local_directory(staging) / "checks"  # the driver's files; the moves stay
     con = duckdb.connect(":memory:")
     try:
         con.execute("SET TimeZone = 'UTC'")
         con.execute("SET enable_progress_bar = false")
-        con.execute(f"SET temp_directory = '{_quoted(local / 'duckdb_tmp')}'")
+        con.execute(f"SET temp_directory = '{_quoted(checks / 'duckdb_tmp')}'")
         runner = SqlRunner(con)
         runner.run("schema")  # empty tables: the checks' views refer to them
         sources = [
@@ -221,7 +221,11 @@ def ingest_files(
                 _load_all(warehouse, runner, todo, moment, staging, reports)
     finally:
         con.close()
-        shutil.rmtree(local, ignore_errors=True)
+        # only the checked files: a crash after the catalog's "staged" record leaves the
+        # rewritten days in the staging directory for recover() to move in
+        shutil.rmtree(checks, ignore_errors=True)
+        with suppress(OSError):
+            checks.parent.rmdir()  # nothing else was staged (refused or already loaded)
     return IngestReport(impressions=reports["impressions"], conversions=reports["conversions"])
 
 
@@ -234,12 +238,8 @@ def _load_all(
     reports: dict[str, KindReport],
 ) -> None:
     """Check every file, then record, load, stage and commit them (see module doc)."""
-    local = _local_directory(staging)
-    try:
-        staged = [_check_file(runner, s, moment, local / f"checked_{s.kind}") for s in todo]
-    except BaseException:
-        shutil.rmtree(local, ignore_errors=True)  # nothing was recorded yet
-        raise
+    checks = _local_directory(staging) / "checks"
+    staged = [_check_file(runner, s, moment, checks / f"checked_{s.kind}") for s in todo]
     load_ids = warehouse.catalog.begin_ingest(
         [(s.kind, str(s.path), s.sha256) for s in todo], staging
     )
