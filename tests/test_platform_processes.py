@@ -25,7 +25,7 @@ from tests.platform_fixtures import DAYS, START, catalogue, copy_home, make_home
 CLI = [sys.executable, "-m", "dp_platform.cli"]
 
 
-SPARK_DAYS = 4  # a shorter campaign on Spark (each day is a few Spark jobs): still killed mid-way
+SPARK_DAYS = 8  # the shortest campaign with 7 quantile days (each day is a few Spark jobs)
 
 
 @pytest.fixture(scope="module")
