@@ -25,7 +25,7 @@ from tests.platform_fixtures import DAYS, START, catalogue, copy_home, make_home
 CLI = [sys.executable, "-m", "dp_platform.cli"]
 
 
-SPARK_DAYS = 10  # a shorter campaign on Spark: each day is a few Spark jobs of ~1 s here
+SPARK_DAYS = 8  # the shortest campaign with 7 quantile days (each day is a few Spark jobs)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def prepared(tmp_path_factory):
 @pytest.fixture(scope="module")
 def prepared_spark(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("prepared_spark") / "home"
-    return make_home(root, seed=5, users=400, days=SPARK_DAYS, engine="spark")
+    return make_home(root, seed=5, users=150, days=SPARK_DAYS, engine="spark")
 
 
 def start_run(home) -> subprocess.Popen:

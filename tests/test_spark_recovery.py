@@ -1,14 +1,20 @@
 """Spark warehouse crashes: an ingest cut before its commit record is rolled back on the next
 open, one cut after it is rolled forward — all or nothing, as DuckDB's transaction; an AdsBPC+
-day whose spends were written but not committed is recomputed, never charged twice."""
+day whose spends were written but not committed is recomputed, never charged twice; private
+last touch's choices count once committed, and a conversion is never drawn twice after that."""
 
 from __future__ import annotations
 
+import errno
+import os
 from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from dp_platform.privacy.discrete import SeededIntegerNoise
+from dp_platform.warehouse.ingest import WarehouseWriteError
 from dp_platform.warehouse.spark import ingest as spark_ingest
 from tests.conftest_data import Conv, Imp, campaign, write_events
 
@@ -108,3 +114,101 @@ def test_plus_spends_written_but_not_committed_are_recomputed_once(spark, tmp_pa
     assert summary["days"] == 1
     assert summary["max_spend"] == pytest.approx(max(s for _, _, s in spends))
     np.testing.assert_array_equal(again.plus_clipped_vector(camp, day, 2.0, 0.5, 4.0), vector)
+
+
+class CountingDraws(SeededIntegerNoise):
+    """Seeded Exp(1) draws that count how many were drawn (tests only)."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.drawn = 0
+
+    def _exponentials(self, size: int) -> np.ndarray:
+        self.drawn += size
+        return super()._exponentials(size)
+
+
+def _choices(warehouse) -> dict[int, list[int]]:
+    """conversion_key -> every publisher_key stored for it, committed or not."""
+    found: dict[int, list[int]] = {}
+    for key, publisher in warehouse.sql.query(
+        "SELECT conversion_key, publisher_key FROM private_touch_choices"
+    ):
+        found.setdefault(int(key), []).append(int(publisher))
+    return found
+
+
+def test_private_touch_drawn_but_not_committed_is_drawn_afresh_once(spark, tmp_path, monkeypatch):
+    """Choices written but their batch not committed are never read: the next open drops
+    them and the conversions are drawn again, once. Choices committed but not yet attributed
+    are used as they are by the next run, which draws nothing."""
+    files = _events(tmp_path)
+    warehouse = _open(spark, tmp_path)
+    warehouse.ingest(*files, now=NOW)
+    camp = campaign(
+        rule="private_last_touch", lookback_days=5, start=date(2026, 3, 2), days=2, name="race"
+    )
+    day = date(2026, 3, 2)
+
+    def die(*args):
+        raise Crash
+
+    monkeypatch.setattr(warehouse.catalog, "finish_touch_batch", die)
+    with pytest.raises(Crash):
+        warehouse.attribute_days(camp, day, day, noise=CountingDraws(1))
+    monkeypatch.undo()
+    assert _choices(warehouse)  # the dead run's choices are on disk, uncommitted
+    warehouse = _open(spark, tmp_path)  # the next open drops them
+    assert not _choices(warehouse)
+    drawn = CountingDraws(2)
+    warehouse.attribute_days(camp, day, day, noise=drawn)
+    assert drawn.drawn > 0
+    choices = _choices(warehouse)
+    assert choices and all(len(publishers) == 1 for publishers in choices.values())
+    attributed = warehouse.day_frame("attributed", camp, [day])
+    assert len(attributed) == len(choices)
+
+    real_run = warehouse.sql.run
+
+    def die_before_attributing(name, **params):
+        if name == "attribute_private_stored":
+            raise Crash
+        return real_run(name, **params)
+
+    last = date(2026, 3, 3)
+    monkeypatch.setattr(warehouse.sql, "run", die_before_attributing)
+    with pytest.raises(Crash):  # the next day's choices are committed, its rows not written
+        warehouse.attribute_days(camp, last, last, noise=CountingDraws(3))
+    monkeypatch.undo()
+    committed = _choices(warehouse)
+    assert len(committed) > len(choices)
+    warehouse = _open(spark, tmp_path)
+    again = CountingDraws(4)
+    warehouse.attribute_days(camp, day, last, noise=again)
+    assert again.drawn == 0  # every conversion of both days was drawn before
+    assert _choices(warehouse) == committed
+    rows = warehouse.day_frame("attributed", camp, [day])
+    keys = ["conversion_id", "publisher_id"]
+    pd.testing.assert_frame_equal(
+        rows.sort_values(keys).reset_index(drop=True),
+        attributed.sort_values(keys).reset_index(drop=True),
+    )
+
+
+def test_a_failed_write_is_one_line_and_loads_nothing(spark, tmp_path, monkeypatch):
+    """A write the file system refuses (a full disk) during the Spark half of an ingest is the
+    DuckDB ingest's one line, and the load is rolled back."""
+    files = _events(tmp_path)
+
+    def disk_full(*args):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(spark_ingest, "_load", disk_full)
+    warehouse = _open(spark, tmp_path)
+    with pytest.raises(WarehouseWriteError) as refused:
+        warehouse.ingest(*files, now=NOW)
+    message = str(refused.value)
+    assert message.endswith(f"could not write ({os.strerror(errno.ENOSPC)}); nothing was loaded")
+    assert "\n" not in message
+    assert warehouse.table_rows("loads") == 0
+    assert not list((tmp_path / "tables" / "_staging").glob("*"))

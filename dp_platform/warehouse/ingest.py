@@ -12,7 +12,9 @@ A failed write (disk full) is :class:`WarehouseWriteError`, one line naming the 
 the operating system's reason; the transaction is rolled back, so nothing was loaded.
 
 File-level checks are in :mod:`.ingest_sources`; the row checks are SQL (``ingest_*.sql``);
-this module stages each file and drives the steps inside one transaction.
+this module stages each file and drives the steps inside one transaction. Staging and the row
+checks (:func:`stage_file`, :func:`check_rows`) are shared with the Spark ingest, which runs
+them in an embedded DuckDB, so both engines read and judge a file's rows identically.
 """
 
 from __future__ import annotations
@@ -49,7 +51,14 @@ __all__ = [
     "IngestReport",
     "KindReport",
     "WarehouseWriteError",
+    "check_rows",
+    "drop_temporaries",
     "ingest_files",
+    "ingest_moment",
+    "reading_file",
+    "rows_read",
+    "stage_file",
+    "write_cause",
 ]
 
 REASONS = (
@@ -134,7 +143,7 @@ def _projection(source: Source) -> str:
     return ", ".join(items)
 
 
-def _stage(con: duckdb.DuckDBPyConnection, source: Source) -> None:
+def stage_file(con: duckdb.DuckDBPyConnection, source: Source) -> None:
     """Expose the file as temp view ``staged_<kind>`` (with ``source_row``) and its malformed
     CSV records as temp table ``malformed_<kind>``; nothing persistent is written.
 
@@ -210,23 +219,39 @@ def _loaded_before(runner: SqlRunner, source: Source) -> bool:
     )
 
 
+def check_rows(runner: SqlRunner, source: Source, now: datetime) -> None:
+    """The row checks of one file staged by :func:`stage_file`, the same for every engine
+    (the Spark ingest runs them in an embedded DuckDB): views ``source`` (trimmed text),
+    ``malformed`` and ``typed``; tables ``scanned`` (ids of the passing rows) and
+    ``rejected`` (failing rows and their reason)."""
+    runner.run("ingest_text")
+    runner.con.execute(
+        f"CREATE OR REPLACE TEMP VIEW source AS "
+        f"SELECT source_row, {_projection(source)} FROM staged_{source.kind}"
+    )
+    runner.con.execute(
+        f"CREATE OR REPLACE TEMP VIEW malformed AS SELECT * FROM malformed_{source.kind}"
+    )
+    ts_min, ts_max = TS_WINDOW
+    runner.run(f"ingest_check_{source.kind}", now=now, ts_min=ts_min, ts_max=ts_max)
+
+
+def rows_read(runner: SqlRunner) -> int:
+    """Rows of the checked file: records read plus malformed records (after check_rows)."""
+    return int(
+        runner.query("SELECT count(*) FROM source")[0][0]
+        + runner.query("SELECT count(*) FROM malformed")[0][0]
+    )
+
+
 def _load_one(runner: SqlRunner, source: Source, now: datetime) -> KindReport:
     """Check, key and insert one staged file; the caller holds the transaction."""
-    con = runner.con
     report = KindReport(source_file=str(source.path))
     if _already_loaded(runner, source):
         report.already_loaded = True
         return report
-    runner.run("ingest_text")
-    columns = _projection(source)
-    con.execute(
-        f"CREATE OR REPLACE TEMP VIEW source AS "
-        f"SELECT source_row, {columns} FROM staged_{source.kind}"
-    )
-    con.execute(f"CREATE OR REPLACE TEMP VIEW malformed AS SELECT * FROM malformed_{source.kind}")
+    check_rows(runner, source, now)
     load_id = runner.query("SELECT nextval('load_ids')")[0][0]
-    ts_min, ts_max = TS_WINDOW
-    runner.run(f"ingest_check_{source.kind}", now=now, ts_min=ts_min, ts_max=ts_max)
     runner.run("ingest_keys")
     runner.run(f"ingest_insert_{source.kind}", load_id=load_id, tie_room=TIE_ROOM)
     runner.run("ingest_duplicate_candidates", load_id=load_id)
@@ -240,10 +265,7 @@ def _load_one(runner: SqlRunner, source: Source, now: datetime) -> KindReport:
     )
     report.reasons = {reason: int(n) for reason, n in reasons}
     report.quarantined = sum(report.reasons.values())
-    report.rows = (
-        runner.query("SELECT count(*) FROM source")[0][0]
-        + runner.query("SELECT count(*) FROM malformed")[0][0]
-    )
+    report.rows = rows_read(runner)
     report.accepted = report.rows - report.quarantined
     runner.query(
         "INSERT INTO loads VALUES ($load_id, $kind, $file, $sha, $rows, $accepted, "
@@ -268,11 +290,7 @@ def ingest_files(
     now: datetime | None = None,
 ) -> IngestReport:
     """Check both files, then load both in one transaction (all or nothing)."""
-    moment = now if now is not None else datetime.now(UTC)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    if not TS_WINDOW[0] <= moment < TS_WINDOW[1]:
-        raise IngestError(f"'now' must lie in the accepted time window {_window_text()}")
+    moment = ingest_moment(now)
     # DuckDB's progress bar would print into the command's output (stdout is the report)
     runner.con.execute("SET enable_progress_bar = false")
     sources = [
@@ -282,16 +300,26 @@ def ingest_files(
     try:
         for source in sources:
             if not _already_loaded(runner, source):
-                with _reading(source):
-                    _stage(runner.con, source)
+                with reading_file(source):
+                    stage_file(runner.con, source)
         reports = []
         with _writing(runner), runner.transaction():
             for source in sources:
-                with _reading(source, "could not be loaded"):
+                with reading_file(source, "could not be loaded"):
                     reports.append(_load_one(runner, source, moment))
     finally:
-        _drop_temporaries(runner.con)
+        drop_temporaries(runner.con)
     return IngestReport(impressions=reports[0], conversions=reports[1])
+
+
+def ingest_moment(now: datetime | None) -> datetime:
+    """The ingest's 'now' (default: the clock; naive means UTC), inside :data:`TS_WINDOW`."""
+    moment = now if now is not None else datetime.now(UTC)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    if not TS_WINDOW[0] <= moment < TS_WINDOW[1]:
+        raise IngestError(f"'now' must lie in the accepted time window {_window_text()}")
+    return moment
 
 
 def _window_text() -> str:
@@ -307,9 +335,9 @@ _WRITE_CAUSES = tuple(
 )
 
 
-def _write_cause(error: BaseException) -> str | None:
-    """The operating system's reason, when a DuckDB error (or one it caused) is a failed
-    write; DuckDB's own text is never shown, only the matching reason."""
+def write_cause(error: BaseException) -> str | None:
+    """The operating system's reason, when an engine's error (or one it caused) is a failed
+    write; the engine's own text is never shown, only the matching reason."""
     seen: BaseException | None = error
     while seen is not None:
         text = str(seen)
@@ -329,7 +357,7 @@ def _writing(runner: SqlRunner) -> Iterator[None]:
     try:
         yield
     except duckdb.Error as error:
-        cause = _write_cause(error)
+        cause = write_cause(error)
         if cause is None:
             raise
         raise WarehouseWriteError(
@@ -338,13 +366,13 @@ def _writing(runner: SqlRunner) -> Iterator[None]:
 
 
 @contextmanager
-def _reading(source: Source, failure: str = "could not be read completely") -> Iterator[None]:
+def reading_file(source: Source, failure: str = "could not be read completely") -> Iterator[None]:
     """A file DuckDB cannot read to the end (truncated, corrupt) or load is named, never
     quoted: DuckDB's message may hold a value from the file, only its kind is shown."""
     try:
         yield
     except duckdb.Error as error:
-        if _write_cause(error) is not None:
+        if write_cause(error) is not None:
             raise
         raise IngestError(
             f"{source.kind} file {shown(source.path)}: {failure} ({type(error).__name__}); "
@@ -352,7 +380,7 @@ def _reading(source: Source, failure: str = "could not be read completely") -> I
         ) from None
 
 
-def _drop_temporaries(con: duckdb.DuckDBPyConnection) -> None:
+def drop_temporaries(con: duckdb.DuckDBPyConnection) -> None:
     """Free the staged copies (they can be large) whatever happened."""
     views = ["source", "malformed", "typed", "events", "staged_impressions", "staged_conversions"]
     for view in views:

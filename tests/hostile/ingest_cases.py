@@ -48,11 +48,22 @@ class Expect:
 
 
 class Workspace:
-    """One case's directory with helpers for small, valid event files."""
+    """One case's directory with helpers for small, valid event files. ``shared_home`` is the
+    home the cases share (beside the case directories by default) and ``engine_args`` the
+    command-line arguments that choose the warehouse engine (none: the default, DuckDB)."""
 
-    def __init__(self, root: Path, tag: str) -> None:
+    def __init__(
+        self,
+        root: Path,
+        tag: str,
+        *,
+        shared_home: Path | None = None,
+        engine_args: tuple[str, ...] = (),
+    ) -> None:
         self.root = root
         self.tag = tag
+        self.shared_home = shared_home or root.parent / "shared-home"
+        self.engine_args = engine_args
         root.mkdir(parents=True, exist_ok=True)
 
     def path(self, name: str) -> Path:
@@ -756,7 +767,7 @@ def _(w: Workspace) -> Expect:
 
     first = w.convs([w.conv(1)], name="first.csv")
     w.imps([w.imp(1)], name="first_imps.csv")
-    assert main(_argv(w.root.parent / "shared-home", w.path("first_imps.csv"), first)) == 0
+    assert main(_argv(w, w.path("first_imps.csv"), first)) == 0
     again = w.convs([w.conv(1, value="3"), w.conv(2)], name="again.csv")
     imps = w.imps([w.imp(7)], name="more_imps.csv")
     return w.loaded(
@@ -769,7 +780,7 @@ def _(w: Workspace) -> Expect:
     from dp_platform.cli import main
 
     imps, convs = w.imps(), w.convs()
-    assert main(_argv(w.root.parent / "shared-home", imps, convs)) == 0
+    assert main(_argv(w, imps, convs)) == 0
     expect = w.loaded(impressions=imps, conversions=convs, rows=(0, 0))
     expect.already_loaded = ("impressions", "conversions")
     return expect
@@ -780,7 +791,7 @@ def _(w: Workspace) -> Expect:
     from dp_platform.cli import main
 
     imps, convs = w.imps(), w.convs()
-    assert main(_argv(w.root.parent / "shared-home", imps, convs)) == 0
+    assert main(_argv(w, imps, convs)) == 0
     copy = w.raw("copy.csv", imps.read_bytes())
     expect = w.loaded(impressions=copy, conversions=w.convs([w.conv(5)], name="c5.csv"))
     expect.rows["impressions"] = 0
@@ -803,11 +814,12 @@ def _value() -> dict[str, int]:
     return {"unparsable_value": 1}
 
 
-def _argv(home: Path, impressions: Path, conversions: Path) -> list[str]:
+def _argv(w: Workspace, impressions: Path, conversions: Path) -> list[str]:
+    """A load into the shared home, before the case's own (with the case's engine)."""
     return [
         "ingest",
         "--home",
-        str(home),
+        str(w.shared_home),
         "--impressions",
         str(impressions),
         "--conversions",
@@ -815,6 +827,7 @@ def _argv(home: Path, impressions: Path, conversions: Path) -> list[str]:
         "--now",
         NOW,
         "--json",
+        *w.engine_args,
     ]
 
 

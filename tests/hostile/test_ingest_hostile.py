@@ -173,6 +173,102 @@ def test_hostile_ingest(case: Case, base: Path, capfd: pytest.CaptureFixture[str
         assert _tables(home)["loads"] == before["loads"] + 2
 
 
+SPARK_CASES = (
+    "missing_impressions_file",
+    "garbage_parquet",
+    "truncated_gzip",
+    "missing_column_csv",
+    "unterminated_quote",
+    "now_year_3000",
+    "too_many_fields",
+    "future_conversion",
+    "nan_value",
+    "parquet_other_column_types",
+    "duplicate_id_of_loaded_data",
+    "same_file_loaded_twice",
+    "more_than_1024_at_one_instant",
+)
+"""A representative subset on Spark, in the tests' one session: refusals by the file checks,
+by the CSV reader and by the command line (cheap: nothing reaches Spark), and one load per
+family of quarantine reasons (a load is ~20 Spark jobs, so one case per family, not all).
+The cases that need a child process (a JVM each) or a DuckDB file are DuckDB's only: the Spark
+ingest runs the same file checks first, and its write failures are tested in
+tests/test_spark_recovery.py."""
+
+
+def _spark_tables(home: Path) -> dict[str, int]:
+    """Row counts of a Spark home's tables, read from its Parquet files (no Spark job) and its
+    catalog's committed loads; all 0 if there is no warehouse yet."""
+    import pyarrow.dataset as ds
+
+    from dp_platform.warehouse.spark.catalog import Catalog
+
+    root = home / "spark"
+    counts = {t: 0 for t in ("loads", "impressions", "conversions", "quarantine", "users")}
+    if not (root / "catalog.sqlite").is_file():
+        return counts
+    catalog = Catalog(root / "catalog.sqlite")
+    counts["loads"] = len(catalog.committed_loads())
+    catalog.close()
+    for table in ("impressions", "conversions", "quarantine", "users"):
+        if (root / "tables" / table).is_dir():
+            counts[table] = ds.dataset(root / "tables" / table, partitioning="hive").count_rows()
+    return counts
+
+
+@pytest.fixture(scope="module")
+def spark_catalogue(base: Path, spark: object) -> Path:
+    """A catalogue whose warehouse: block chooses Spark (the tests' session settings)."""
+    import yaml
+
+    from tests.platform_fixtures import catalogue
+
+    path = base / "spark-catalogue.yaml"
+    path.write_text(yaml.safe_dump(catalogue(engine="spark")))
+    return path
+
+
+ON_SPARK = [c for c in CASES if c.name in SPARK_CASES]
+assert len(ON_SPARK) == len(SPARK_CASES), "a name in SPARK_CASES is not in the catalogue"
+
+
+@pytest.mark.parametrize("case", ON_SPARK, ids=[c.name for c in ON_SPARK])
+def test_hostile_ingest_on_spark(
+    case: Case, base: Path, spark_catalogue: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The same command line with ``--config`` naming a Spark catalogue: the same exit code,
+    the same one-line refusal, the same counts per reason, all or nothing."""
+    shared = base / "spark" / "shared-home"
+    workspace = Workspace(
+        base / "spark" / case.name,
+        case.name,
+        shared_home=shared,
+        engine_args=("--config", str(spark_catalogue)),
+    )
+    expect = case.build(workspace)
+    expect.extra += ["--config", str(spark_catalogue)]
+    home = expect.home or shared
+    before = _spark_tables(home)
+
+    outcome = _run(expect, home, capfd)
+
+    assert outcome.code == expect.exit_code, outcome
+    assert "Traceback" not in outcome.err
+    assert SECRET not in outcome.err and SECRET not in outcome.out
+    if expect.exit_code == 2:
+        _check_refusal(outcome, expect)
+        assert _spark_tables(home) == before  # all or nothing
+    else:
+        _check_load(outcome, expect)
+        after = _spark_tables(home)
+        assert after["loads"] - before["loads"] == 2 - len(expect.already_loaded)
+        quarantined = after["quarantine"] - before["quarantine"]
+        assert quarantined == sum(sum(r.values()) for r in expect.reasons.values())
+        accepted = sum(expect.rows.values()) - quarantined
+        added = sum(after[t] - before[t] for t in ("impressions", "conversions"))
+        assert added == accepted  # rows in = accepted + quarantined, in the tables too
+
+
 def test_catalogue_has_at_least_60_classes_with_unique_names() -> None:
     names = [c.name for c in CASES]
     assert len(names) >= 60 and len(set(names)) == len(names)

@@ -14,6 +14,11 @@ files are in place (the same role as DuckDB's transaction):
   spends are Parquet (beside the private data); a day's spends count once this row is
   committed, and a day without its row is recomputed over the same partition — so a crash
   between the two stores neither charges a user twice nor loses a charge.
+* ``touch_batches``: private last touch's draws. Each run that draws writes its choices to a
+  Parquet partition of its own batch (``started`` here first); the choices count once the
+  batch is ``committed``, and a batch that never committed is dropped unread. A conversion is
+  drawn only while it has no committed choice, so every run after the commit uses that one
+  choice and a crash never leaves two choices in use for one conversion.
 
 Holds ids, counts of loaded rows and public parameters — no user data.
 """
@@ -63,6 +68,12 @@ CREATE TABLE IF NOT EXISTS partitions (
 );
 CREATE TABLE IF NOT EXISTS versions (
     version INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS touch_batches (
+    batch INTEGER PRIMARY KEY AUTOINCREMENT,
+    campaign TEXT NOT NULL,
+    status TEXT NOT NULL,            -- started | committed | aborted
     created_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS plus_spend_days (
@@ -278,3 +289,28 @@ class Catalog:
             "SELECT day FROM plus_spend_days WHERE campaign = ? ORDER BY day", (campaign,)
         ).fetchall()
         return [date.fromisoformat(r[0]) for r in rows]
+
+    # -- private last touch: batches of drawn choices -------------------------------------------
+
+    def begin_touch_batch(self, campaign: str) -> int:
+        """A new batch of a campaign's touch choices, ``started`` (not read until committed)."""
+        with self.transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO touch_batches (campaign, status, created_at) VALUES (?, 'started', ?)",
+                (campaign, _now()),
+            )
+        return int(cursor.lastrowid)
+
+    def finish_touch_batch(self, batch: int, status: str) -> None:
+        """``committed``: its choices are used from now on; ``aborted``: dropped unread."""
+        with self.transaction() as db:
+            db.execute("UPDATE touch_batches SET status = ? WHERE batch = ?", (status, batch))
+
+    def touch_batches(self, status: str, campaign: str | None = None) -> list[tuple[str, int]]:
+        """(campaign, batch) of the batches in ``status`` (of one campaign or all)."""
+        rows = self._db.execute(
+            "SELECT campaign, batch FROM touch_batches WHERE status = ? "
+            "AND (? IS NULL OR campaign = ?) ORDER BY batch",
+            (status, campaign, campaign),
+        ).fetchall()
+        return [(str(name), int(batch)) for name, batch in rows]

@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import shutil
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
@@ -38,12 +40,16 @@ from dp_platform.warehouse.ingest import (
     IngestError,
     IngestReport,
     KindReport,
-    _drop_temporaries,
-    _inspect,
-    _projection,
-    _Source,
-    _stage,
+    WarehouseWriteError,
+    check_rows,
+    drop_temporaries,
+    ingest_moment,
+    reading_file,
+    rows_read,
+    stage_file,
+    write_cause,
 )
+from dp_platform.warehouse.ingest_sources import Source, inspect, shown
 from dp_platform.warehouse.runner import SqlRunner
 
 if TYPE_CHECKING:
@@ -75,45 +81,53 @@ def _local_directory(uri: str) -> Path:
     return Path(parsed.path)
 
 
-def _check_file(
-    con: duckdb.DuckDBPyConnection, source: _Source, now: datetime, directory: Path
-) -> _Staged:
-    """Row checks of one file in the embedded DuckDB; staged as Parquet (see module doc)."""
-    try:
-        _stage(con, source)
-    except duckdb.Error as error:
-        raise IngestError(
-            f"{source.kind} file {source.path}: could not be read completely "
-            f"({type(error).__name__})"
-        ) from None
-    kind = source.kind
-    con.execute(
-        f"CREATE OR REPLACE TEMP VIEW source AS "
-        f"SELECT source_row, {_projection(source)} FROM staged_{kind}"
-    )
-    con.execute(f"CREATE OR REPLACE TEMP VIEW malformed AS SELECT * FROM malformed_{kind}")
-    SqlRunner(con).run(f"ingest_check_{kind}", now=now)
-    interaction = "interaction" if kind == "impressions" else "CAST(NULL AS VARCHAR)"
-    value = "value" if kind == "conversions" else "CAST(NULL AS DOUBLE)"
+def _check_file(runner: SqlRunner, source: Source, now: datetime, directory: Path) -> _Staged:
+    """Row checks of one file in the embedded DuckDB (the DuckDB ingest's own functions);
+    staged as Parquet: every row with its reason (NULL: passed), ids and values only for the
+    rows that passed, and the malformed records."""
+    con, kind = runner.con, source.kind
+    with reading_file(source):
+        stage_file(con, source)
+    with reading_file(source, "could not be loaded"):
+        check_rows(runner, source, now)
+    interaction = "t.interaction" if kind == "impressions" else "CAST(NULL AS VARCHAR)"
+    value = "t.value" if kind == "conversions" else "CAST(NULL AS DOUBLE)"
+    passed = "r.reason IS NULL"
     directory.mkdir(parents=True, exist_ok=True)
     checked, malformed = directory / "checked.parquet", directory / "malformed.parquet"
     con.execute(
-        "COPY (SELECT source_row, id, user_id, publisher_id, advertiser_id, "
-        f"epoch_us(ts) AS ts_us, {interaction} AS interaction, {value} AS value, reason "
-        f"FROM checked) TO '{checked}' (FORMAT parquet)"
+        "COPY (SELECT t.source_row, "
+        + ", ".join(
+            f"CASE WHEN {passed} THEN {column} END AS {name}"
+            for column, name in (
+                ("t.id", "id"),
+                ("t.user_id", "user_id"),
+                ("t.publisher_id", "publisher_id"),
+                ("t.advertiser_id", "advertiser_id"),
+                ("epoch_us(t.ts)", "ts_us"),
+                (interaction, "interaction"),
+                (value, "value"),
+            )
+        )
+        + ", r.reason FROM typed AS t LEFT JOIN rejected AS r ON r.source_row = t.source_row) "
+        f"TO '{_quoted(checked)}' (FORMAT parquet)"
     )
     con.execute(
         "COPY (SELECT CAST(source_row AS BIGINT) AS source_row, reason FROM malformed) "
-        f"TO '{malformed}' (FORMAT parquet)"
+        f"TO '{_quoted(malformed)}' (FORMAT parquet)"
     )
-    rows = con.execute("SELECT (SELECT count(*) FROM source) + (SELECT count(*) FROM malformed)")
-    count = int(rows.fetchone()[0])
-    _drop_temporaries(con)
-    return _Staged(str(checked), str(malformed), count)
+    rows = rows_read(runner)
+    drop_temporaries(con)
+    return _Staged(str(checked), str(malformed), rows)
+
+
+def _quoted(path: Path) -> str:
+    """A path inside a SQL string literal."""
+    return str(path).replace("'", "''")
 
 
 def _load(
-    warehouse: SparkWarehouse, source: _Source, staged: _Staged, load_id: int, staging: str
+    warehouse: SparkWarehouse, source: Source, staged: _Staged, load_id: int, staging: str
 ) -> tuple[KindReport, list[tuple[str, str]]]:
     """Spark half of one file; returns its report and the impression-day moves still to do."""
     spark, sql, kind = warehouse.spark, warehouse.sql, source.kind
@@ -182,54 +196,101 @@ def ingest_files(
     *,
     now: datetime | None = None,
 ) -> IngestReport:
-    """Check both files, then load both (all or nothing); the DuckDB ingest's report."""
-    moment = now if now is not None else datetime.now(UTC)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
+    """Check both files, then load both (all or nothing); the DuckDB ingest's report, and its
+    one-line refusals (the same file and row checks run first)."""
+    moment = ingest_moment(now)
     staging = f"{warehouse.root}/_staging/{uuid.uuid4().hex}"
-    local = _local_directory(staging)
+    checks = _local_directory(staging) / "checks"  # the driver's files; the moves stay
     con = duckdb.connect(":memory:")
     try:
         con.execute("SET TimeZone = 'UTC'")
-        SqlRunner(con).run("schema")  # empty tables: the checks' views refer to them
+        con.execute("SET enable_progress_bar = false")
+        con.execute(f"SET temp_directory = '{_quoted(checks / 'duckdb_tmp')}'")
+        runner = SqlRunner(con)
+        runner.run("schema")  # empty tables: the checks' views refer to them
         sources = [
-            _inspect(con, "impressions", impressions),
-            _inspect(con, "conversions", conversions),
+            inspect(con, "impressions", impressions),
+            inspect(con, "conversions", conversions),
         ]
         reports = {s.kind: KindReport(source_file=str(s.path)) for s in sources}
         todo = [s for s in sources if not warehouse.catalog.loaded(s.kind, s.sha256)]
         for source in sources:
             reports[source.kind].already_loaded = source not in todo
         if todo:
-            try:
-                staged = [_check_file(con, s, moment, local / f"checked_{s.kind}") for s in todo]
-            except BaseException:
-                shutil.rmtree(local, ignore_errors=True)  # nothing was recorded yet
-                raise
-            load_ids = warehouse.catalog.begin_ingest(
-                [(s.kind, str(s.path), s.sha256) for s in todo], staging
-            )
-            ingest = warehouse.catalog.ingest_of(load_ids[0])
-            moves: list[tuple[str, str]] = []
-            try:
-                for source, files, load_id in zip(todo, staged, load_ids, strict=True):
-                    report, more = _load(warehouse, source, files, load_id, staging)
-                    reports[source.kind] = report
-                    moves += more
-                counts = [
-                    (reports[s.kind].rows, reports[s.kind].accepted, reports[s.kind].quarantined)
-                    for s in todo
-                ]
-                warehouse.catalog.stage_ingest(load_ids, counts, moves)
-            except BaseException:
-                warehouse.sql.release()
-                _roll_back(warehouse, load_ids, staging)
-                warehouse.catalog.finish_ingest(ingest, "aborted")
-                raise
-            _apply_moves(warehouse, moves)
-            warehouse.files.delete(staging)
-            warehouse.catalog.finish_ingest(ingest, "committed")
-            warehouse.refresh()
+            with _writing(warehouse):
+                _load_all(warehouse, runner, todo, moment, staging, reports)
     finally:
         con.close()
+        # only the checked files: a crash after the catalog's "staged" record leaves the
+        # rewritten days in the staging directory for recover() to move in
+        shutil.rmtree(checks, ignore_errors=True)
+        with suppress(OSError):
+            checks.parent.rmdir()  # nothing else was staged (refused or already loaded)
     return IngestReport(impressions=reports["impressions"], conversions=reports["conversions"])
+
+
+def _load_all(
+    warehouse: SparkWarehouse,
+    runner: SqlRunner,
+    todo: list[Source],
+    moment: datetime,
+    staging: str,
+    reports: dict[str, KindReport],
+) -> None:
+    """Check every file, then record, load, stage and commit them (see module doc)."""
+    checks = _local_directory(staging) / "checks"
+    staged = [_check_file(runner, s, moment, checks / f"checked_{s.kind}") for s in todo]
+    load_ids = warehouse.catalog.begin_ingest(
+        [(s.kind, str(s.path), s.sha256) for s in todo], staging
+    )
+    ingest = warehouse.catalog.ingest_of(load_ids[0])
+    moves: list[tuple[str, str]] = []
+    try:
+        for source, files, load_id in zip(todo, staged, load_ids, strict=True):
+            report, more = _load(warehouse, source, files, load_id, staging)
+            reports[source.kind] = report
+            moves += more
+        counts = [
+            (reports[s.kind].rows, reports[s.kind].accepted, reports[s.kind].quarantined)
+            for s in todo
+        ]
+        warehouse.catalog.stage_ingest(load_ids, counts, moves)
+    except BaseException:
+        warehouse.sql.release()
+        _roll_back(warehouse, load_ids, staging)
+        warehouse.catalog.finish_ingest(ingest, "aborted")
+        raise
+    _apply_moves(warehouse, moves)
+    warehouse.files.delete(staging)
+    warehouse.catalog.finish_ingest(ingest, "committed")
+    warehouse.refresh()
+
+
+def _engine_error(error: BaseException) -> bool:
+    """An error raised by Spark (through Py4J) or by the embedded DuckDB."""
+    module = type(error).__module__
+    return isinstance(error, duckdb.Error) or module.startswith(("pyspark", "py4j"))
+
+
+@contextmanager
+def _writing(warehouse: SparkWarehouse) -> Iterator[None]:
+    """A failed write is one line naming the tables' root and the operating system's reason,
+    as DuckDB's ingest says it; any other engine failure is one line naming its kind. The
+    engines' own texts (which may quote values from the files) are never shown. The load was
+    rolled back before this runs, so nothing was loaded."""
+    try:
+        yield
+    except (IngestError, FileNotFoundError):
+        raise
+    except Exception as error:
+        if not _engine_error(error) and not isinstance(error, OSError):
+            raise
+        where = shown(warehouse.root)
+        cause = write_cause(error)
+        if cause is not None:
+            raise WarehouseWriteError(
+                f"warehouse {where}: could not write ({cause}); nothing was loaded"
+            ) from None
+        raise IngestError(
+            f"warehouse {where}: ingest failed ({type(error).__name__}); nothing was loaded"
+        ) from None

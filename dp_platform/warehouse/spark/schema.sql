@@ -44,6 +44,13 @@ CREATE TABLE IF NOT EXISTS attributed_conversions (
     campaign STRING, day DATE
 ) USING parquet PARTITIONED BY (campaign, day) LOCATION '{{root}}/attributed_conversions';
 
+-- private_last_touch: each conversion's drawn touch, written once per conversion in a batch
+-- of the run that drew it and never deleted once the catalog committed the batch (catalog.py):
+-- re-attributing a day returns the same rows and each conversion's epsilon is spent once.
+CREATE TABLE IF NOT EXISTS private_touch_choices (
+    conversion_key BIGINT, publisher_key INT, campaign STRING, batch BIGINT
+) USING parquet PARTITIONED BY (campaign, batch) LOCATION '{{root}}/private_touch_choices';
+
 CREATE TABLE IF NOT EXISTS user_day_contributions (
     user_key INT, conversions INT, campaign STRING, day DATE
 ) USING parquet PARTITIONED BY (campaign, day) LOCATION '{{root}}/user_day_contributions';

@@ -64,6 +64,7 @@ TABLES = (
     _CONTRIBUTIONS,
     _CLIPPED,
     _SPEND,
+    "private_touch_choices",
 )
 
 
@@ -89,6 +90,7 @@ class SparkWarehouse:
         self.sql.run("schema")
         self.refresh()
         recover(self)
+        self._drop_uncommitted_touches()
 
     def _use(self) -> None:
         """This warehouse's tables are the session's current database."""
@@ -149,14 +151,17 @@ class SparkWarehouse:
 
     # -- campaign scope ------------------------------------------------------------------
 
+    def advertiser_publishers(self, advertiser: str) -> list[str]:
+        """Every publisher that has shown an impression of the advertiser, sorted by id (read
+        once, when a ``publishers: all`` campaign registers; as DuckDB's)."""
+        self._use()
+        return [row[0] for row in self.sql.run("advertiser_publishers", advertiser=advertiser)]
+
     def campaign_publishers(self, campaign: CampaignConfig) -> list[str]:
         """The release's publishers, in vector order (as DuckDB's ``campaign_publishers``)."""
         if isinstance(campaign.publishers, list):
             return list(campaign.publishers)
-        self._use()
-        return [
-            row[0] for row in self.sql.run("advertiser_publishers", advertiser=campaign.advertiser)
-        ]
+        return self.advertiser_publishers(campaign.advertiser)
 
     def _scope(self, campaign: CampaignConfig, publishers: list[str] | None = None) -> list[str]:
         """Register view campaign_pubs for the vector's publishers (``None``: the campaign's)."""
@@ -304,25 +309,54 @@ class SparkWarehouse:
         last: date,
         noise: IntegerNoiseSource | None,
     ) -> int:
-        """Private last touch (attribution/private_touch.py): candidates and their dense index
-        in Spark, one Exp(1) per candidate from privacy/ on the driver (never Spark's rand()),
-        joined back by index; the race's winner per conversion in Spark."""
+        """Private last touch (attribution/private_touch.py), each conversion drawn once per
+        campaign: candidates of conversions without a stored choice and their dense index in
+        Spark, one Exp(1) per candidate from privacy/ on the driver (never Spark's rand()),
+        joined back by index; the race's winners written as a new batch of
+        private_touch_choices and committed in the catalog; then the range attributed from
+        the stored choices. Returns the number of candidates drawn for now."""
         from dp_platform.attribution.private_touch import race_draws, race_parameters
 
+        self._drop_uncommitted_touches(campaign.name)
         self.sql.run("attribution_scope", **self._scope_params(campaign, first, last))
+        self._stored_touches(campaign)
         count = int(self.sql.run("attribute_private_candidates")[0][0])
         draws = race_draws(campaign, count, noise)
-        frame = pd.DataFrame({"idx": np.arange(count, dtype=np.int64), "e": draws})
-        self.spark.createDataFrame(frame, schema="idx BIGINT, e DOUBLE").createOrReplaceTempView(
-            "race_noise"
-        )
-        try:
-            self.sql.run(
-                "attribute_private_select", campaign=campaign.name, **race_parameters(campaign)
-            )
-        finally:
-            self.spark.catalog.dropTempView("race_noise")
+        if count:
+            frame = pd.DataFrame({"idx": np.arange(count, dtype=np.int64), "e": draws})
+            self.spark.createDataFrame(
+                frame, schema="idx BIGINT, e DOUBLE"
+            ).createOrReplaceTempView("race_noise")
+            batch = self.catalog.begin_touch_batch(campaign.name)
+            try:
+                self.sql.run(
+                    "attribute_private_select",
+                    campaign=campaign.name,
+                    batch=batch,
+                    **race_parameters(campaign),
+                )
+            finally:
+                self.spark.catalog.dropTempView("race_noise")
+            self.catalog.finish_touch_batch(batch, "committed")
+            self._stored_touches(campaign)  # lists the batch just written
+        self.sql.run("attribute_private_stored", campaign=campaign.name)
         return count
+
+    def _stored_touches(self, campaign: CampaignConfig) -> None:
+        """View stored_touch_choices: the campaign's committed choices (listed now)."""
+        committed = [batch for _, batch in self.catalog.touch_batches("committed", campaign.name)]
+        self.spark.createDataFrame(
+            pd.DataFrame({"batch": np.asarray(committed, dtype=np.int64)}), schema="batch BIGINT"
+        ).createOrReplaceTempView("committed_touch_batches")
+        self.spark.catalog.refreshTable("private_touch_choices")
+        self.sql.run("private_touch_stored", campaign=campaign.name)
+
+    def _drop_uncommitted_touches(self, campaign: str | None = None) -> None:
+        """Delete the choices of batches a crash left uncommitted (never read), then forget
+        them: the conversions they held are drawn afresh, as if never drawn."""
+        for name, batch in self.catalog.touch_batches("started", campaign):
+            self.files.delete(f"{self.root}/private_touch_choices/campaign={name}/batch={batch}")
+            self.catalog.finish_touch_batch(batch, "aborted")
 
     def attribute_day(self, campaign: CampaignConfig, day: date) -> dict:
         """(Re)materialise attributed_conversions for one day; aggregate counts only."""
