@@ -154,6 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         fault = storage_fault(error)
         if fault is None:
             raise
+        home = getattr(args, "home", None)
+        if home and "/" not in fault:  # e.g. Dagster's storage, whose errors name no file
+            fault = f"{home}: {fault}"
         print(f"dp-platform {args.command}: {fault}", file=sys.stderr)
         return 2
 
