@@ -516,6 +516,20 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 break
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_timestamp(self, node: yaml.ScalarNode) -> object:
+        """A date-shaped value that is no date (2026-13-01) is a YAML error with its line."""
+        try:
+            return super().construct_yaml_timestamp(node)
+        except ValueError as error:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{node.value!r} is not a date ({error})", node.start_mark
+            ) from None
+
+
+_UniqueKeyLoader.add_constructor(
+    "tag:yaml.org,2002:timestamp", _UniqueKeyLoader.construct_yaml_timestamp
+)
+
 
 def _yaml_problem(error: yaml.YAMLError) -> str:
     """One line: where the YAML broke and why (PyYAML's own text spans several lines)."""
