@@ -118,8 +118,10 @@ def _one_line(text: object) -> str:
 
 
 def _os_error(error: OSError) -> str:
+    if error.strerror is None:  # raised with a message of its own, e.g. "<path>: not found"
+        return _one_line(error)
     where = f"{error.filename}: " if error.filename else ""
-    return f"{where}{error.strerror or error}"
+    return _one_line(f"{where}{error.strerror}")
 
 
 def storage_fault(error: BaseException) -> str | None:
@@ -129,13 +131,17 @@ def storage_fault(error: BaseException) -> str | None:
     for _ in range(20):
         if seen is None:
             return None
-        if isinstance(seen, OSError) and seen.errno in _STORAGE_ERRNOS:
-            return _os_error(seen)
+        if isinstance(seen, OSError) and (seen.errno is None or seen.errno in _STORAGE_ERRNOS):
+            return _os_error(seen)  # errno None: raised with its own message by our code
         text = str(seen)
         if not isinstance(seen, OSError) and any(t in text for t in _STORAGE_TEXTS):
             return _one_line(text.splitlines()[0] if text else type(seen).__name__)
         user = getattr(seen, "user_exception", None)
-        seen = user if isinstance(user, BaseException) else (seen.__cause__ or seen.__context__)
+        if isinstance(user, BaseException):
+            seen = user
+        else:
+            context = None if seen.__suppress_context__ else seen.__context__
+            seen = seen.__cause__ or context
     return None
 
 

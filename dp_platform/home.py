@@ -31,14 +31,12 @@ class Home:
 
     @classmethod
     def at(cls, path: str | Path) -> Home:
-        """The home at ``path``, created if missing (the commands that write)."""
+        """The home at ``path``, created if missing (the commands that write). An OSError of
+        the creation propagates as it is (callers word it; the CLI shows it as one line)."""
         root = _resolved(path)
         if root.exists() and not root.is_dir():
             raise StorageError(f"{root}: --home exists and is not a directory")
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise StorageError(f"{root}: cannot create the home ({error.strerror})") from None
+        root.mkdir(parents=True, exist_ok=True)
         return cls(root)
 
     @classmethod

@@ -72,9 +72,7 @@ CASES = [
     ),
     StorageCase("cancel_home_is_file", CANCEL, _home_is_file, 2, "--home is not a directory"),
     StorageCase("run_home_is_file", RUN, _home_is_file, 2, "--home exists and is not a directory"),
-    StorageCase(
-        "run_home_under_a_file", RUN, _under_a_file, 2, "cannot create the home*Not a directory"
-    ),
+    StorageCase("run_home_under_a_file", RUN, _under_a_file, 2, "home: Not a directory"),
     StorageCase("budget_home_missing", BUDGET, _missing, 2, "no-such-home: --home does not exist"),
     StorageCase(
         "releases_home_missing",
