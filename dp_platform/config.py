@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import date, timedelta
+from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
@@ -27,18 +28,36 @@ from pydantic import (
 from dp_platform.errors import ConfigError
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-_SPLIT_TOLERANCE = 1e-9
+
+# Limits on what a catalogue may say (docs/operators.md#limits). Each keeps every accepted value
+# one that `run` can execute, so a catalogue that passes `dp-platform plan` never fails later for
+# a configuration reason — after its ρ was reserved.
+SPLIT_TOLERANCE = Fraction(1, 10**9)
+"""The split may fall short of 1 by this much (rounding of three decimal shares), never exceed 1."""
+MAX_DAYS = 366
+"""A campaign is at most a (leap) year: the plan solves for an n×n workload's scales."""
+FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(2199, 12, 31)
+"""Campaign days lie in ingest's accepted time window (docs/data.md), so data can exist for them."""
+RHO_FLOOR = 1e-6
+"""Smallest ρ of a campaign, reach release or account: below it every part's ε underflows."""
+SHARE_FLOOR = 1e-3
+"""Smallest non-zero share of a split: a part's ρ stays ≥ ρ·share/days ≫ float underflow."""
+MAX_BOUND_CAP = 100_000
+"""Largest Λ (contributions per user and day): the quantile scores Λ candidates a day."""
+MAX_REACHABLE_BOUND = 1e9
+"""Largest bound the SVT can reach from Λ (Λ·s_up^k): every σ and count stays finite."""
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: .inf / .nan are refused in every float field at load.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class AccountConfig(_Strict):
     """A user population whose total ρ is capped across every campaign that draws on it."""
 
     name: str
-    rho_cap: float = Field(gt=0, description="zCDP cap for all campaigns of this account")
+    rho_cap: float = Field(ge=RHO_FLOOR, description="zCDP cap for all campaigns of this account")
 
 
 class PrivateTouchConfig(_Strict):
@@ -67,21 +86,39 @@ class AttributionConfig(_Strict):
 class SplitConfig(_Strict):
     """Shares of ρ: measurement → ρ1, quantile → l·ρ2 (all l days together), svt → ρ3."""
 
-    measurement: float = Field(default=0.7, gt=0, le=1)
+    measurement: float = Field(default=0.7, ge=SHARE_FLOOR, le=1)
     quantile: float = Field(default=0.15, ge=0, le=1)
     svt: float = Field(default=0.15, ge=0, le=1)
 
+    @field_validator("quantile", "svt")
+    @classmethod
+    def _zero_or_floor(cls, share: float) -> float:
+        if 0 < share < SHARE_FLOOR:
+            raise ValueError(f"a share is 0 or at least {SHARE_FLOOR:g}")
+        return share
+
     @model_validator(mode="after")
     def _sums_to_one(self) -> SplitConfig:
-        total = self.measurement + self.quantile + self.svt
-        if abs(total - 1.0) > _SPLIT_TOLERANCE:
-            raise ValueError(f"split must sum to 1 (measurement + quantile + svt = {total:g})")
+        """Summed exactly by their decimal forms, as the budget is (dp_platform/privacy/
+        accounting.py): above 1 by any amount would overspend ρ."""
+        shares = (self.measurement, self.quantile, self.svt)
+        total = sum((Fraction(repr(share)) for share in shares), Fraction(0))
+        if total > 1:
+            raise ValueError(
+                f"split must sum to 1; measurement + quantile + svt exceeds 1 by "
+                f"{float(total - 1):.3g} (summed exactly, as the budget is; lower one share)"
+            )
+        if total < 1 - SPLIT_TOLERANCE:
+            raise ValueError(
+                f"split must sum to 1 (within {float(SPLIT_TOLERANCE):g} below), it sums to "
+                f"{float(total):.12g}"
+            )
         return self
 
 
 class PrivacyConfig(_Strict):
     adjacency: Literal["add_remove", "replace"] = "add_remove"
-    rho: float = Field(default=1.0, gt=0, description="total zCDP budget of the campaign")
+    rho: float = Field(default=1.0, ge=RHO_FLOOR, description="total zCDP budget of the campaign")
     split: SplitConfig = SplitConfig()
 
 
@@ -191,7 +228,7 @@ class CampaignConfig(_Strict):
     advertiser: str
     account: str
     start: date
-    days: int = Field(default=31, ge=2)
+    days: int = Field(default=31, ge=2, le=MAX_DAYS)
     publishers: Literal["all"] | list[str] = "all"
     mechanism: SerializeAsAny[MechanismSettings] = Field(default_factory=_default_mechanism)
     attribution: AttributionConfig = AttributionConfig()
@@ -279,6 +316,13 @@ class CampaignConfig(_Strict):
             for name, block in value.items()
         }
 
+    @field_validator("start")
+    @classmethod
+    def _in_window(cls, start: date) -> date:
+        if not FIRST_DAY <= start <= LAST_DAY:
+            raise ValueError(f"start must lie in {FIRST_DAY} .. {LAST_DAY}")
+        return start
+
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
@@ -298,6 +342,8 @@ class CampaignConfig(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> CampaignConfig:
+        if (LAST_DAY - self.start).days < self.days - 1:
+            raise ValueError(f"days: the campaign must end by {LAST_DAY}")
         workload = self.workload
         if isinstance(workload, SlidingWorkload) and workload.window > self.days:
             raise ValueError(f"workload.window must be <= days ({self.days})")
@@ -445,13 +491,87 @@ def parse_campaign(data: object) -> CampaignConfig:
         raise ConfigError(_describe(error)) from None
 
 
-def load_catalogue(path: str | Path) -> Catalogue:
-    """Read and validate a YAML catalogue; a missing file or bad YAML is a ConfigError too."""
-    path = Path(path)
+class _DuplicateKey(Exception):
+    def __init__(self, key: object, first_line: int, second_line: int) -> None:
+        super().__init__(key, first_line, second_line)
+        self.key, self.first_line, self.second_line = key, first_line, second_line
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key written twice in one mapping: YAML keeps the last value
+    silently, so the privacy officer reviewing the file could read another ρ than the one spent."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        first_line: dict[object, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *anchor` merges are overridden by design
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in first_line:
+                    raise _DuplicateKey(key, first_line[key], line)
+                first_line[key] = line
+            except TypeError:  # an unhashable key: SafeLoader refuses it below with its mark
+                break
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_timestamp(self, node: yaml.ScalarNode) -> object:
+        """A date-shaped value that is no date (2026-13-01) is a YAML error with its line."""
+        try:
+            return super().construct_yaml_timestamp(node)
+        except ValueError as error:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{node.value!r} is not a date ({error})", node.start_mark
+            ) from None
+
+
+_UniqueKeyLoader.add_constructor(
+    "tag:yaml.org,2002:timestamp", _UniqueKeyLoader.construct_yaml_timestamp
+)
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """One line: where the YAML broke and why (PyYAML's own text spans several lines)."""
+    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
+        mark = error.problem_mark
+        problem = " ".join(f"{error.context or ''} {error.problem or ''}".split())
+        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    return " ".join(str(error).split())
+
+
+def _read_text(path: Path) -> str:
+    """The file as UTF-8 text; every way of failing is one ConfigError naming the path."""
     try:
-        data = yaml.safe_load(path.read_text())
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a catalogue file") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot be read ({error.strerror})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte 0x{raw[error.start]:02x} on line {line}); save the "
+            "catalogue as UTF-8"
+        ) from None
+
+
+def load_catalogue(path: str | Path) -> Catalogue:
+    """Read and validate a YAML catalogue; a missing file, bad encoding, bad YAML or a key
+    written twice is a one-line ConfigError too."""
+    path = Path(path)
+    text = _read_text(path)
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: safe
+    except _DuplicateKey as duplicate:
+        raise ConfigError(
+            f"{path}: key {duplicate.key!r} is written twice in one mapping (lines "
+            f"{duplicate.first_line} and {duplicate.second_line}); keep one"
+        ) from None
     except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({error})") from None
+        raise ConfigError(f"{path}: not valid YAML ({_yaml_problem(error)})") from None
     return parse_catalogue(data)

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import quote
 
 from dp_platform.config import AccountConfig
 from dp_platform.errors import (
@@ -32,6 +33,7 @@ from dp_platform.errors import (
     LedgerError,
     MissingPreviousDay,
     PlanMismatch,
+    StorageError,
 )
 from dp_platform.mechanisms.base import Chain, ChoiceT, Measurement, StateT
 from dp_platform.privacy.accounting import Rho
@@ -46,6 +48,7 @@ __all__ = [
     "LedgerError",
     "MissingPreviousDay",
     "PlanMismatch",
+    "StorageError",
 ]
 
 SCHEMA_VERSION = 2
@@ -164,22 +167,66 @@ class CampaignBudget:
 class Ledger:
     """One SQLite file; every method is safe to call from several processes at once."""
 
-    def __init__(self, path: str | Path, *, timeout: float = 300.0) -> None:
+    def __init__(
+        self, path: str | Path, *, timeout: float = 300.0, read_only: bool = False
+    ) -> None:
+        """``read_only``: opened with SQLite's ``mode=ro`` (the views ``budget`` and
+        ``releases``): nothing is created or written, so they work on a read-only home."""
         self.path = Path(path)
-        self._db = open_shared(self.path, timeout=timeout)
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.executescript(_SCHEMA)  # idempotent DDL; safe if two processes race here
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(campaigns)")}
+        with self._storage("open"):
+            self._db = self._open_read_only(timeout) if read_only else self._open(timeout)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(campaigns)")}
         if "config_json" not in columns:
+            self._db.close()
             raise LedgerError(
                 f"{self.path}: written by an earlier version of dp-platform (no registered "
                 "configurations); keep it for the record and start a new home"
             )
-        self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        if not read_only:
+            with self._storage("open"):
+                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _open(self, timeout: float) -> sqlite3.Connection:
+        db = open_shared(self.path, timeout=timeout)
+        db.execute("PRAGMA foreign_keys=ON")
+        db.executescript(_SCHEMA)  # idempotent DDL; safe if two processes race here
+        return db
+
+    def _open_read_only(self, timeout: float) -> sqlite3.Connection:
+        """``mode=ro``; in a directory where SQLite cannot create its shared-memory file, and
+        with no write-ahead log left to replay, ``immutable=1`` (no writer can exist there)."""
+        if not self.path.is_file():
+            raise StorageError(f"{self.path}: no ledger here (nothing was registered in this home)")
+        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+        db = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
+        try:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.OperationalError:
+            db.close()
+            wal = self.path.with_name(self.path.name + "-wal")
+            if wal.exists() and wal.stat().st_size > 0:
+                raise
+        db = sqlite3.connect(f"{uri}&immutable=1", uri=True, isolation_level=None)
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+
+    @contextmanager
+    def _storage(self, doing: str) -> Iterator[None]:
+        """SQLite's storage faults (disk full, read-only, vanished file) as one StorageError
+        naming the ledger; rule errors (LedgerError) pass through unchanged."""
+        try:
+            yield
+        except sqlite3.OperationalError as error:
+            raise StorageError(f"{self.path}: cannot {doing} the ledger ({error})") from None
+        except OSError as error:
+            raise StorageError(
+                f"{self.path}: cannot {doing} the ledger ({error.strerror or error})"
+            ) from None
 
     @classmethod
-    def at_home(cls, home: str | Path) -> Ledger:
-        return cls(Path(home) / "ledger.sqlite")
+    def at_home(cls, home: str | Path, *, read_only: bool = False) -> Ledger:
+        return cls(Path(home) / "ledger.sqlite", read_only=read_only)
 
     def close(self) -> None:
         self._db.close()
@@ -192,15 +239,18 @@ class Ledger:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE: takes the write lock up front, so check-then-write cannot race."""
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        else:
-            self._db.execute("COMMIT")
+        """BEGIN IMMEDIATE: takes the write lock up front, so check-then-write cannot race.
+        A storage fault (disk full, …) rolls back and is raised as one StorageError."""
+        with self._storage("write"):
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+            else:
+                self._db.execute("COMMIT")
 
     # -- accounts and campaigns -------------------------------------------------------------
 

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.config:
         load_catalogue(args.config).campaign(args.campaign)  # a typo fails here, not silently
-    with Ledger.at_home(Home.at(args.home).root) as ledger:
+    with Ledger.at_home(Home.existing(args.home).root, read_only=True) as ledger:
         days = published_days(ledger, args.campaign)
         records = [day.to_json() for day in days]
         campaign_level = ledger.campaign_releases(args.campaign)

@@ -32,7 +32,13 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from dp_platform.config import CampaignConfig, ConfigError, MechanismSettings
+from dp_platform.config import (
+    MAX_BOUND_CAP,
+    MAX_REACHABLE_BOUND,
+    CampaignConfig,
+    ConfigError,
+    MechanismSettings,
+)
 from dp_platform.mechanisms.base import BoundInputs, Chain, Measurement
 from dp_platform.privacy.accounting import (
     BudgetSplit,
@@ -73,11 +79,13 @@ __all__ = [
 class BoundsConfig(BaseModel):
     """Private choice of the daily contribution bound (docs/algorithm.md#bounds)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     quantile_days: int = Field(default=7, ge=1, description="l: days chosen by PrivateQuantile")
     p: float = Field(default=0.99, gt=0, lt=1)
-    cap: int = Field(default=10, ge=1, description="Λ: upper end of the quantile's range")
+    cap: int = Field(
+        default=10, ge=1, le=MAX_BOUND_CAP, description="Λ: upper end of the quantile's range"
+    )
     min_bound: float = Field(
         default=0.01,
         gt=0,
@@ -107,6 +115,14 @@ class BoundsConfig(BaseModel):
     def _floor_below_cap(self) -> BoundsConfig:
         if not self.min_bound <= self.cap:
             raise ValueError(f"min_bound must be <= cap ({self.cap})")
+        # The SVT raises τ by s_up at most k times, so a bound never exceeds Λ·s_up^k (in logs:
+        # s_up^k itself may overflow a float).
+        reach = math.log(self.cap) + self.max_reports * math.log(self.s_up)
+        if reach > math.log(MAX_REACHABLE_BOUND):
+            raise ValueError(
+                f"cap·s_up^max_reports (the largest bound the SVT can reach) must be <= "
+                f"{MAX_REACHABLE_BOUND:g}; lower cap, s_up or max_reports"
+            )
         return self
 
 

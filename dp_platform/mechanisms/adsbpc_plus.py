@@ -49,7 +49,13 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from dp_platform.config import CampaignConfig, ConfigError, MechanismSettings
+from dp_platform.config import (
+    MAX_BOUND_CAP,
+    SHARE_FLOOR,
+    CampaignConfig,
+    ConfigError,
+    MechanismSettings,
+)
 from dp_platform.mechanisms.adsbpc import (
     clipped_vector,
     gaussian_allotments,
@@ -111,14 +117,14 @@ class PlusSettings(MechanismSettings):
     """
 
     kind: Literal["adsbpc_plus"]  # required, so a dump that leaves out defaults still names it
-    histogram_share: float = Field(default=0.03, gt=0, lt=1)
+    histogram_share: float = Field(default=0.03, ge=SHARE_FLOOR, lt=1)
     profile_share: float = Field(default=0.02, ge=0, lt=1)
     profile_days: int = Field(default=7, ge=0, description="m: days the profile is read from")
     quantile: float = Field(default=0.99, gt=0, lt=1, description="q of the per-user profile")
     prior_scale: float = Field(
         default=0.5, gt=0, le=1, description="ψ0: σ_i = σ̄_i·ψ0·r_i on days 1..m (public prior)"
     )
-    cap: int = Field(default=10, ge=1, description="Λ: largest daily bound r_i")
+    cap: int = Field(default=10, ge=1, le=MAX_BOUND_CAP, description="Λ: largest daily bound r_i")
     pool_days: int = Field(default=7, ge=1, description="noisy histograms pooled for r_i")
     scale_prior: float | None = Field(
         default=None,
@@ -140,6 +146,8 @@ class PlusSettings(MechanismSettings):
             raise ValueError(f"scale_prior must be <= cap ({self.cap})")
         if self.histogram_share + self.profile_share >= 1:
             raise ValueError("histogram_share + profile_share must be < 1 (rho1 needs a share)")
+        if 0 < self.profile_share < SHARE_FLOOR:
+            raise ValueError(f"profile_share is 0 or at least {SHARE_FLOOR:g}")
         if (self.profile_days == 0) != (self.profile_share == 0):
             raise ValueError("profile_share must be > 0 exactly when profile_days > 0")
         return self

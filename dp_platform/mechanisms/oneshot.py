@@ -26,7 +26,12 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import Field
 
-from dp_platform.config import CampaignConfig, MechanismSettings, check_attribution
+from dp_platform.config import (
+    MAX_REACHABLE_BOUND,
+    CampaignConfig,
+    MechanismSettings,
+    check_attribution,
+)
 from dp_platform.display import round_to_noise, significant
 from dp_platform.mechanisms.base import Markdown, Shown
 from dp_platform.privacy.accounting import Rho, epsilon_for_pure_rho, pure_dp_rho_tanh
@@ -56,9 +61,13 @@ class OneShotSettings(MechanismSettings):
 
     kind: Literal["one_shot"]  # required, so a dump that leaves out defaults still names it
     enforcement: Literal["pre", "post"] = "post"
-    bound: float = Field(default=1.0, gt=0, description="r: conversions kept per user")
+    bound: float = Field(
+        default=1.0, gt=0, le=MAX_REACHABLE_BOUND, description="r: conversions kept per user"
+    )
     measure: Literal["count", "value"] = "count"
-    value_cap: float = Field(default=1.0, gt=0, description="Δ(f): largest value counted")
+    value_cap: float = Field(
+        default=1.0, gt=0, le=MAX_REACHABLE_BOUND, description="Δ(f): largest value counted"
+    )
     noise: Literal["laplace", "discrete_laplace"] = "laplace"
 
     def check(self, campaign: CampaignConfig) -> None:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import Field
 
-from dp_platform.config import CampaignConfig, MechanismSettings
+from dp_platform.config import RHO_FLOOR, CampaignConfig, MechanismSettings
 from dp_platform.mechanisms.base import Markdown, Shown
 from dp_platform.privacy.accounting import Rho, gaussian_rho, gaussian_sigma
 from dp_platform.privacy.discrete import IntegerNoiseSource, resolve_integer
@@ -61,7 +61,9 @@ class ReachSettings(MechanismSettings):
     period, released once after the last day, on its own ρ (reserved with the campaign)."""
 
     kind: Literal["reach"]  # required, so a dump that leaves out defaults still names it
-    rho: float = Field(gt=0, description="zCDP budget of the reach release (on the account)")
+    rho: float = Field(
+        ge=RHO_FLOOR, description="zCDP budget of the reach release (on the account)"
+    )
     max_frequency: int = Field(default=10, ge=1, description="K: frequencies >= K pooled")
 
     def check(self, campaign: CampaignConfig) -> None:
