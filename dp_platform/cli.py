@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import re
 import sys
 from collections.abc import Sequence
 
@@ -124,6 +125,11 @@ def _os_error(error: OSError) -> str:
     return _one_line(f"{where}{error.strerror}")
 
 
+def _names_a_path(fault: str, home: str) -> bool:
+    """Whether a fault's line already says where (the home, or an absolute path: "I/O" is not)."""
+    return home in fault or re.search(r"(^|\s)/\S", fault) is not None
+
+
 def storage_fault(error: BaseException) -> str | None:
     """The storage fault behind ``error`` (followed through causes, contexts and a failed
     Dagster step's ``user_exception``), as one line naming the path; None if there is none."""
@@ -161,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if fault is None:
             raise
         home = getattr(args, "home", None)
-        if home and "/" not in fault:  # e.g. Dagster's storage, whose errors name no file
+        if home and not _names_a_path(fault, str(home)):  # e.g. Dagster's storage
             fault = f"{home}: {fault}"
         print(f"dp-platform {args.command}: {fault}", file=sys.stderr)
         return 2

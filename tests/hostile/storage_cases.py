@@ -26,6 +26,7 @@ class StorageCase:
     message: str  # fragments ("*") of the one stderr line; "" for a success
     runner: Runner = "in_process"
     file_size_limit: int = 0
+    registered: int = 0  # campaigns registered when the fault struck (disk full after that)
 
 
 def _home_is_file(directory: Path) -> Path:
@@ -114,5 +115,15 @@ CASES = [
         "ledger.sqlite: cannot write the ledger (disk I/O error)",
         runner="file_size_limit",
         file_size_limit=100_000,
+    ),
+    StorageCase(
+        "run_disk_full_after_registration",  # Dagster's own storage is the first to hit it
+        RUN,
+        _fresh,
+        2,
+        "disk I/O error",
+        runner="file_size_limit",
+        file_size_limit=180_000,
+        registered=1,
     ),
 ]

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from dp_platform.cli import main
+from dp_platform.ledger import Ledger
 from tests.hostile.config_cases import EXAMPLE
 from tests.hostile.storage_cases import CASES, StorageCase
 from tests.platform_fixtures import catalogue, make_home
@@ -115,7 +116,14 @@ def test_storage_fault(
         assert _files(home) == before  # nothing created in a read-only home
     elif case.runner == "file_size_limit":
         code, out, err = _child(argv, _file_size_limit(case.file_size_limit))
-        assert _campaigns_reserved(home) == 0  # the failed registration rolled back
+        assert _campaigns_reserved(home) == case.registered  # a failed registration rolls back
+        assert str(home) in err  # the line says where the disk filled
+        if case.registered:  # space returns: the same run finishes, each day charged once
+            assert _child(argv, None)[0] == 0
+            with Ledger.at_home(home) as ledger:
+                budget = ledger.campaign_budget("spring")
+                assert budget.spent == budget.planned
+                assert len(ledger.releases("spring")) == DAYS
     else:
         capfd.readouterr()
         code = main(argv)
