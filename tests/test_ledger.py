@@ -212,10 +212,11 @@ def test_many_processes_opening_a_fresh_ledger_at_once_all_succeed(tmp_path) -> 
     Before the fix about one start in twenty answered ``database is locked`` (SQLite refuses the
     journal-mode switch without consulting the busy timeout); 40 rounds of 6 openers caught it.
     """
-    context = multiprocessing.get_context("fork")
-    manager = context.Manager()
+    # spawn, not fork: forking a test process that holds other threads (a Spark gateway,
+    # Dagster's) can leave a child deadlocked on a lock copied mid-use.
+    context = multiprocessing.get_context("spawn")
     failures: list[str] = []
-    with context.Pool(6) as pool:
+    with context.Manager() as manager, context.Pool(6) as pool:
         for round_ in range(40):
             path = str(tmp_path / f"round{round_}" / "ledger.sqlite")
             barrier = manager.Barrier(6)
