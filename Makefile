@@ -6,12 +6,24 @@ HOME_DIR ?= .dp_home
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test ui ui-screenshots browser lint format bench results clean
+.PHONY: demo test test-fast ui ui-screenshots browser lint format bench results clean
 
 $(BIN)/dp-platform: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+# The Spark engine's tests need PySpark and Java 17+: installed here (Debian's JRE if the
+# machine has no Java 17 or newer and apt-get can install it).
+$(VENV)/.spark: $(BIN)/dp-platform
+	$(BIN)/pip install --quiet -e '.[dev,spark]'
+	@if ! java -version 2>&1 | grep -Eq 'version "(1[7-9]|[2-9][0-9])'; then \
+		echo "Java 17+ not found: installing openjdk-17-jre-headless"; \
+		( apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless ) \
+		|| ( sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless ) \
+		|| echo "WARNING: could not install Java 17; the Spark tests will skip (fail under CI)"; \
+	fi
 	touch $@
 
 # The main job on the embedded default: simulate a 31-day campaign, ingest it into DuckDB,
@@ -21,10 +33,15 @@ demo: $(BIN)/dp-platform
 	$(BIN)/dp-platform plan examples/campaigns.yaml
 	$(BIN)/dp-platform demo --home $(HOME_DIR)
 
-test: $(BIN)/dp-platform browser
+test: $(BIN)/dp-platform browser $(VENV)/.spark
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadfile  # both cores; a test file stays on one worker
+
+# The development loop: unit tests only (no Dagster, subprocess, Spark or browser; markers set
+# in tests/conftest.py), on both cores. `make test` still runs everything.
+test-fast: $(BIN)/dp-platform
+	$(BIN)/pytest -q -m "unit and not slow" -n 2
 
 # Debian's Chromium, which the browser test drives through Playwright (browser downloads from
 # elsewhere do not work here, so never `playwright install`).

@@ -6,5 +6,6 @@ import warnings
 import dagster as dg
 
 # backfill_policy and allow_nonexistent_upstream_partitions are marked beta in Dagster 1.13;
-# we rely on them deliberately (design.md §4), so the warning is noise for operators.
+# we rely on them deliberately (docs/operators.md#4-what-the-ui-shows), so the warning is
+# noise for operators.
 warnings.filterwarnings("ignore", category=dg.BetaWarning)

@@ -22,6 +22,7 @@ from dp_platform.config import AccountConfig, CampaignConfig
 from dp_platform.daily import answers_through
 from dp_platform.display import round_to_noise
 from dp_platform.ledger import Ledger
+from dp_platform.mechanisms.base import Chain, ChoiceT, StateT
 from dp_platform.privacy.accounting import Rho
 from dp_platform.publication import published_days
 from dp_platform.registration import Registration
@@ -118,8 +119,7 @@ def bound_chain_results(
     ledger: Ledger,
     registration: Registration,
     days: list[date],
-    state_type: type,
-    choice_type: type,
+    chain: Chain[ChoiceT, StateT],
     expected_charges: Callable[[int], dict[str, Rho]],
 ) -> dict[date, DayResult]:
     """Day d's stored state follows day d−1's: it is day d's, its bounds are d−1's plus the
@@ -128,9 +128,9 @@ def bound_chain_results(
     results = {}
     for day in days:
         index = campaign.day_index(day)
-        choice = ledger.bound_choice(campaign.name, index, choice_type)
-        state = ledger.bound_state(campaign.name, index, state_type)
-        before = ledger.bound_state(campaign.name, index - 1, state_type)
+        choice = ledger.bound_choice(campaign.name, index, chain)
+        state = ledger.bound_state(campaign.name, index, chain)
+        before = ledger.bound_state(campaign.name, index - 1, chain)
         follows = (
             choice is not None
             and state.day == index

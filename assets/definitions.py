@@ -41,7 +41,7 @@ def build_definitions(
     ]
     resources = dg.Definitions(
         resources={
-            "warehouse": WarehouseResource(home=root),
+            "warehouse": WarehouseResource(home=root, catalogue=str(config_path)),
             "ledger": LedgerResource(home=root),
             "catalogue": CatalogueResource(path=str(config_path)),
         }

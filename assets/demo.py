@@ -4,23 +4,58 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import date
 from pathlib import Path
 
 import numpy as np
 import yaml
 
-from assets.commands.demo import DEMO_SEED, DEMO_START, catalogue_for
 from assets.runner import run_campaigns
 from dp_platform.config import ConfigError, load_catalogue
 from dp_platform.daily import campaign_days
 from dp_platform.events import generate_campaign, write_events
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger
+from dp_platform.mechanisms import DEFAULT_STREAM
 from dp_platform.registration import load_registration
 from dp_platform.reporting import cumulative_chart
 from dp_platform.warehouse import Warehouse
 
 DEMO_MARKER = "demo.json"
+DEMO_SEED = 20_261_122
+DEMO_START = date(2026, 3, 1)
+
+
+def catalogue_for(days: int) -> dict:
+    """Two campaigns of one advertiser sharing one account (the cap holds across both)."""
+    common = {
+        "advertiser": "acme",
+        "account": "acme-users",
+        "start": DEMO_START.isoformat(),
+        "days": days,
+        "publishers": "all",
+        "attribution": {"rule": "lta", "lookback_days": 30},
+        "mechanism": {"kind": DEFAULT_STREAM, "bounds": {"quantile_days": min(7, days - 1)}},
+    }
+    return {
+        "accounts": [{"name": "acme-users", "rho_cap": 2.0}],
+        "campaigns": [
+            {
+                **common,
+                "name": "demo_cumulative",
+                "privacy": {"rho": 1.0},
+                "workload": {"kind": "prefix"},
+                "objective": {"kind": "wsum", "last_weight": 7},
+            },
+            {
+                **common,
+                "name": "demo_weekly",
+                "privacy": {"rho": 0.5},
+                "workload": {"kind": "sliding", "window": min(7, days)},
+                "objective": {"kind": "maxvar"},
+            },
+        ],
+    }
 
 
 def _claim_home(home: Home, options: dict) -> None:

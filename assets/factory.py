@@ -18,7 +18,7 @@ annotations of asset functions at definition time.)
 """
 
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -42,10 +42,9 @@ from assets.metadata import (
     answers_metadata,
     bound_metadata,
     day_metadata,
-    one_shot_metadata,
-    reach_metadata,
     release_metadata,
     run_metadata,
+    shown_metadata,
 )
 from assets.partitions import (
     campaign_partitions,
@@ -56,20 +55,21 @@ from assets.partitions import (
 )
 from assets.resources import LedgerResource, WarehouseResource
 from assets.schedules import daily_schedule, final_schedule
+from dp_platform import mechanisms
 from dp_platform.config import AccountConfig, CampaignConfig, ConfigError
 from dp_platform.daily import (
     bound_day,
-    campaign_one_shot,
-    campaign_reach,
+    campaign_release,
     clipped_day,
     release_day,
+    stream_of,
 )
 from dp_platform.ledger import Ledger
 from dp_platform.plans import CampaignPlan
 from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
 from dp_platform.publication import published_days
 from dp_platform.registration import Registration, registered_campaign
-from dp_platform.warehouse import Warehouse
+from dp_platform.warehouse.base import WarehouseEngine
 
 WRITER_POOL = "dp_platform_writer"  # size 1 in dagster.yaml: one writer of DuckDB/ledger at a time
 PRIVATE = {"privacy": "private"}  # true values: never shown
@@ -95,7 +95,7 @@ class CampaignScope:
     def key(self, asset: str) -> dg.AssetKey:
         return dg.AssetKey([self.name, asset])
 
-    def register(self, ledger: Ledger, warehouse: Warehouse) -> Registration:
+    def register(self, ledger: Ledger, warehouse: WarehouseEngine) -> Registration:
         """The campaign as registered (registering it on first use); refuses an edit."""
         return registered_campaign(
             ledger,
@@ -275,32 +275,24 @@ def _bound(scope: CampaignScope):
                     bound_metadata(choice.bound, choice.method, choice.charges, drawn),
                     partition_key=day.isoformat(),
                 )
-            results = _chain_results(led, registration, days)
+            mechanism, plan = stream_of(registration)
+            results = bound_chain_results(
+                led,
+                registration,
+                days,
+                mechanism.chain,
+                lambda index: mechanism.bound_charges(plan, index),
+            )
         yield from evaluations(key, BOUND_CHAIN, results)
         yield dg.MaterializeResult(asset_key=key)
 
     return contribution_bound
 
 
-def _chain_results(ledger: Ledger, registration: Registration, days: list[date]) -> dict:
-    from dp_platform.adsbpc import AdsbpcPlan, BoundChoice, BoundState
-    from dp_platform.adsbpc_plus import PlusChoice, PlusState
-
-    plan = registration.plan.stream
-    if isinstance(plan, AdsbpcPlan):
-        types = BoundState, BoundChoice
-
-        def charges(day: int) -> dict:
-            return {k: v for k, v in plan.day_charge(day).items() if k != "gaussian"}
-    else:
-        types, charges = (PlusState, PlusChoice), plan.bound_charges
-    return bound_chain_results(ledger, registration, days, *types, charges)
-
-
 def _clipped(scope: CampaignScope):
     key = scope.key("clipped_daily_vector")
-    # AdsBPC+'s filter carries every user's spend from day to day: days run in order.
-    carries_spend = scope.campaign.mechanism == "adsbpc_plus"
+    # A per-user filter (AdsBPC+) carries every user's spend from day to day: days in order.
+    carries_spend = mechanisms.stream(scope.campaign.mechanism.kind).carries_spend
 
     @_daily_asset(
         scope,
@@ -405,23 +397,17 @@ def _answers(scope: CampaignScope):
     return cumulative_query_answers
 
 
-def _campaign_level(
-    scope: CampaignScope,
-    asset: str,
-    upstream: str,
-    description: str,
-    release: Callable[[Warehouse, Ledger, Registration], tuple[dict, bool]],
-    metadata: Callable[[dict, bool], dict],
-):
+def _campaign_level(scope: CampaignScope, name: str) -> dg.AssetsDefinition:
     """A campaign-level release asset: after the last day, drawn once through the ledger."""
+    mechanism = mechanisms.campaign_level(name)
 
     @dg.asset(
-        name=asset,
+        name=mechanism.asset,
         key_prefix=[scope.name],
         group_name=scope.name,
         kinds={"python", "sqlite"},
-        description=description,
-        deps=[dg.AssetDep(scope.key(upstream))],
+        description=f"RELEASE. {mechanism.description}",
+        deps=[dg.AssetDep(scope.key(mechanism.reads))],
         pool=WRITER_POOL,
         tags=RELEASE,
     )
@@ -432,41 +418,17 @@ def _campaign_level(
                 "releases cover the whole period and are drawn once, after the last day"
             )
         with warehouse.open() as wh, ledger.open() as led:
-            payload, drawn = release(wh, led, scope.register(led, wh))
-        return dg.MaterializeResult(metadata=metadata(payload, drawn))
+            payload, drawn = campaign_release(
+                wh,
+                led,
+                scope.register(led, wh),
+                name,
+                noise=scope.noise,
+                integer_noise=scope.integer_noise,
+            )
+        return dg.MaterializeResult(metadata=shown_metadata(mechanism.shown(payload), drawn))
 
     return campaign_level
-
-
-def _campaign_level_assets(scope: CampaignScope) -> list[dg.AssetsDefinition]:
-    assets = []
-    if scope.plan.one_shot is not None:
-        assets.append(
-            _campaign_level(
-                scope,
-                "one_shot_release",
-                "attributed_conversions",
-                "RELEASE. The whole period's attributed conversions per publisher with Laplace "
-                "noise of scale C0·r·Δ(f)/ε (mode: one_shot), drawn once (ledger).",
-                lambda wh, led, reg: campaign_one_shot(
-                    wh, led, reg, noise=scope.noise, integer_noise=scope.integer_noise
-                ),
-                one_shot_metadata,
-            )
-        )
-    if scope.plan.reach is not None:
-        assets.append(
-            _campaign_level(
-                scope,
-                "reach_and_frequency",
-                "raw_impressions",
-                "RELEASE. How many users saw the campaign's ads, and how many at least k times, "
-                "over the whole period (noisy histogram; own ρ on the account).",
-                lambda wh, led, reg: campaign_reach(wh, led, reg, noise=scope.integer_noise),
-                reach_metadata,
-            )
-        )
-    return assets
 
 
 def campaign_definitions(scope: CampaignScope) -> dg.Definitions:
@@ -493,7 +455,7 @@ def campaign_definitions(scope: CampaignScope) -> dg.Definitions:
         ),
         _attributed(scope),
     ]
-    if scope.plan.stream is not None:
+    if scope.plan.stream is not None:  # a daily mechanism (none when a release replaces it)
         daily += [_contributions(scope), _bound(scope), _clipped(scope)]
         daily += [_release(scope), _answers(scope)]
     job = dg.define_asset_job(
@@ -502,7 +464,7 @@ def campaign_definitions(scope: CampaignScope) -> dg.Definitions:
         description=f"Materialise one day (or a range) of campaign {campaign.name}, in day order.",
     )
     jobs, schedules = [job], [daily_schedule(campaign, job)]
-    final = _campaign_level_assets(scope)
+    final = [_campaign_level(scope, name) for name in scope.plan.releases]
     if final:
         final_job = dg.define_asset_job(
             final_job_name(campaign.name),

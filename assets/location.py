@@ -1,22 +1,26 @@
-"""The Dagster code location `workspace.yaml` loads: ``defs`` for one catalogue and home.
+"""The Dagster code location `workspace.yaml` and `dp-platform ui` load.
 
-The catalogue and the platform home come from the environment, so `make ui` and
-`dp-platform run` see the same campaigns and stores:
+Built lazily (``@dg.definitions``): importing this module reads no catalogue and solves no plan;
+Dagster calls :func:`defs` when it loads the location. The catalogue and the platform home come
+from the environment, so `make ui` and `dp-platform run` see the same campaigns and stores:
 
     DP_PLATFORM_CONFIG   campaign catalogue (default: examples/campaigns.yaml)
     DP_PLATFORM_HOME     platform home (default: .dp_home)
 """
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
+
+import dagster as dg
 
 from assets.definitions import build_definitions
 
 _REPO = Path(__file__).resolve().parents[1]
 
-defs = build_definitions(
-    os.environ.get("DP_PLATFORM_CONFIG", str(_REPO / "examples" / "campaigns.yaml")),
-    os.environ.get("DP_PLATFORM_HOME", str(_REPO / ".dp_home")),
-)
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    return build_definitions(
+        os.environ.get("DP_PLATFORM_CONFIG", str(_REPO / "examples" / "campaigns.yaml")),
+        os.environ.get("DP_PLATFORM_HOME", str(_REPO / ".dp_home")),
+    )

@@ -14,6 +14,7 @@ from datetime import date
 import dagster as dg
 
 from dp_platform.display import band_chart_markdown, round_to_noise, significant
+from dp_platform.mechanisms.base import Markdown, Shown
 from dp_platform.privacy.accounting import Rho
 from dp_platform.publication import PublishedDay
 
@@ -21,10 +22,9 @@ __all__ = [
     "answers_metadata",
     "bound_metadata",
     "day_metadata",
-    "one_shot_metadata",
-    "reach_metadata",
     "release_metadata",
     "run_metadata",
+    "shown_metadata",
 ]
 
 _TABLE_ROWS = 20  # keeps the table short enough for the UI to show inline
@@ -119,35 +119,17 @@ def answers_metadata(history: list[PublishedDay]) -> dict[str, dg.MetadataValue]
     return metadata
 
 
-def one_shot_metadata(payload: dict, drawn_now: bool) -> dict[str, dg.MetadataValue]:
-    """The one-shot release (DP values: noisy per-publisher sums, scale, ρ)."""
-    std = float(payload["std"])
-    values = payload.get("values", {})
-    rows = [f"| {p} | {round_to_noise(v, std):g} |" for p, v in list(values.items())[:_TABLE_ROWS]]
-    return {
-        "noisy_total": dg.MetadataValue.float(
-            round_to_noise(float(payload["total"]), std * len(values) ** 0.5)
-        ),
-        "noise_scale": dg.MetadataValue.float(significant(float(payload["scale"]))),
-        "std_per_publisher": dg.MetadataValue.float(significant(std)),
-        "epsilon": dg.MetadataValue.float(significant(float(payload["epsilon"]))),
-        "rho_charged": dg.MetadataValue.float(significant(float(payload["rho_charged"]))),
-        "noisy_values": dg.MetadataValue.md(
-            "\n".join(["| publisher | noisy value |", "|---|---|", *rows])
-        ),
-        "drawn_now": dg.MetadataValue.bool(drawn_now),
-    }
-
-
-def reach_metadata(payload: dict, drawn_now: bool) -> dict[str, dg.MetadataValue]:
-    """Reach and k+-frequency (DP values: the noisy histogram and what follows from it)."""
-    at_least = payload.get("at_least", [])
-    rows = [f"| {k}+ | {v} |" for k, v in enumerate(at_least, start=1)]
-    return {
-        "noisy_reach": dg.MetadataValue.float(float(payload["reach"])),
-        "rho_charged": dg.MetadataValue.float(significant(float(payload["rho_charged"]))),
-        "frequency": dg.MetadataValue.md(
-            "\n".join(["| seen at least | noisy users |", "|---|---|", *rows])
-        ),
-        "drawn_now": dg.MetadataValue.bool(drawn_now),
-    }
+def shown_metadata(shown: Shown, drawn_now: bool) -> dict[str, dg.MetadataValue]:
+    """What a campaign-level mechanism shows of its release (DP values only), for the UI."""
+    metadata: dict[str, dg.MetadataValue] = {}
+    for label, value in shown.items():
+        if isinstance(value, Markdown):
+            metadata[label] = dg.MetadataValue.md(value)
+        elif isinstance(value, bool | str):
+            metadata[label] = dg.MetadataValue.text(str(value))
+        elif isinstance(value, int):
+            metadata[label] = dg.MetadataValue.int(value)
+        else:
+            metadata[label] = dg.MetadataValue.float(float(value))
+    metadata["drawn_now"] = dg.MetadataValue.bool(drawn_now)
+    return metadata

@@ -1,7 +1,9 @@
 """Resources: the catalogue, the warehouse and the ledger, all under one platform home.
 
 Each resource opens its store per use and closes it after, so a run never holds the DuckDB
-file between steps and two runs (or a run and the CLI) take turns instead of failing.
+file between steps and two runs (or a run and the CLI) take turns instead of failing. The
+warehouse's engine is the catalogue's ``warehouse:`` block; Spark's session is started lazily,
+on the first step that opens the warehouse, so a DuckDB catalogue never starts a JVM.
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from contextlib import contextmanager
 
 import dagster as dg
 
-from dp_platform.config import Catalogue, load_catalogue
+from dp_platform.config import Catalogue, WarehouseConfig, load_catalogue
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger
-from dp_platform.warehouse import Warehouse
+from dp_platform.warehouse.base import WarehouseEngine, open_warehouse
 
 
 class CatalogueResource(dg.ConfigurableResource):
@@ -27,19 +29,17 @@ class CatalogueResource(dg.ConfigurableResource):
 
 
 class WarehouseResource(dg.ConfigurableResource):
-    """The DuckDB warehouse; one writer at a time across processes (a blocking file lock)."""
+    """The warehouse the catalogue names (DuckDB by default); one writer at a time across
+    processes (each engine's own lock). Spark starts on the first ``open``."""
 
     home: str
+    catalogue: str | None = None  # the catalogue's path; None: the embedded default (DuckDB)
 
     @contextmanager
-    def open(self) -> Iterator[Warehouse]:
-        home = Home.at(self.home)
-        with home.warehouse_lock():
-            warehouse = Warehouse(home.warehouse)
-            try:
-                yield warehouse
-            finally:
-                warehouse.close()
+    def open(self) -> Iterator[WarehouseEngine]:
+        settings = load_catalogue(self.catalogue).warehouse if self.catalogue else WarehouseConfig()
+        with open_warehouse(settings, Home.at(self.home)) as warehouse:
+            yield warehouse
 
 
 class LedgerResource(dg.ConfigurableResource):

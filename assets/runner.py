@@ -20,13 +20,14 @@ import dagster as dg
 
 from assets.definitions import build_definitions
 from assets.partitions import daily_job_name, final_job_name
-from dp_platform.config import CampaignConfig, ConfigError, load_catalogue
+from dp_platform.config import ConfigError, load_catalogue
 from dp_platform.daily import campaign_days, register_campaigns
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger, LedgerError
 from dp_platform.plans import campaign_plans
 from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
-from dp_platform.warehouse import Warehouse
+from dp_platform.registration import Registration
+from dp_platform.warehouse.base import open_warehouse
 
 # What <home>/dagster/dagster.yaml says; the repository's dagster.yaml is the same settings for
 # `dagster dev` run from a checkout (tests/test_definitions_validate.py keeps the two equal).
@@ -75,16 +76,17 @@ def instance_for(home: Home) -> dg.DagsterInstance:
 
 
 def due_days(
-    campaign: CampaignConfig, ledger: Ledger, through: date | None, today: date | None = None
+    registration: Registration, ledger: Ledger, through: date | None, today: date | None = None
 ) -> list[date]:
     """Complete days (before today, UTC) from the first unreleased one, up to ``through``."""
+    campaign = registration.config
     today = today or datetime.now(UTC).date()
     last = today - timedelta(days=1) if through is None else min(through, today - timedelta(days=1))
     if last < campaign.start:
         return []
     days = campaign_days(campaign, last)
-    if campaign.mode == "one_shot":  # no daily release: load and attribute until the one-shot
-        return [] if "one_shot" in ledger.campaign_releases(campaign.name) else days
+    if registration.plan.stream is None:  # no daily releases: attribute until the final ones
+        return [] if not _final_missing(ledger, registration) else days
     released = {m.day for m in ledger.releases(campaign.name)}
     first_missing = next((i for i, _ in enumerate(days) if (i + 1) not in released), len(days))
     return days[first_missing:]
@@ -174,7 +176,7 @@ def run_campaigns(
     plans = campaign_plans(catalogue, config_dir)
 
     def advertiser_publishers(advertiser: str) -> list[str]:
-        with home_dir.warehouse_lock(), Warehouse(home_dir.warehouse) as warehouse:
+        with open_warehouse(catalogue.warehouse, home_dir) as warehouse:
             return warehouse.advertiser_publishers(advertiser)
 
     with Ledger.at_home(home_dir.root) as ledger:
@@ -182,9 +184,7 @@ def run_campaigns(
         registered = register_campaigns(
             chosen, plans, ledger, advertiser_publishers=advertiser_publishers, base_dir=config_dir
         )
-        schedule = {
-            c.name: due_days(registered[c.name].config, ledger, through, today) for c in selected
-        }
+        schedule = {c.name: due_days(registered[c.name], ledger, through, today) for c in selected}
     instance = instance or instance_for(home_dir)
     recover_dead_runs(instance)
     owner = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
@@ -208,7 +208,9 @@ def run_campaigns(
             run_id = _execute(definitions, daily_job_name(name), instance, tags, log_level, keys)
         final = _has_job(definitions, final_job_name(name))
         finished = final and today > end and (through is None or through >= end)
-        if finished and _final_due(home_dir, name, registration.plan):
+        with Ledger.at_home(home_dir.root) as ledger:
+            final_due = finished and _final_missing(ledger, registration)
+        if final_due:
             _execute(definitions, final_job_name(name), instance, owner, log_level, {})
         runs.append(CampaignRun(name, days, run_id))
     return runs
@@ -222,13 +224,10 @@ def _has_job(definitions: dg.Definitions, name: str) -> bool:
     return True
 
 
-def _final_due(home: Home, campaign: str, plan) -> bool:
-    """Campaign-level releases not stored yet (one-shot, reach)."""
-    with Ledger.at_home(home.root) as ledger:
-        stored = ledger.campaign_releases(campaign)
-    wanted = {"one_shot"} if plan.one_shot is not None else set()
-    wanted |= {"reach"} if plan.reach is not None else set()
-    return not wanted <= set(stored)
+def _final_missing(ledger: Ledger, registration: Registration) -> bool:
+    """Campaign-level releases of the plan not stored yet."""
+    stored = ledger.campaign_releases(registration.name)
+    return not set(registration.plan.releases) <= set(stored)
 
 
 def _execute(

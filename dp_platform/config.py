@@ -1,40 +1,67 @@
 """Campaign catalogue: budget accounts and campaigns, validated before anything runs.
 
-The keys are those of design.md §3.1 and the defaults those of adsbpc.md §4. Every invalid value
-is refused with the path of the field and the rule it broke (``ConfigError``), so an operator
-never starts a campaign whose privacy plan was silently altered.
-"""
+The keys are those of docs/operators.md#1-configure-campaigns and the defaults those of
+docs/algorithm.md#defaults. Every invalid value is refused with the path of the field and the rule
+it broke (``ConfigError``), so an operator never starts a campaign whose privacy plan was silently
+altered."""
 
 from __future__ import annotations
 
 import math
 import re
 from datetime import date, timedelta
+from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from dp_platform.errors import ConfigError
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-_SPLIT_TOLERANCE = 1e-9
+
+# Limits on what a catalogue may say (docs/operators.md#limits). Each keeps every accepted value
+# one that `run` can execute, so a catalogue that passes `dp-platform plan` never fails later for
+# a configuration reason — after its ρ was reserved.
+SPLIT_TOLERANCE = Fraction(1, 10**9)
+"""The split may fall short of 1 by this much (rounding of three decimal shares), never exceed 1."""
+MAX_DAYS = 366
+"""A campaign is at most a (leap) year: the plan solves for an n×n workload's scales."""
+FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(2199, 12, 31)
+"""Campaign days lie in ingest's accepted time window (docs/data.md), so data can exist for them."""
+RHO_FLOOR = 1e-6
+"""Smallest ρ of a campaign, reach release or account: below it every part's ε underflows."""
+SHARE_FLOOR = 1e-3
+"""Smallest non-zero share of a split: a part's ρ stays ≥ ρ·share/days ≫ float underflow."""
+MAX_BOUND_CAP = 100_000
+"""Largest Λ (contributions per user and day): the quantile scores Λ candidates a day."""
+MAX_REACHABLE_BOUND = 1e9
+"""Largest bound the SVT can reach from Λ (Λ·s_up^k): every σ and count stays finite."""
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: .inf / .nan are refused in every float field at load.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class AccountConfig(_Strict):
     """A user population whose total ρ is capped across every campaign that draws on it."""
 
     name: str
-    rho_cap: float = Field(gt=0, description="zCDP cap for all campaigns of this account")
+    rho_cap: float = Field(ge=RHO_FLOOR, description="zCDP cap for all campaigns of this account")
 
 
 class PrivateTouchConfig(_Strict):
-    """``rule: private_last_touch`` (seed 000 §2): the credited touch is drawn by the
+    """``rule: private_last_touch`` (Agarwal et al. §2): the credited touch is drawn by the
     exponential mechanism, protecting each touch time within ±τ (dp_platform/attribution)."""
 
     score: Literal["time", "exp_time", "inverse_gap"] = "time"
@@ -59,21 +86,39 @@ class AttributionConfig(_Strict):
 class SplitConfig(_Strict):
     """Shares of ρ: measurement → ρ1, quantile → l·ρ2 (all l days together), svt → ρ3."""
 
-    measurement: float = Field(default=0.7, gt=0, le=1)
+    measurement: float = Field(default=0.7, ge=SHARE_FLOOR, le=1)
     quantile: float = Field(default=0.15, ge=0, le=1)
     svt: float = Field(default=0.15, ge=0, le=1)
 
+    @field_validator("quantile", "svt")
+    @classmethod
+    def _zero_or_floor(cls, share: float) -> float:
+        if 0 < share < SHARE_FLOOR:
+            raise ValueError(f"a share is 0 or at least {SHARE_FLOOR:g}")
+        return share
+
     @model_validator(mode="after")
     def _sums_to_one(self) -> SplitConfig:
-        total = self.measurement + self.quantile + self.svt
-        if abs(total - 1.0) > _SPLIT_TOLERANCE:
-            raise ValueError(f"split must sum to 1 (measurement + quantile + svt = {total:g})")
+        """Summed exactly by their decimal forms, as the budget is (dp_platform/privacy/
+        accounting.py): above 1 by any amount would overspend ρ."""
+        shares = (self.measurement, self.quantile, self.svt)
+        total = sum((Fraction(repr(share)) for share in shares), Fraction(0))
+        if total > 1:
+            raise ValueError(
+                f"split must sum to 1; measurement + quantile + svt exceeds 1 by "
+                f"{float(total - 1):.3g} (summed exactly, as the budget is; lower one share)"
+            )
+        if total < 1 - SPLIT_TOLERANCE:
+            raise ValueError(
+                f"split must sum to 1 (within {float(SPLIT_TOLERANCE):g} below), it sums to "
+                f"{float(total):.12g}"
+            )
         return self
 
 
 class PrivacyConfig(_Strict):
     adjacency: Literal["add_remove", "replace"] = "add_remove"
-    rho: float = Field(default=1.0, gt=0, description="total zCDP budget of the campaign")
+    rho: float = Field(default=1.0, ge=RHO_FLOOR, description="total zCDP budget of the campaign")
     split: SplitConfig = SplitConfig()
 
 
@@ -115,7 +160,7 @@ Workload = Annotated[
 
 
 class ObjectiveConfig(_Strict):
-    """How the per-day noise scales are chosen (adsbpc.md §3)."""
+    """How the per-day noise scales are chosen (docs/algorithm.md#scales)."""
 
     kind: Literal["wsum", "maxvar", "min_budget"] = "wsum"
     last_weight: float = Field(default=7.0, gt=0, description="γ_n; the weight is γ_n²")
@@ -136,130 +181,46 @@ class ObjectiveConfig(_Strict):
         return self
 
 
-class BoundsConfig(_Strict):
-    """Private choice of the daily contribution bound (adsbpc.md §4)."""
+class MechanismSettings(_Strict):
+    """A mechanism's block in the catalogue, ``mechanism: {kind: NAME, …}`` (or, for a release
+    added beside the daily stream such as reach & frequency, a top-level block of its name).
 
-    quantile_days: int = Field(default=7, ge=1, description="l: days chosen by PrivateQuantile")
-    p: float = Field(default=0.99, gt=0, lt=1)
-    cap: int = Field(default=10, ge=1, description="Λ: upper end of the quantile's range")
-    min_bound: float = Field(
-        default=0.01,
-        gt=0,
-        description="floor on every chosen bound r_i (free post-processing), so σ_i > 0 always",
-    )
-    s_up: float = 1.3
-    s_down: float = 0.8
-    t_up: float = Field(default=50.0, ge=0)
-    t_down: float = Field(default=50.0, ge=0)
-    max_reports: int = Field(default=7, ge=1, description="k: positive reports per SVT")
-
-    @field_validator("s_up")
-    @classmethod
-    def _s_up(cls, value: float) -> float:
-        if not value > 1:
-            raise ValueError("s_up must be > 1")
-        return value
-
-    @field_validator("s_down")
-    @classmethod
-    def _s_down(cls, value: float) -> float:
-        if not 0 < value < 1:
-            raise ValueError("s_down must be in (0, 1)")
-        return value
-
-    @model_validator(mode="after")
-    def _floor_below_cap(self) -> BoundsConfig:
-        if not self.min_bound <= self.cap:
-            raise ValueError(f"min_bound must be <= cap ({self.cap})")
-        return self
-
-
-class AdsbpcPlusConfig(_Strict):
-    """AdsBPC+ (``mechanism: adsbpc_plus``): individual filter, cheap bounds (adsbpc_plus.py).
-
-    Shares of ρ: ``histogram`` for the n daily noisy count histograms, ``profile`` for the one
-    noisy profile histogram after ``profile_days``; the rest (ρ1) is each user's filter budget.
+    Each mechanism defines its own subclass in its module (dp_platform/mechanisms/), registered
+    by name; the catalogue dispatches on ``kind``, so a block exists only for the mechanism
+    chosen. ``legacy_blocks`` are top-level keys of the older catalogue format that belong to
+    this mechanism (e.g. ``bounds:``); they are folded into the block, and refused for any other.
     """
 
-    histogram_share: float = Field(default=0.03, gt=0, lt=1)
-    profile_share: float = Field(default=0.02, ge=0, lt=1)
-    profile_days: int = Field(default=7, ge=0, description="m: days the profile is read from")
-    quantile: float = Field(default=0.99, gt=0, lt=1, description="q of the per-user profile")
-    prior_scale: float = Field(
-        default=0.5, gt=0, le=1, description="ψ0: σ_i = σ̄_i·ψ0·r_i on days 1..m (public prior)"
-    )
-    cap: int = Field(default=10, ge=1, description="Λ: largest daily bound r_i")
-    pool_days: int = Field(default=7, ge=1, description="noisy histograms pooled for r_i")
-    scale_prior: float | None = Field(
-        default=None,
-        gt=0,
-        description=(
-            "s0: profile scale kept when the noisy profile cannot rule it out "
-            "(default ψ0·Λ; set Λ to fall back on cutting nobody)"
-        ),
-    )
+    kind: str
+    legacy_blocks: ClassVar[tuple[str, ...]] = ()
 
-    @property
-    def profile_prior(self) -> float:
-        """s0 in conversions: the configured prior, or ψ0·Λ (the scale days 1..m plan for)."""
-        return self.scale_prior if self.scale_prior is not None else self.prior_scale * self.cap
-
-    @model_validator(mode="after")
-    def _shares(self) -> AdsbpcPlusConfig:
-        if self.scale_prior is not None and self.scale_prior > self.cap:
-            raise ValueError(f"scale_prior must be <= cap ({self.cap})")
-        if self.histogram_share + self.profile_share >= 1:
-            raise ValueError("histogram_share + profile_share must be < 1 (rho1 needs a share)")
-        if (self.profile_days == 0) != (self.profile_share == 0):
-            raise ValueError("profile_share must be > 0 exactly when profile_days > 0")
-        return self
+    def check(self, campaign: CampaignConfig) -> None:
+        """Rules that tie the block to the rest of the campaign (raise ValueError); by default
+        the attribution rule must be valid with clipping after attribution."""
+        check_attribution(campaign, "post")
 
 
-class OneShotConfig(_Strict):
-    """``mode: one_shot``: one Laplace release of the whole period (dp_platform/oneshot.py)."""
-
-    enforcement: Literal["pre", "post"] = "post"
-    bound: float = Field(default=1.0, gt=0, description="r: conversions kept per user")
-    measure: Literal["count", "value"] = "count"
-    value_cap: float = Field(default=1.0, gt=0, description="Δ(f): largest value counted")
-    noise: Literal["laplace", "discrete_laplace"] = "laplace"
-
-
-class ReachConfig(_Strict):
-    """Reach and k+-frequency over the whole period (dp_platform/reach.py); its own ρ."""
-
-    rho: float = Field(gt=0, description="zCDP budget of the reach release (on the account)")
-    max_frequency: int = Field(default=10, ge=1, description="K: frequencies >= K pooled")
-
-
-def _check_validity(campaign: CampaignConfig) -> None:
-    """The release's configuration must be valid (docs/validity.md); one_shot's options sound."""
+def check_attribution(campaign: CampaignConfig, enforcement: str) -> None:
+    """The release's configuration must be valid (docs/validity.md): (rule, user, enforcement)."""
     from dp_platform.validity import check
 
     rule = campaign.attribution.rule
     rule = "lta" if rule == "private_last_touch" else rule
-    one_shot = campaign.one_shot
-    enforcement = one_shot.enforcement if campaign.mode == "one_shot" else "post"
     cell = check(rule, "user", enforcement)
     if not cell.valid:
         raise ValueError(
             f"attribution.rule: ({rule}, user, {enforcement}) is invalid: {cell.reason}"
         )
-    if campaign.mode != "one_shot":
-        return
-    if campaign.mechanism != "adsbpc":
-        raise ValueError("mode: one_shot replaces the daily mechanism; leave mechanism at adsbpc")
-    if one_shot.enforcement == "pre" and one_shot.bound != int(one_shot.bound):
-        raise ValueError("one_shot.bound: a pre-attribution bound counts conversions (integer)")
-    if one_shot.noise == "discrete_laplace" and (
-        one_shot.measure != "count"
-        or one_shot.bound != int(one_shot.bound)
-        or rule not in {"lta", "fta"}
-    ):
-        raise ValueError(
-            "one_shot.noise: discrete_laplace needs integer sums (measure count, an integer "
-            "bound and a single-touch rule)"
-        )
+
+
+def _default_mechanism() -> MechanismSettings:
+    from dp_platform import mechanisms
+
+    return mechanisms.settings_type(mechanisms.DEFAULT_STREAM)(kind=mechanisms.DEFAULT_STREAM)
+
+
+def _block(value: object) -> dict:
+    return dict(value) if isinstance(value, dict) else {}
 
 
 class CampaignConfig(_Strict):
@@ -267,18 +228,100 @@ class CampaignConfig(_Strict):
     advertiser: str
     account: str
     start: date
-    days: int = Field(default=31, ge=2)
+    days: int = Field(default=31, ge=2, le=MAX_DAYS)
     publishers: Literal["all"] | list[str] = "all"
-    mechanism: Literal["adsbpc", "adsbpc_plus"] = "adsbpc"
+    mechanism: SerializeAsAny[MechanismSettings] = Field(default_factory=_default_mechanism)
     attribution: AttributionConfig = AttributionConfig()
     privacy: PrivacyConfig = PrivacyConfig()
     workload: Workload = PrefixWorkload()
     objective: ObjectiveConfig = ObjectiveConfig()
-    bounds: BoundsConfig = BoundsConfig()
-    adsbpc_plus: AdsbpcPlusConfig = AdsbpcPlusConfig()
-    mode: Literal["adsbpc", "one_shot"] = "adsbpc"
-    one_shot: OneShotConfig = OneShotConfig()
-    reach: ReachConfig | None = None
+    releases: dict[str, SerializeAsAny[MechanismSettings]] = Field(default_factory=dict)
+    """Campaign-level releases added beside the daily stream, by name (e.g. reach)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mechanism_blocks(cls, data: object) -> object:
+        """``mechanism: NAME`` or ``{kind: NAME, …}``; the older format's separate blocks
+        (``mode: one_shot``, ``one_shot:``, ``adsbpc_plus:``, ``bounds:``) folded into it; a
+        block of a mechanism that is not chosen is refused; release blocks (``reach:``) go to
+        ``releases``."""
+        from dp_platform import mechanisms
+
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        chosen = data.get("mechanism", mechanisms.DEFAULT_STREAM)
+        block = {"kind": chosen} if isinstance(chosen, str) else _block(chosen)
+        mode = data.pop("mode", None)
+        if mode is not None and mode != mechanisms.DEFAULT_STREAM:
+            if block.get("kind", mechanisms.DEFAULT_STREAM) != mechanisms.DEFAULT_STREAM:
+                raise ValueError(f"mode: {mode} replaces the daily mechanism; leave mechanism out")
+            block["kind"] = mode
+        kind = block.setdefault("kind", mechanisms.DEFAULT_STREAM)
+        try:
+            settings = mechanisms.settings_type(str(kind))
+        except ValueError as error:
+            raise ValueError(f"mechanism: {error}") from None
+        if kind in data:  # the older format's block named after the mechanism
+            block = {**_block(data.pop(kind)), **block}
+        for key in settings.legacy_blocks:
+            if key in data:
+                block[key] = data.pop(key)
+        releases = dict(_block(data.pop("releases", None)))
+        for name in mechanisms.addon_names():
+            if name in data and data[name] is not None:
+                releases[name] = data.pop(name)
+            else:
+                data.pop(name, None)
+        for other in mechanisms.names():
+            others = (
+                (other,)
+                if other not in mechanisms.STREAM
+                else (
+                    other,
+                    *mechanisms.settings_type(other).legacy_blocks,
+                )
+            )
+            for key in others:
+                if key in data:
+                    raise ValueError(
+                        f"{key}: only with mechanism {other} (this campaign uses {kind})"
+                    )
+        data["mechanism"] = block
+        data["releases"] = releases
+        return data
+
+    @field_validator("mechanism", mode="before")
+    @classmethod
+    def _mechanism_type(cls, value: object) -> object:
+        from dp_platform import mechanisms
+
+        if isinstance(value, dict):
+            return mechanisms.settings_type(str(value.get("kind"))).model_validate(value)
+        return value
+
+    @field_validator("releases", mode="before")
+    @classmethod
+    def _release_types(cls, value: object) -> object:
+        from dp_platform import mechanisms
+
+        if not isinstance(value, dict):
+            return value
+        return {
+            name: mechanisms.campaign_level(name).settings.model_validate(
+                {"kind": name, **_block(block)}
+            )
+            if isinstance(block, dict)
+            else block
+            for name, block in value.items()
+        }
+
+    @field_validator("start")
+    @classmethod
+    def _in_window(cls, start: date) -> date:
+        if not FIRST_DAY <= start <= LAST_DAY:
+            raise ValueError(f"start must lie in {FIRST_DAY} .. {LAST_DAY}")
+        return start
 
     @field_validator("name")
     @classmethod
@@ -299,11 +342,8 @@ class CampaignConfig(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> CampaignConfig:
-        if self.mechanism == "adsbpc" and self.bounds.quantile_days >= self.days:
-            raise ValueError(
-                f"bounds.quantile_days: l must be < days (l = {self.bounds.quantile_days}, "
-                f"days = {self.days})"
-            )
+        if (LAST_DAY - self.start).days < self.days - 1:
+            raise ValueError(f"days: the campaign must end by {LAST_DAY}")
         workload = self.workload
         if isinstance(workload, SlidingWorkload) and workload.window > self.days:
             raise ValueError(f"workload.window must be <= days ({self.days})")
@@ -311,21 +351,9 @@ class CampaignConfig(_Strict):
             for a, b in workload.ranges:
                 if b > self.days:
                     raise ValueError(f"workload.ranges: [{a}, {b}] ends after day {self.days}")
-        if self.mechanism == "adsbpc_plus" and self.privacy.adjacency == "replace":
-            raise ValueError(
-                "privacy.adjacency: adsbpc_plus supports add_remove only (its individual filter "
-                "bounds each user's own loss; under replace a pair of users can lose up to 4x "
-                "rho1); use add_remove or mechanism adsbpc"
-            )
-        if self.mechanism == "adsbpc_plus" and self.adsbpc_plus.profile_days >= self.days:
-            raise ValueError(
-                f"adsbpc_plus.profile_days: m must be < days (m = "
-                f"{self.adsbpc_plus.profile_days}, days = {self.days})"
-            )
-        split = self.privacy.split
-        if split.quantile == 0 or split.svt == 0:
-            raise ValueError("privacy.split: quantile and svt must be > 0 for adsbpc")
-        _check_validity(self)
+        self.mechanism.check(self)
+        for release in self.releases.values():
+            release.check(self)
         return self
 
     @property
@@ -346,9 +374,57 @@ class CampaignConfig(_Strict):
         return self.publishers == "all" or len(self.publishers) > 1
 
 
+# Spark settings the platform's session fixes: each shows per-operator row counts (private
+# values) in a UI, an event log, a listener or a metrics sink (dp_platform/warehouse/spark/
+# session.py sets them; a catalogue may not change them).
+SPARK_PRIVATE_PREFIXES = (
+    "spark.ui.",
+    "spark.eventLog.",
+    "spark.history.",
+    "spark.sql.ui.",
+    "spark.sql.streaming.ui.",
+    "spark.metrics.",
+    "spark.extraListeners",
+    "spark.sql.queryExecutionListeners",
+    "spark.sql.sources.partitionOverwriteMode",
+    "spark.sql.session.timeZone",
+    "spark.sql.hive.manageFilesourcePartitions",
+)
+
+
+class SparkSettings(_Strict):
+    """Where and how the Spark engine runs (docs/operators.md, "Spark")."""
+
+    master: str = Field(default="local[2]", description="Spark master URL")
+    path: str | None = Field(
+        default=None, description="root of the Parquet tables (default <home>/spark/tables)"
+    )
+    conf: dict[str, str] = Field(default_factory=dict, description="extra Spark settings")
+
+    @field_validator("conf")
+    @classmethod
+    def _private(cls, conf: dict[str, str]) -> dict[str, str]:
+        for key in conf:
+            if key.startswith(SPARK_PRIVATE_PREFIXES):
+                raise ValueError(
+                    f"{key} is fixed by the platform (a UI, event log, listener or metrics "
+                    "sink would expose per-operator row counts; time zone and partition "
+                    "overwrite are part of the storage format)"
+                )
+        return conf
+
+
+class WarehouseConfig(_Strict):
+    """The warehouse engine: embedded DuckDB (default, the reference) or Apache Spark."""
+
+    engine: Literal["duckdb", "spark"] = "duckdb"
+    spark: SparkSettings = SparkSettings()
+
+
 class Catalogue(_Strict):
     accounts: list[AccountConfig] = Field(min_length=1)
     campaigns: list[CampaignConfig] = Field(min_length=1)
+    warehouse: WarehouseConfig = WarehouseConfig()
 
     @model_validator(mode="after")
     def _references(self) -> Catalogue:
@@ -415,13 +491,87 @@ def parse_campaign(data: object) -> CampaignConfig:
         raise ConfigError(_describe(error)) from None
 
 
-def load_catalogue(path: str | Path) -> Catalogue:
-    """Read and validate a YAML catalogue; a missing file or bad YAML is a ConfigError too."""
-    path = Path(path)
+class _DuplicateKey(Exception):
+    def __init__(self, key: object, first_line: int, second_line: int) -> None:
+        super().__init__(key, first_line, second_line)
+        self.key, self.first_line, self.second_line = key, first_line, second_line
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key written twice in one mapping: YAML keeps the last value
+    silently, so the privacy officer reviewing the file could read another ρ than the one spent."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        first_line: dict[object, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *anchor` merges are overridden by design
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in first_line:
+                    raise _DuplicateKey(key, first_line[key], line)
+                first_line[key] = line
+            except TypeError:  # an unhashable key: SafeLoader refuses it below with its mark
+                break
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_timestamp(self, node: yaml.ScalarNode) -> object:
+        """A date-shaped value that is no date (2026-13-01) is a YAML error with its line."""
+        try:
+            return super().construct_yaml_timestamp(node)
+        except ValueError as error:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{node.value!r} is not a date ({error})", node.start_mark
+            ) from None
+
+
+_UniqueKeyLoader.add_constructor(
+    "tag:yaml.org,2002:timestamp", _UniqueKeyLoader.construct_yaml_timestamp
+)
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """One line: where the YAML broke and why (PyYAML's own text spans several lines)."""
+    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
+        mark = error.problem_mark
+        problem = " ".join(f"{error.context or ''} {error.problem or ''}".split())
+        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    return " ".join(str(error).split())
+
+
+def _read_text(path: Path) -> str:
+    """The file as UTF-8 text; every way of failing is one ConfigError naming the path."""
     try:
-        data = yaml.safe_load(path.read_text())
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a catalogue file") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot be read ({error.strerror})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte 0x{raw[error.start]:02x} on line {line}); save the "
+            "catalogue as UTF-8"
+        ) from None
+
+
+def load_catalogue(path: str | Path) -> Catalogue:
+    """Read and validate a YAML catalogue; a missing file, bad encoding, bad YAML or a key
+    written twice is a one-line ConfigError too."""
+    path = Path(path)
+    text = _read_text(path)
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: safe
+    except _DuplicateKey as duplicate:
+        raise ConfigError(
+            f"{path}: key {duplicate.key!r} is written twice in one mapping (lines "
+            f"{duplicate.first_line} and {duplicate.second_line}); keep one"
+        ) from None
     except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({error})") from None
+        raise ConfigError(f"{path}: not valid YAML ({_yaml_problem(error)})") from None
     return parse_catalogue(data)

@@ -15,32 +15,28 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dp_platform.adsbpc import (
-    AdsbpcPlan,
-    BoundChoice,
-    Measurement,
-    answer_queries,
-    choose_bound,
-    measure,
-)
+from dp_platform import mechanisms
 from dp_platform.config import CampaignConfig, Catalogue, ConfigError
 from dp_platform.ledger import Ledger, LedgerError, MissingPreviousDay
+from dp_platform.mechanisms.base import BoundChoice, Measurement, StreamMechanism, StreamPlan
 from dp_platform.plans import CampaignPlan
-from dp_platform.privacy.accounting import Rho
-from dp_platform.privacy.noise import NoiseSource
+from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
 from dp_platform.registration import Registration, registered_campaign
+from dp_platform.workload import answer_queries
+
+if TYPE_CHECKING:
+    from dp_platform.warehouse.base import WarehouseEngine
 
 __all__ = [
     "CampaignAnswers",
     "answers_through",
     "bound_day",
     "campaign_days",
-    "campaign_one_shot",
-    "campaign_reach",
+    "campaign_release",
     "clipped_day",
     "register_campaigns",
     "release_day",
@@ -74,111 +70,73 @@ def register_campaigns(
     }
 
 
-def _bound_charges(plan: AdsbpcPlan, day: int) -> dict:
-    return {part: rho for part, rho in plan.day_charge(day).items() if part != "gaussian"}
-
-
-def _is_plus(plan) -> bool:
-    """AdsBPC+ (mechanism: adsbpc_plus) has its own choice and state types and filter clip."""
-    from dp_platform.adsbpc_plus import PlusPlan
-
-    return isinstance(plan, PlusPlan)
-
-
-def _types(plan) -> dict:
-    if _is_plus(plan):
-        from dp_platform.adsbpc_plus import PlusChoice, PlusState
-
-        return {"choice_type": PlusChoice, "state_type": PlusState}
-    return {}
-
-
-def _stream(registration: Registration):  # AdsbpcPlan or adsbpc_plus.PlusPlan
-    plan = registration.plan.stream
-    if plan is None:
-        raise ConfigError(f"campaign {registration.name} has no daily releases (mode: one_shot)")
-    return plan
+def stream_of(registration: Registration) -> tuple[StreamMechanism, StreamPlan]:
+    """The campaign's daily mechanism and its registered plan."""
+    plan, name = registration.plan.stream, registration.plan.mechanism
+    if plan is None or name is None:
+        raise ConfigError(f"campaign {registration.name} has no daily releases")
+    return mechanisms.stream(name), plan
 
 
 def bound_day(
-    warehouse,  # dp_platform.warehouse.Warehouse (duck-typed so tests may pass a fake)
+    warehouse: WarehouseEngine,
     ledger: Ledger,
     registration: Registration,
     day: date,
     *,
     noise: NoiseSource | None = None,
-) -> tuple[Any, bool]:
-    """Day's private contribution bound r_i, chosen once (ledger) from the day's histogram."""
-    campaign, plan = registration.config, _stream(registration)
+) -> tuple[BoundChoice, bool]:
+    """Day's private contribution bound r_i, chosen once (ledger) from the day's data."""
+    campaign = registration.config
+    mechanism, plan = stream_of(registration)
     index = campaign.day_index(day)
-    types = _types(plan)
-    stored = ledger.bound_choice(campaign.name, index, types.get("choice_type", BoundChoice))
+    stored = ledger.bound_choice(campaign.name, index, mechanism.chain)
     if stored is not None:  # fast path; the ledger re-checks under its lock anyway
         return stored, False
-    histogram = np.asarray(warehouse.day_histogram(campaign, day), dtype=np.int64)
-    if not _is_plus(plan):
-        return ledger.bound_for_day(
-            campaign.name,
-            index,
-            _bound_charges(plan, index),
-            lambda state: choose_bound(plan, state, histogram, noise=noise),
-        )
-    from dp_platform import adsbpc_plus
 
-    profile = None
-    if plan.needs_profile(index):
-        # T_u over days 1..m at their (public) bounds: the profile histogram of day m+1.
-        earlier = campaign_days(campaign)[: index - 1]
+    def earlier_bounds() -> list[float]:
         bounds = []
         for number in range(1, index):
-            choice = ledger.bound_choice(campaign.name, number, types["choice_type"])
+            choice = ledger.bound_choice(campaign.name, number, mechanism.chain)
             if choice is None:
                 raise MissingPreviousDay(
                     f"campaign {campaign.name}: day {number} has no bound; day {index} needs it"
                 )
             bounds.append(choice.bound)
-        profile = warehouse.plus_profile_histogram(
-            campaign, earlier, bounds, list(adsbpc_plus.profile_factors(plan)), plan.config.cap
-        )
+        return bounds
+
+    inputs = mechanism.bound_inputs(plan, campaign, day, warehouse, earlier_bounds)
     keys = len(registration.publishers)  # k: the frozen keys, public — never the data's
     return ledger.bound_for_day(
         campaign.name,
         index,
-        plan.bound_charges(index),
-        lambda state: adsbpc_plus.choose_bound(
-            plan, state, histogram, publishers=keys, profile=profile, noise=noise
-        ),
-        **types,
+        mechanism.bound_charges(plan, index),
+        lambda state: mechanism.choose_bound(plan, state, inputs, publishers=keys, noise=noise),
+        mechanism.chain,
     )
 
 
-def clipped_day(warehouse, ledger: Ledger, registration: Registration, day: date) -> np.ndarray:
+def clipped_day(
+    warehouse: WarehouseEngine, ledger: Ledger, registration: Registration, day: date
+) -> np.ndarray:
     """The day's clipped per-publisher vector at its stored bound (true values: never shown).
 
-    For AdsBPC+ this is the filter clip at the registered filter cap, which also updates every
-    user's spend in the warehouse, once per day (a re-run returns the stored vector and leaves
-    the spends alone).
+    A mechanism with a per-user filter (AdsBPC+) also updates every user's spend here, once per
+    day (a re-run returns the stored vector and leaves the spends alone).
     """
-    campaign, plan = registration.config, _stream(registration)
-    index = campaign.day_index(day)
-    types = _types(plan)
-    choice = ledger.bound_choice(campaign.name, index, types.get("choice_type", BoundChoice))
+    campaign = registration.config
+    mechanism, plan = stream_of(registration)
+    choice = ledger.bound_choice(campaign.name, campaign.day_index(day), mechanism.chain)
     if choice is None:
         raise MissingPreviousDay(
             f"campaign {campaign.name}: {day} has no contribution bound yet; materialise "
             "contribution_bound for that day first"
         )
-    if _is_plus(plan):
-        vector = warehouse.plus_clipped_vector(
-            campaign, day, choice.bound, choice.sigma, plan.filter_cap
-        )
-    else:
-        vector = warehouse.clipped_vector(campaign, day, choice.bound)
-    return np.asarray(vector, dtype=np.float64)
+    return np.asarray(mechanism.clip(plan, choice, warehouse, campaign, day), dtype=np.float64)
 
 
 def release_day(
-    warehouse,
+    warehouse: WarehouseEngine,
     ledger: Ledger,
     registration: Registration,
     day: date,
@@ -186,7 +144,8 @@ def release_day(
     noise: NoiseSource | None = None,
 ) -> tuple[Measurement, bool]:
     """Day's noisy per-publisher vector: the stored one, or drawn now exactly once."""
-    campaign, plan = registration.config, _stream(registration)
+    campaign = registration.config
+    mechanism, plan = stream_of(registration)
     index = campaign.day_index(day)
     stored = ledger.releases(campaign.name, through=index)
     if stored and stored[-1].day == index:
@@ -198,25 +157,15 @@ def release_day(
             f"campaign {campaign.name}: {clipped.size} clipped values for {len(publishers)} "
             "publishers"
         )
-    if _is_plus(plan):
-        from dp_platform import adsbpc_plus
-
-        choice = ledger.bound_choice(campaign.name, index, _types(plan)["choice_type"])
-        return ledger.release_for_day(
-            campaign.name,
-            index,
-            {"gaussian": choice.gaussian},
-            lambda c: adsbpc_plus.measure(plan, c, clipped, noise=noise),
-            publishers,
-            choice_type=_types(plan)["choice_type"],
-        )
-    gaussian = {"gaussian": plan.day_charge(index)["gaussian"]}
+    choice = ledger.bound_choice(campaign.name, index, mechanism.chain)
+    assert choice is not None  # clipped_day needed it
     return ledger.release_for_day(
         campaign.name,
         index,
-        gaussian,
-        lambda choice: measure(plan, choice, clipped, noise=noise),
+        mechanism.release_charges(plan, choice),
+        lambda stored_choice: mechanism.measure(plan, stored_choice, clipped, noise=noise),
         publishers,
+        mechanism.chain,
     )
 
 
@@ -236,7 +185,8 @@ class CampaignAnswers:
 
 def answers_through(ledger: Ledger, registration: Registration, day: date) -> CampaignAnswers:
     """Query answers through ``day``, from stored releases only; every earlier day must exist."""
-    campaign, plan = registration.config, _stream(registration)
+    campaign = registration.config
+    _, plan = stream_of(registration)
     index = campaign.day_index(day)
     releases = ledger.releases(campaign.name, through=index)
     have = [r.day for r in releases]
@@ -249,7 +199,7 @@ def answers_through(ledger: Ledger, registration: Registration, day: date) -> Ca
     publishers = registration.publishers
     if releases and len(releases[0].values) != len(publishers):
         raise LedgerError("publisher list and stored releases disagree in length")
-    answers = answer_queries(plan, [r.values for r in releases])
+    answers = answer_queries(plan.queries, [r.values for r in releases])
     return CampaignAnswers(day=index, publishers=publishers, releases=releases, answers=answers)
 
 
@@ -261,52 +211,33 @@ def campaign_days(campaign: CampaignConfig, through: date | None = None) -> list
     return [campaign.start + timedelta(days=i) for i in range((last - campaign.start).days + 1)]
 
 
-def campaign_one_shot(
-    warehouse,
+def campaign_release(
+    warehouse: WarehouseEngine,
     ledger: Ledger,
     registration: Registration,
+    name: str,
     *,
-    noise=None,
-    integer_noise=None,
+    noise: NoiseSource | None = None,
+    integer_noise: IntegerNoiseSource | None = None,
 ) -> tuple[dict, bool]:
-    """The campaign's one-shot Laplace release (mode: one_shot), drawn once (ledger)."""
-    from dp_platform import oneshot
-
-    campaign, plan = registration.config, registration.plan
-    if plan.one_shot is None:
-        raise ConfigError(f"campaign {campaign.name} is not configured with mode: one_shot")
-    stored = ledger.campaign_releases(campaign.name).get("one_shot")
+    """The campaign-level release ``name`` (one-shot, reach …): stored, or drawn once now."""
+    campaign = registration.config
+    plan = registration.plan.releases.get(name)
+    if plan is None:
+        raise ConfigError(f"campaign {campaign.name} has no {name} release")
+    stored = ledger.campaign_releases(campaign.name).get(name)
     if stored is not None:
         return stored, False
-    for day in campaign_days(campaign):
-        warehouse.attribute_day(campaign, day)
-    sums = oneshot.warehouse_sums(warehouse, campaign, plan.one_shot)
-    publishers = registration.publishers
+    mechanism = mechanisms.campaign_level(name)
 
     def draw() -> dict:
-        release = oneshot.release_one_shot(
-            sums, publishers, plan.one_shot, noise=noise, integer_noise=integer_noise
+        return mechanism.release(
+            plan,
+            warehouse,
+            campaign,
+            registration.publishers,
+            noise=noise,
+            integer_noise=integer_noise,
         )
-        return release.to_json()
 
-    return ledger.release_once(campaign.name, "one_shot", Rho(plan.one_shot.rho), draw)
-
-
-def campaign_reach(
-    warehouse, ledger: Ledger, registration: Registration, *, noise=None
-) -> tuple[dict, bool]:
-    """Reach and k+-frequency over the whole campaign (a ``reach:`` block), drawn once."""
-    from dp_platform import reach
-
-    campaign, plan = registration.config, registration.plan
-    if plan.reach is None:
-        raise ConfigError(f"campaign {campaign.name} has no reach: block")
-    stored = ledger.campaign_releases(campaign.name).get("reach")
-    if stored is not None:
-        return stored, False
-    histogram = reach.warehouse_histogram(warehouse, campaign, plan.reach.max_frequency)
-
-    def draw() -> dict:
-        return reach.release_reach(histogram, plan.reach, noise=noise).to_json()
-
-    return ledger.release_once(campaign.name, "reach", Rho(plan.reach.rho), draw)
+    return ledger.release_once(campaign.name, name, mechanism.charge(plan), draw)

@@ -13,6 +13,7 @@ __all__ = [
     "LedgerError",
     "MissingPreviousDay",
     "PlanMismatch",
+    "StorageError",
 ]
 
 
@@ -34,6 +35,11 @@ class MissingPreviousDay(LedgerError):
 
 class PlanMismatch(LedgerError):
     """The campaign was registered with a different configuration than the catalogue now gives."""
+
+
+class StorageError(LedgerError):
+    """The home's files cannot be read or written (disk full, read-only, vanished); the message
+    names the path and the cause. A LedgerError, so a failed run step reports it as one line."""
 
 
 class CampaignEnded(LedgerError):

@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from dp_platform.errors import StorageError
+
 __all__ = ["Home"]
 
 
@@ -29,8 +31,22 @@ class Home:
 
     @classmethod
     def at(cls, path: str | Path) -> Home:
-        root = Path(path).expanduser().resolve()
+        """The home at ``path``, created if missing (the commands that write). An OSError of
+        the creation propagates as it is (callers word it; the CLI shows it as one line)."""
+        root = _resolved(path)
+        if root.exists() and not root.is_dir():
+            raise StorageError(f"{root}: --home exists and is not a directory")
         root.mkdir(parents=True, exist_ok=True)
+        return cls(root)
+
+    @classmethod
+    def existing(cls, path: str | Path) -> Home:
+        """The home at ``path``, which must exist: read-only commands create nothing, so they
+        work on a read-only home and do not leave an empty home behind after a typo."""
+        root = _resolved(path)
+        if not root.is_dir():
+            state = "is not a directory" if root.exists() else "does not exist"
+            raise StorageError(f"{root}: --home {state}")
         return cls(root)
 
     @property
@@ -63,3 +79,10 @@ class Home:
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+
+def _resolved(path: str | Path) -> Path:
+    try:
+        return Path(path).expanduser().resolve()
+    except (OSError, RuntimeError) as error:  # a symlink loop
+        raise StorageError(f"{path}: --home cannot be resolved ({error})") from None

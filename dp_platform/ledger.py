@@ -24,9 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from urllib.parse import quote
 
-from dp_platform.adsbpc import BoundChoice, BoundState, Measurement
 from dp_platform.config import AccountConfig
 from dp_platform.errors import (
     BudgetExceeded,
@@ -34,8 +33,11 @@ from dp_platform.errors import (
     LedgerError,
     MissingPreviousDay,
     PlanMismatch,
+    StorageError,
 )
+from dp_platform.mechanisms.base import Chain, ChoiceT, Measurement, StateT
 from dp_platform.privacy.accounting import Rho
+from dp_platform.records import from_record, to_record
 from dp_platform.sqlite_files import open_shared
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "LedgerError",
     "MissingPreviousDay",
     "PlanMismatch",
+    "StorageError",
 ]
 
 SCHEMA_VERSION = 2
@@ -107,6 +110,11 @@ CREATE TABLE IF NOT EXISTS charges (
 """
 
 
+def _text(value: object) -> str:
+    """A dataclass as the JSON text the ledger stores (dp_platform/records.py, lossless)."""
+    return json.dumps(to_record(value))
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -159,22 +167,66 @@ class CampaignBudget:
 class Ledger:
     """One SQLite file; every method is safe to call from several processes at once."""
 
-    def __init__(self, path: str | Path, *, timeout: float = 300.0) -> None:
+    def __init__(
+        self, path: str | Path, *, timeout: float = 300.0, read_only: bool = False
+    ) -> None:
+        """``read_only``: opened with SQLite's ``mode=ro`` (the views ``budget`` and
+        ``releases``): nothing is created or written, so they work on a read-only home."""
         self.path = Path(path)
-        self._db = open_shared(self.path, timeout=timeout)
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.executescript(_SCHEMA)  # idempotent DDL; safe if two processes race here
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(campaigns)")}
+        with self._storage("open"):
+            self._db = self._open_read_only(timeout) if read_only else self._open(timeout)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(campaigns)")}
         if "config_json" not in columns:
+            self._db.close()
             raise LedgerError(
                 f"{self.path}: written by an earlier version of dp-platform (no registered "
                 "configurations); keep it for the record and start a new home"
             )
-        self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        if not read_only:
+            with self._storage("open"):
+                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _open(self, timeout: float) -> sqlite3.Connection:
+        db = open_shared(self.path, timeout=timeout)
+        db.execute("PRAGMA foreign_keys=ON")
+        db.executescript(_SCHEMA)  # idempotent DDL; safe if two processes race here
+        return db
+
+    def _open_read_only(self, timeout: float) -> sqlite3.Connection:
+        """``mode=ro``; in a directory where SQLite cannot create its shared-memory file, and
+        with no write-ahead log left to replay, ``immutable=1`` (no writer can exist there)."""
+        if not self.path.is_file():
+            raise StorageError(f"{self.path}: no ledger here (nothing was registered in this home)")
+        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+        db = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
+        try:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.OperationalError:
+            db.close()
+            wal = self.path.with_name(self.path.name + "-wal")
+            if wal.exists() and wal.stat().st_size > 0:
+                raise
+        db = sqlite3.connect(f"{uri}&immutable=1", uri=True, isolation_level=None)
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+
+    @contextmanager
+    def _storage(self, doing: str) -> Iterator[None]:
+        """SQLite's storage faults (disk full, read-only, vanished file) as one StorageError
+        naming the ledger; rule errors (LedgerError) pass through unchanged."""
+        try:
+            yield
+        except sqlite3.OperationalError as error:
+            raise StorageError(f"{self.path}: cannot {doing} the ledger ({error})") from None
+        except OSError as error:
+            raise StorageError(
+                f"{self.path}: cannot {doing} the ledger ({error.strerror or error})"
+            ) from None
 
     @classmethod
-    def at_home(cls, home: str | Path) -> Ledger:
-        return cls(Path(home) / "ledger.sqlite")
+    def at_home(cls, home: str | Path, *, read_only: bool = False) -> Ledger:
+        return cls(Path(home) / "ledger.sqlite", read_only=read_only)
 
     def close(self) -> None:
         self._db.close()
@@ -187,15 +239,18 @@ class Ledger:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE: takes the write lock up front, so check-then-write cannot race."""
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        else:
-            self._db.execute("COMMIT")
+        """BEGIN IMMEDIATE: takes the write lock up front, so check-then-write cannot race.
+        A storage fault (disk full, …) rolls back and is raised as one StorageError."""
+        with self._storage("write"):
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+            else:
+                self._db.execute("COMMIT")
 
     # -- accounts and campaigns -------------------------------------------------------------
 
@@ -425,16 +480,13 @@ class Ledger:
         campaign: str,
         day: int,
         expected_charges: dict[str, Rho],
-        choose: Callable[[Any], tuple[Any, Any]],
-        *,
-        choice_type: type = BoundChoice,
-        state_type: type = BoundState,
-    ) -> tuple[Any, bool]:
+        choose: Callable[[StateT], tuple[ChoiceT, StateT]],
+        chain: Chain[ChoiceT, StateT],
+    ) -> tuple[ChoiceT, bool]:
         """Day ``day``'s bound: the stored one, or ``choose(state of day − 1)`` stored once.
 
         Returns (choice, drawn_now). Fails without drawing if day − 1 has no stored state.
-        ``choice_type``/``state_type`` are the mechanism's (AdsBPC's by default; AdsBPC+ has
-        its own), each with ``to_json``/``from_json``.
+        ``chain`` names the mechanism's choice and state types, stored as records.
         """
         with self._transaction() as db:
             row = db.execute(
@@ -442,8 +494,8 @@ class Ledger:
                 (campaign, day),
             ).fetchone()
             if row is not None:
-                return choice_type.from_json(json.loads(row[0])), False
-            previous = self._bound_state(db, campaign, day - 1, state_type)
+                return from_record(chain.choice, json.loads(row[0])), False
+            previous = self._bound_state(db, campaign, day - 1, chain)
             self._check_budget(db, campaign, day, expected_charges)
             choice, state = choose(previous)
             if choice.day != day or state.day != day:
@@ -452,16 +504,16 @@ class Ledger:
                 raise LedgerError(f"campaign {campaign}, day {day}: unexpected charges")
             db.execute(
                 "INSERT INTO bound_choices VALUES (?, ?, ?, ?, ?)",
-                (campaign, day, json.dumps(choice.to_json()), json.dumps(state.to_json()), _now()),
+                (campaign, day, _text(choice), _text(state), _now()),
             )
             self._charge(db, campaign, day, choice.charges)
             return choice, True
 
     def _bound_state(
-        self, db: sqlite3.Connection, campaign: str, day: int, state_type: type = BoundState
-    ) -> Any:
+        self, db: sqlite3.Connection, campaign: str, day: int, chain: Chain[ChoiceT, StateT]
+    ) -> StateT:
         if day == 0:
-            return state_type()
+            return chain.state()
         row = db.execute(
             "SELECT secret_state_json FROM bound_choices WHERE campaign = ? AND day = ?",
             (campaign, day),
@@ -471,17 +523,16 @@ class Ledger:
                 f"campaign {campaign}: day {day} has no contribution bound, so day {day + 1} "
                 f"cannot choose one; materialise day {day} first (backfills run days in order)"
             )
-        return state_type.from_json(json.loads(row[0]))
+        return from_record(chain.state, json.loads(row[0]))
 
     def release_for_day(
         self,
         campaign: str,
         day: int,
         expected_charges: dict[str, Rho],
-        draw: Callable[[Any], Measurement],
+        draw: Callable[[ChoiceT], Measurement],
         publishers: list[str],
-        *,
-        choice_type: type = BoundChoice,
+        chain: Chain[ChoiceT, StateT],
     ) -> tuple[Measurement, bool]:
         """Day ``day``'s release: the stored one, or ``draw(bound of the day)`` stored once.
 
@@ -507,12 +558,12 @@ class Ledger:
                     f"campaign {campaign}: day {day} has no contribution bound yet"
                 )
             self._check_budget(db, campaign, day, expected_charges)
-            measurement = draw(choice_type.from_json(json.loads(row[0])))
+            measurement = draw(from_record(chain.choice, json.loads(row[0])))
             if measurement.day != day or measurement.charges != expected_charges:
                 raise LedgerError(f"campaign {campaign}, day {day}: release out of step")
             db.execute(
                 "INSERT INTO releases VALUES (?, ?, ?, ?)",
-                (campaign, day, json.dumps(measurement.to_json()), _now()),
+                (campaign, day, _text(measurement), _now()),
             )
             self._charge(db, campaign, day, measurement.charges)
             return measurement, True
@@ -547,7 +598,7 @@ class Ledger:
         row = db.execute(
             "SELECT release_json FROM releases WHERE campaign = ? AND day = ?", (campaign, day)
         ).fetchone()
-        return None if row is None else Measurement.from_json(json.loads(row[0]))
+        return None if row is None else from_record(Measurement, json.loads(row[0]))
 
     # -- campaign-level releases (one per kind: "one_shot", "reach") ----------------------
 
@@ -585,15 +636,17 @@ class Ledger:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def bound_choice(self, campaign: str, day: int, choice_type: type = BoundChoice) -> Any | None:
+    def bound_choice(
+        self, campaign: str, day: int, chain: Chain[ChoiceT, StateT]
+    ) -> ChoiceT | None:
         row = self._db.execute(
             "SELECT choice_json FROM bound_choices WHERE campaign = ? AND day = ?", (campaign, day)
         ).fetchone()
-        return None if row is None else choice_type.from_json(json.loads(row[0]))
+        return None if row is None else from_record(chain.choice, json.loads(row[0]))
 
-    def bound_state(self, campaign: str, day: int, state_type: type = BoundState) -> Any:
+    def bound_state(self, campaign: str, day: int, chain: Chain[ChoiceT, StateT]) -> StateT:
         """The bound chain's secret state after ``day`` (checks only: never shown or logged)."""
-        return self._bound_state(self._db, campaign, day, state_type)
+        return self._bound_state(self._db, campaign, day, chain)
 
     def releases(self, campaign: str, through: int | None = None) -> list[Measurement]:
         """Stored releases of a campaign in day order (DP values only)."""
@@ -601,7 +654,7 @@ class Ledger:
             "SELECT release_json FROM releases WHERE campaign = ? AND day <= ? ORDER BY day",
             (campaign, through if through is not None else 1 << 30),
         ).fetchall()
-        return [Measurement.from_json(json.loads(r[0])) for r in rows]
+        return [from_record(Measurement, json.loads(r[0])) for r in rows]
 
     def campaigns(self) -> list[str]:
         return [r[0] for r in self._db.execute("SELECT name FROM campaigns ORDER BY name")]

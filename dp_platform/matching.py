@@ -1,7 +1,8 @@
-"""Private max-weight bipartite matching (seed 000 §3): m bags (left) × n clicks (right), m ≤ n,
+"""Private max-weight bipartite matching (Agarwal et al., *Privacy for attribution algorithms*,
+§3): m bags (left) × n clicks (right), m ≤ n,
 every bag matched to a distinct click, weights W ≥ 0 (an m × n matrix; a missing edge is 0).
 
-Privacy unit: one click (a right vertex). Neighbouring graphs (seed 000 Def. 3) differ only in
+Privacy unit: one click (a right vertex). Neighbouring graphs (Agarwal et al. Def. 3) differ only in
 the weights of the edges at one click, by at most Δ in ℓ1 (Δ = 1 in the seed).
 
 * :func:`laplace_matching`: W + Lap(Δ/ε) on every edge, then an exact assignment

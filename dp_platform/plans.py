@@ -1,116 +1,99 @@
 """A campaign's whole privacy plan: its daily mechanism and its campaign-level releases.
 
-What the ledger reserves against the account's cap is the sum: the daily stream (AdsBPC or
-AdsBPC+, none for ``mode: one_shot``), the one-shot release (``mode: one_shot``) and reach &
-frequency (a ``reach:`` block). Every part is data-independent, so the plan can be shown and
-audited before anything is spent.
+What the ledger reserves against the account's cap is the sum: the daily stream (none when a
+campaign-level release replaces it, as the one-shot mode does) and every campaign-level release
+(e.g. reach & frequency). Every part is data-independent, so the plan can be shown and audited
+before anything is spent. Mechanisms are found through the registry (dp_platform/mechanisms/).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from dp_platform import adsbpc, adsbpc_plus, oneshot, reach
+from dp_platform import mechanisms
 from dp_platform.config import CampaignConfig, Catalogue
+from dp_platform.mechanisms.base import StreamPlan
 from dp_platform.privacy.accounting import Rho
 from dp_platform.records import JsonValue, from_record, to_record
 
-__all__ = ["STREAM_MECHANISMS", "CampaignPlan", "StreamPlan", "campaign_plan", "campaign_plans"]
-
-StreamPlan = adsbpc.AdsbpcPlan | adsbpc_plus.PlusPlan
-"""The plan of a campaign's daily mechanism."""
-
-STREAM_MECHANISMS: dict[str, tuple[type, Callable[..., StreamPlan]]] = {
-    "adsbpc": (adsbpc.AdsbpcPlan, adsbpc.make_plan),
-    "adsbpc_plus": (adsbpc_plus.PlusPlan, adsbpc_plus.make_plan),
-}
-"""``mechanism:`` name → (its plan type, its planner)."""
+__all__ = ["CampaignPlan", "campaign_plan", "campaign_plans"]
 
 
 @dataclass(frozen=True)
 class CampaignPlan:
     campaign: str
     days: int
-    stream: StreamPlan | None  # None in one-shot mode
-    one_shot: oneshot.OneShotPlan | None
-    reach: reach.ReachPlan | None
+    mechanism: str | None  # the daily mechanism's name; None when there is no daily stream
+    stream: StreamPlan | None
+    releases: dict[str, object] = field(default_factory=dict)
+    """Campaign-level release name → its plan (what ``CampaignMechanism.make_plan`` gave)."""
 
     @property
     def total(self) -> Rho:
         """Everything the campaign can ever charge (what the ledger reserves)."""
-        total = Rho.zero()
-        if self.stream is not None:
-            total = total + self.stream.budget.total
-        if self.one_shot is not None:
-            total = total + Rho(self.one_shot.rho)
-        if self.reach is not None:
-            total = total + Rho(self.reach.rho)
+        total = Rho.zero() if self.stream is None else self.stream.total
+        for name, plan in self.releases.items():
+            total = total + mechanisms.campaign_level(name).charge(plan)
         return total
-
-    def ledger_json(self) -> dict:
-        """The public plan as stored with the campaign (incl. the workload matrix)."""
-        stream = None
-        if self.stream is not None:
-            stream = {**self.stream.to_json(), "queries": self.stream.queries.tolist()}
-            stream["allotments"] = [str(a) for a in getattr(self.stream, "allotments", ())]
-        return {
-            "total": self.total.to_json(),
-            "stream": stream,
-            "one_shot": None if self.one_shot is None else self.one_shot.to_json(),
-            "reach": None if self.reach is None else self.reach.to_json(),
-        }
 
     def to_record(self) -> dict[str, JsonValue]:
         """Everything the plan fixes, losslessly: what the ledger stores at registration and
         every later step reads back (:meth:`from_record`) instead of re-planning from YAML."""
         stream = None
         if self.stream is not None:
-            name = next(
-                n for n, (kind, _) in STREAM_MECHANISMS.items() if isinstance(self.stream, kind)
-            )
-            stream = {"mechanism": name, "plan": to_record(self.stream)}
+            stream = {"mechanism": self.mechanism, "plan": to_record(self.stream)}
         return {
             "campaign": self.campaign,
             "days": self.days,
             "stream": stream,
-            "one_shot": to_record(self.one_shot),
-            "reach": to_record(self.reach),
+            "releases": {name: to_record(plan) for name, plan in self.releases.items()},
         }
 
     @classmethod
     def from_record(cls, data: dict) -> CampaignPlan:
-        stream = None
+        stream = name = None
         if data["stream"] is not None:
-            kind, _ = STREAM_MECHANISMS[data["stream"]["mechanism"]]
-            stream = from_record(kind, data["stream"]["plan"])
-        return cls(
-            campaign=data["campaign"],
-            days=int(data["days"]),
-            stream=stream,
-            one_shot=None
-            if data["one_shot"] is None
-            else from_record(oneshot.OneShotPlan, data["one_shot"]),
-            reach=None if data["reach"] is None else from_record(reach.ReachPlan, data["reach"]),
-        )
+            name = data["stream"]["mechanism"]
+            stream = from_record(mechanisms.stream(name).plan_type, data["stream"]["plan"])
+        releases = {
+            release: from_record(mechanisms.campaign_level(release).plan_type, plan)
+            for release, plan in data["releases"].items()
+        }
+        return cls(data["campaign"], int(data["days"]), name, stream, releases)
 
+    def summary(self) -> dict[str, JsonValue]:
+        """The public plan (``dp-platform plan --json``)."""
+        document: dict[str, JsonValue] = {}
+        if self.stream is not None and self.mechanism is not None:
+            document.update(mechanisms.stream(self.mechanism).summary(self.stream))
+        document["total_rho"] = float(self.total)
+        for name, plan in self.releases.items():
+            document[name] = mechanisms.campaign_level(name).summary(plan)
+        return document
 
-def _stream_plan(campaign: CampaignConfig, base_dir: str | Path | None) -> StreamPlan | None:
-    if campaign.mode == "one_shot":
-        return None
-    _, planner = STREAM_MECHANISMS[campaign.mechanism]
-    return planner(campaign, base_dir)
+    def describe(self) -> list[str]:
+        """The public plan as text (``dp-platform plan``)."""
+        if self.stream is not None and self.mechanism is not None:
+            lines = mechanisms.stream(self.mechanism).describe(self.stream)
+        else:
+            lines = [f"campaign {self.campaign}: {self.days} days, no daily releases"]
+        for name, plan in self.releases.items():
+            lines.extend(mechanisms.campaign_level(name).describe(plan))
+        lines.append(f"  total ρ reserved on the account: {float(self.total):.6g}")
+        return lines
 
 
 def campaign_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> CampaignPlan:
-    return CampaignPlan(
-        campaign=campaign.name,
-        days=campaign.days,
-        stream=_stream_plan(campaign, base_dir),
-        one_shot=oneshot.plan_from_config(campaign) if campaign.mode == "one_shot" else None,
-        reach=reach.plan_from_config(campaign) if campaign.reach is not None else None,
-    )
+    kind = campaign.mechanism.kind
+    streaming = kind in mechanisms.STREAM
+    stream = mechanisms.stream(kind).make_plan(campaign, base_dir) if streaming else None
+    releases = {}
+    for name in mechanisms.CAMPAIGN_LEVEL:
+        plan = mechanisms.campaign_level(name).make_plan(campaign)
+        if plan is not None:
+            releases[name] = plan
+    return CampaignPlan(campaign.name, campaign.days, kind if streaming else None, stream, releases)
 
 
 def campaign_plans(

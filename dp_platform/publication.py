@@ -15,14 +15,9 @@ import numpy as np
 
 from dp_platform.ledger import Ledger
 from dp_platform.privacy.accounting import Rho
+from dp_platform.workload import query_ends
 
-__all__ = ["PublishedDay", "published_days", "query_ends"]
-
-
-def query_ends(queries: np.ndarray) -> np.ndarray:
-    """1-based last day of each query's support (a query is answered from that day on)."""
-    nonzero = np.asarray(queries) != 0
-    return nonzero.shape[1] - np.argmax(nonzero[:, ::-1], axis=1)
+__all__ = ["PublishedDay", "published_days"]
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Pandera models of every table the platform reads or writes (design.md §3.2–3.4).
+"""Pandera models of every table the platform reads or writes (docs/data.md).
 
 They state the rules in one readable place and are used three ways: by the Dagster layer as
 asset checks on each new partition (``SCHEMAS``, frames from ``Warehouse.day_frame``), by tests
@@ -117,7 +117,8 @@ class UserDayContributions(_Model):
 
 
 class ClippedDailyVectors(_Model):
-    """x[i]: per-publisher sums of a day after clipping at ``bound`` (adsbpc.md §2)."""
+    """x[i]: per-publisher sums of a day after clipping at ``bound``
+    (docs/algorithm.md#clipping)."""
 
     campaign: Series[str] = pa.Field(str_length=_TEXT)
     day: Series[pa.Date]

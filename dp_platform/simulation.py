@@ -1,9 +1,9 @@
 """An in-memory conversion stream for demos and tests of the mechanism (no warehouse needed).
 
 Each simulated conversion is already attributed to one publisher (weight 1), so a user's count on
-a day is their number of conversions, and clipping (adsbpc.md §2) keeps the first ⌊r⌋ of them in
-time order plus the fraction r − ⌊r⌋ of the next. Everything is vectorised NumPy; the data (not
-the noise) is seeded so a simulation can be repeated.
+a day is their number of conversions, and clipping (dp_platform/clipping.py) keeps the first ⌊r⌋
+of them in time order plus the fraction r − ⌊r⌋ of the next. Everything is vectorised NumPy; the
+data (not the noise) is seeded so a simulation can be repeated.
 """
 
 from __future__ import annotations
@@ -13,22 +13,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dp_platform.clipping import clipped_sums
+
 __all__ = ["SimulatedDay", "SimulatedStream", "clip_day", "simulate_stream"]
 
 
 def clip_day(users: np.ndarray, times: np.ndarray, publishers: np.ndarray, k: int, bound: float):
-    """Per-publisher sums after clipping each user to ``bound`` conversions (fractional)."""
+    """Per-publisher sums after clipping each user to ``bound`` conversions (fractional); ties in
+    time keep the generator's order (the conversion's index is its id)."""
     if bound < 0:
         raise ValueError("bound must be >= 0")
-    if users.size == 0:
-        return np.zeros(k)
-    order = np.lexsort((times, users))
-    sorted_users = users[order]
-    starts = np.r_[0, np.flatnonzero(np.diff(sorted_users)) + 1]
-    group_start = np.repeat(starts, np.diff(np.r_[starts, sorted_users.size]))
-    rank = np.arange(sorted_users.size) - group_start  # 0-based position in the user's day
-    weight = np.clip(bound - rank, 0.0, 1.0)
-    return np.bincount(publishers[order], weights=weight, minlength=k).astype(np.float64)
+    ids = np.arange(users.size)
+    return clipped_sums(users, times, ids, publishers, np.ones(users.size), k, bound)
 
 
 @dataclass(frozen=True)

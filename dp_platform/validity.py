@@ -1,4 +1,4 @@
-"""Which (attribution rule, adjacency, enforcement point) configurations are valid (seed 001).
+"""Which (attribution rule, adjacency, enforcement point) configurations are valid (Delaney et al.).
 
 A configuration is *C0-valid* if, for every dataset D and neighbour D′ under the adjacency, the
 bounded attributed release f satisfies ‖f(D) − f(D′)‖₁ ≤ C0·r·Δ(f), where r is the contribution

@@ -2,12 +2,39 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from functools import cache
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from dp_platform.privacy.noise import Draw, NoiseSource, SeededNoise
+
+# A test module is a *system* test when it drives what an operator runs — the Dagster layer,
+# a subprocess (the CLI, a killed run), Spark or a browser — and a *unit* test otherwise. The
+# marker follows from what the module imports, so a new test file is classified without a list.
+_SYSTEM = re.compile(
+    r"^(from assets\b|import assets\b|import dagster\b|from dagster\b|import subprocess\b"
+    r"|from tests\.spark_fixtures\b|from tests\.platform_fixtures\b)",
+    re.MULTILINE,
+)
+
+
+@cache
+def _is_system(path: Path) -> bool:
+    return "browser" in path.parts or bool(_SYSTEM.search(path.read_text()))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        system = (
+            item.get_closest_marker("system") is not None
+            or _is_system(Path(item.fspath))
+            or "spark" in getattr(item, "fixturenames", ())
+        )
+        item.add_marker(pytest.mark.system if system else pytest.mark.unit)
 
 
 @pytest.fixture
@@ -47,3 +74,13 @@ class ScriptedNoise(NoiseSource):
 @pytest.fixture
 def scripted() -> type[ScriptedNoise]:
     return ScriptedNoise
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One Spark session for the whole test run (tests/spark_fixtures.py)."""
+    from tests.spark_fixtures import start_test_session
+
+    session = start_test_session()
+    yield session
+    session.stop()

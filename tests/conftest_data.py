@@ -1,19 +1,19 @@
 """Shared test data helpers and the slow pure-Python reference of the warehouse's SQL.
 
 Imported explicitly by the data tests (``from tests.conftest_data import ...``); not a pytest
-conftest. The reference follows design.md §3.2 and adsbpc.md §1–2 literally, one conversion at
-a time, so the SQL can be checked against it on small random event sets.
-"""
+conftest. The reference follows docs/data.md#1-event-files, docs/algorithm.md#data and
+docs/algorithm.md#clipping literally, one conversion at a time, so the SQL can be checked against it
+on small random event sets."""
 
 from __future__ import annotations
 
 import csv
-import math
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
+from dp_platform.clipping import clipped_sums, kept_weights
 from dp_platform.config import CampaignConfig, parse_campaign
 
 FAR_FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
@@ -56,7 +56,7 @@ def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> Path:
 
 
 def write_events(directory: Path, imps: list[Imp], convs: list[Conv]) -> tuple[Path, Path]:
-    """Event CSVs of design.md §3.2 for the given rows."""
+    """Event CSVs of docs/data.md#1-event-files for the given rows."""
     imp_rows = [
         [i.impression_id, i.user_id, i.publisher_id, i.advertiser_id, iso(i.ts), i.interaction]
         for i in imps
@@ -190,30 +190,25 @@ def reference_histogram(rows: dict[str, list[Conv]]) -> list[int]:
     return hist
 
 
-def reference_clipped_users(
-    attributed: dict[str, dict[str, float]], rows: dict[str, list[Conv]], bound: float
-) -> dict[str, dict[str, float]]:
-    """user_id → clipped day row {publisher: value}, adsbpc.md §2."""
-    whole = math.floor(bound)
-    out = {}
-    for user, conversions in rows.items():
-        row: dict[str, float] = defaultdict(float)
-        for rank, conv in enumerate(conversions):
-            factor = 1.0 if rank < whole else (bound - whole if rank == whole else 0.0)
-            for publisher, weight in attributed[conv.conversion_id].items():
-                row[publisher] += factor * weight
-        out[user] = dict(row)
-    return out
-
-
-def reference_clipped_vector(
+def clipped_by_spec(
     attributed: dict[str, dict[str, float]],
     rows: dict[str, list[Conv]],
     bound: float,
     publishers: list[str],
-) -> list[float]:
-    totals: dict[str, float] = defaultdict(float)
-    for row in reference_clipped_users(attributed, rows, bound).values():
-        for publisher, value in row.items():
-            totals[publisher] += value
-    return [totals.get(p, 0.0) for p in publishers]
+) -> tuple[list[float], dict[str, float]]:
+    """The clipping specification (dp_platform/clipping.py) on the reference attribution:
+    the per-publisher vector and every user's clipped L1 norm."""
+    users, ts, ids, pubs, weights = [], [], [], [], []
+    for conversions in rows.values():
+        for conv in conversions:
+            for publisher, weight in attributed[conv.conversion_id].items():
+                users.append(conv.user_id)
+                ts.append(conv.ts.timestamp())
+                ids.append(conv.conversion_id)
+                pubs.append(publishers.index(publisher))
+                weights.append(weight)
+    vector = clipped_sums(users, ts, ids, pubs, weights, len(publishers), bound)
+    norms: dict[str, float] = defaultdict(float)
+    for user, value in zip(users, kept_weights(users, ts, ids, weights, bound), strict=True):
+        norms[user] += float(value)
+    return vector.tolist(), dict(norms)

@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from dp_platform.config import WarehouseConfig
 from dp_platform.events import generate_campaign, write_events
 from dp_platform.home import Home
 from dp_platform.privacy.noise import Draw, NoiseSource, SeededNoise
-from dp_platform.warehouse import Warehouse
+from dp_platform.warehouse.base import open_warehouse
 
 START = date(2026, 3, 1)
 DAYS = 31
@@ -47,13 +48,28 @@ class RoutedNoise(NoiseSource):
         return self.bound._uniform(low, high)
 
 
-def catalogue(rho_cap: float = 2.0, campaigns: list[dict] | None = None) -> dict:
+def warehouse_block(engine: str) -> dict:
+    """The catalogue's warehouse: block of an engine (Spark with the tests' small settings)."""
+    if engine == "duckdb":
+        return {"engine": "duckdb"}
+    from tests.spark_fixtures import TEST_SETTINGS
+
+    return {"engine": "spark", "spark": TEST_SETTINGS.model_dump(exclude_none=True)}
+
+
+def catalogue(
+    rho_cap: float = 2.0,
+    campaigns: list[dict] | None = None,
+    *,
+    days: int = DAYS,
+    engine: str = "duckdb",
+) -> dict:
     base = {
         "name": "spring",
         "advertiser": "acme",
         "account": "acme-users",
         "start": START.isoformat(),
-        "days": DAYS,
+        "days": days,
         "publishers": "all",
         "attribution": {"rule": "lta", "lookback_days": 30},
         "privacy": {"rho": 1.0},
@@ -61,11 +77,21 @@ def catalogue(rho_cap: float = 2.0, campaigns: list[dict] | None = None) -> dict
     return {
         "accounts": [{"name": "acme-users", "rho_cap": rho_cap}],
         "campaigns": campaigns or [base],
+        "warehouse": warehouse_block(engine),
     }
 
 
-def make_home(root: Path, *, seed: int = 3, users: int = 1500, config: dict | None = None) -> Home:
-    """A home with a generated campaign ingested and a catalogue written to campaigns.yaml."""
+def make_home(
+    root: Path,
+    *,
+    seed: int = 3,
+    users: int = 1500,
+    config: dict | None = None,
+    days: int = DAYS,
+    engine: str = "duckdb",
+) -> Home:
+    """A home with a generated campaign ingested (into the engine's warehouse) and a catalogue
+    written to campaigns.yaml. Spark: call with the ``spark`` fixture active."""
     home = Home.at(root)
     events = generate_campaign(
         seed=seed,
@@ -73,13 +99,15 @@ def make_home(root: Path, *, seed: int = 3, users: int = 1500, config: dict | No
         publishers=4,
         impressions=users * 15,
         conversions=users * 2,
-        days=DAYS,
+        days=days,
         start=START,
     )
     files = write_events(events, home.root / "input")
-    with Warehouse(home.warehouse) as warehouse:
+    document = config or catalogue(days=days, engine=engine)
+    settings = WarehouseConfig.model_validate(document.get("warehouse", {}))
+    with open_warehouse(settings, home) as warehouse:
         warehouse.ingest(files.impressions, files.conversions)
-    (home.root / "campaigns.yaml").write_text(yaml.safe_dump(config or catalogue()))
+    (home.root / "campaigns.yaml").write_text(yaml.safe_dump(document))
     return home
 
 

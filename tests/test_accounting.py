@@ -85,13 +85,13 @@ def test_zcdp_epsilon_is_below_the_simple_bound() -> None:
 
 
 def test_campaign_budget_is_exact() -> None:
-    budget = acc.CampaignBudget.from_split(1.0, 0.7, 0.15, 0.15, 7)
+    budget = acc.BudgetSplit.from_split(1.0, 0.7, 0.15, 0.15, 7)
     assert budget.total == acc.Rho.of(1)
     assert budget.rho2.value == Fraction(3, 140)
-    odd = acc.CampaignBudget.from_split(0.3, 0.6, 0.3, 0.1, 3)
+    odd = acc.BudgetSplit.from_split(0.3, 0.6, 0.3, 0.1, 3)
     assert odd.total.value == Fraction(3, 10)
     with pytest.raises(ValueError, match="sum"):
-        acc.CampaignBudget.from_split(1.0, 0.7, 0.2, 0.15, 7)
+        acc.BudgetSplit.from_split(1.0, 0.7, 0.2, 0.15, 7)
 
 
 def test_rho_sums_do_not_drift_and_round_trip() -> None:

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dp_platform.adsbpc import (
+from dp_platform.config import parse_campaign
+from dp_platform.mechanisms.adsbpc import (
     AdsbpcState,
     Release,
     _sigma_for_allotment,
@@ -20,10 +21,11 @@ from dp_platform.adsbpc import (
     run_stream,
     step,
 )
-from dp_platform.config import parse_campaign
 from dp_platform.privacy.noise import SeededNoise
-from dp_platform.privacy.scales import prefix_matrix, wsum_closed_form
+from dp_platform.privacy.scales import wsum_closed_form
+from dp_platform.records import from_record, to_record
 from dp_platform.simulation import simulate_stream
+from dp_platform.workload import prefix_matrix
 
 
 def campaign(**overrides):
@@ -129,7 +131,7 @@ def test_state_round_trip_resumes_identically() -> None:
     state = initial_state()
     for histogram, clip in days[:10]:
         _, state = step(plan, state, histogram, clip, noise=noise)
-    restored = AdsbpcState.from_json(json.loads(json.dumps(state.to_json())))
+    restored = from_record(AdsbpcState, json.loads(json.dumps(to_record(state))))
     assert restored == state
     fork_a, fork_b = _noise(3), _noise(3)
     a = step(plan, state, *days[10], noise=fork_a)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from dp_platform import adsbpc_plus
-from dp_platform.adsbpc_plus import (
+from dp_platform.config import ConfigError, parse_campaign
+from dp_platform.evaluation.plus_data import prepare_plus, run_plus
+from dp_platform.events.paper import paper_dataset
+from dp_platform.mechanisms import adsbpc_plus
+from dp_platform.mechanisms.adsbpc_plus import (
     PROFILE_BINS,
     PlusChoice,
     PlusState,
@@ -16,11 +20,9 @@ from dp_platform.adsbpc_plus import (
     estimate_scale,
     make_plan,
 )
-from dp_platform.config import ConfigError, parse_campaign
-from dp_platform.evaluation.plus_data import prepare_plus, run_plus
-from dp_platform.events.paper import paper_dataset
 from dp_platform.privacy.accounting import Rho, gaussian_rho
 from dp_platform.privacy.noise import Draw, NoiseSource, SeededNoise
+from dp_platform.records import from_record, to_record
 
 
 def _campaign(**overrides):
@@ -50,9 +52,9 @@ def test_replace_adjacency_is_refused_with_the_reason():
 
 
 def test_the_scale_prior_defaults_to_psi0_times_the_cap_and_is_in_the_plan():
-    assert _campaign().adsbpc_plus.profile_prior == pytest.approx(3.0)
+    assert _campaign().mechanism.profile_prior == pytest.approx(3.0)
     chosen = _campaign(adsbpc_plus={"profile_days": 4, "cap": 6, "scale_prior": 6})
-    assert chosen.adsbpc_plus.profile_prior == 6.0
+    assert chosen.mechanism.profile_prior == 6.0
     assert make_plan(chosen).to_json()["scale_prior"] == 6.0
 
 
@@ -282,6 +284,6 @@ def test_state_and_choice_round_trip_through_json():
     choice, state = choose_bound(
         plan, PlusState(), data.histograms[0], publishers=5, noise=SeededNoise(1)
     )
-    assert PlusState.from_json(state.to_json()) == state
-    assert PlusChoice.from_json(choice.to_json()) == choice
-    assert "values" not in choice.to_json()  # a choice carries no data
+    assert from_record(PlusState, json.loads(json.dumps(to_record(state)))) == state
+    assert from_record(PlusChoice, json.loads(json.dumps(to_record(choice)))) == choice
+    assert "values" not in to_record(choice)  # a choice carries no data

@@ -13,11 +13,16 @@ from datetime import date, timedelta
 import numpy as np
 import pytest
 
-from dp_platform.adsbpc_plus import make_plan, profile_factors, run_stream
 from dp_platform.config import parse_campaign
 from dp_platform.evaluation.plus_data import prepare_plus, run_plus
 from dp_platform.events import write_events
 from dp_platform.events.paper import paper_dataset
+from dp_platform.mechanisms.adsbpc_plus import (
+    PROFILE_GRID,
+    make_plan,
+    profile_factors,
+    run_stream,
+)
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.warehouse import Warehouse
 from dp_platform.warehouse.store import WarehouseError
@@ -65,7 +70,9 @@ def _warehouse_stream(wh, campaign, plan, seed):
     def profile(factors):
         m = plan.config.profile_days
         days = [START + timedelta(days=i) for i in range(m)]
-        return wh.plus_profile_histogram(campaign, days, list(state_bounds[:m]), factors, 5)
+        return wh.plus_profile_histogram(
+            campaign, days, list(state_bounds[:m]), factors, 5, grid=PROFILE_GRID
+        )
 
     histograms = [wh.day_histogram(campaign, START + timedelta(days=d)) for d in range(DAYS)]
     state_bounds: list[float] = []

@@ -1,4 +1,5 @@
-"""Contribution bounding on conversion arrays, against a plain-Python reference (§1)."""
+"""Contribution bounding on conversion arrays, against a plain-Python reference
+(docs/baselines.md#contribution-bounds)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Oracle values of baselines.md §5–6, reproduced from the library (spec values are the only
-hard-coded expectations; tolerances are stated per test)."""
+"""Oracle values of docs/baselines.md#worked-table and docs/baselines.md#test-oracles, reproduced
+from the library (that page's values are the only hard-coded expectations; tolerances are stated
+per test)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ from dp_platform.baselines.factorization import (
 )
 from dp_platform.evaluation.metrics import analytic_max_variance, analytic_wrmse
 
-ORACLE = dict(rel=1e-6)  # the spec prints 6–7 significant digits
+ORACLE = dict(rel=1e-6)  # docs/baselines.md prints 6–7 significant digits
 
 
 def printed(text: str):
-    """Match a value as the spec prints it: within half a unit of its last printed digit."""
+    """Match a value as docs/baselines.md prints it: within half a unit of its last digit."""
     decimals = len(text.split(".")[1]) if "." in text else 0
     return pytest.approx(float(text), abs=0.5 * 10.0**-decimals * (1 + 1e-9), rel=0)
 
@@ -34,7 +35,7 @@ def prefix_matrix(n: int) -> np.ndarray:
     return np.tril(np.ones((n, n)))
 
 
-# §6.3 tree ---------------------------------------------------------------------------------
+# docs/baselines.md#oracle-tree ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("n", "levels"), [(4, 3), (7, 3), (8, 4), (30, 5), (31, 5), (32, 6)])
@@ -90,7 +91,7 @@ def test_honaker_equals_streaming_gls(n: int) -> None:
     np.testing.assert_allclose(tr.honaker_prefix_decoder(n), gls, atol=1e-12)
 
 
-# §6.4 i.i.d. noise -------------------------------------------------------------------------
+# docs/baselines.md#oracle-iid -----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("n", "total"), [(7, 70), (8, 84), (30, 645)])
@@ -101,7 +102,7 @@ def test_ipa_weighted_sum(n: int, total: int) -> None:
     assert total == n * (n - 1) / 2 + 7 * n
 
 
-# §6.5 square-root factorization -----------------------------------------------------------
+# docs/baselines.md#oracle-sqrt ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -134,7 +135,7 @@ def test_sqrt_coefficients_closed_form() -> None:
     np.testing.assert_allclose(sqrt_coefficients(6), [1, 1 / 2, 3 / 8, 5 / 16, 35 / 128, 63 / 256])
 
 
-# §6.6 optimal (Denisov) factorization ----------------------------------------------------
+# docs/baselines.md#oracle-optimal -------------------------------------------------------------
 
 DENISOV = [
     # n, unweighted loss, γ_n = 7 loss, 1ᵀX1 unweighted, 1ᵀX1 γ_n = 7
@@ -158,12 +159,12 @@ def test_denisov_table(n: int, loss: float, loss7: float, ones, ones7) -> None:
         np.testing.assert_allclose(np.diag(x), 1.0, atol=1e-10)
         np.testing.assert_allclose(b.T @ b, x, atol=1e-10)
         assert np.allclose(b, np.tril(b))
-        assert x.min() > 0 and b.min() >= -1e-12  # §4.4.1: X > 0, B ≥ 0 ⇒ rᵀXr is exact
+        assert x.min() > 0 and b.min() >= -1e-12  # X > 0, B ≥ 0 ⇒ rᵀXr is exact
         true_loss = np.trace(q_w.T @ q_w @ np.linalg.inv(x))
         assert true_loss == pytest.approx(fixed.loss, rel=1e-9)  # tr(M X⁻¹) = Σ v
         assert fixed.loss == pytest.approx(expected_loss, **ORACLE)
         if expected_ones is not None:
-            digits = 1e-6 if n in (7, 8, 30) else 1e-5  # the spec prints fewer digits there
+            digits = 1e-6 if n in (7, 8, 30) else 1e-5  # fewer digits are printed there
             assert x.sum() == pytest.approx(expected_ones, rel=digits)
 
 
@@ -184,13 +185,13 @@ def test_sqrt_over_optimal_ratio(n: int) -> None:
         assert low - 5e-4 <= ratio <= high + 5e-4
 
 
-# §5 worked table ---------------------------------------------------------------------------
+# docs/baselines.md#worked-table ---------------------------------------------------------------
 
 N, RHO, GS, R5 = 30, 1.0, 50.0, (5.0,) * 30
 W7 = tuple(prefix_weights(N, squared=False))
 
 WORKED = [
-    # mechanism, σ² used, Var_1, Var_30, WMSE, WRMSE (as printed in §5)
+    # mechanism, σ² used, Var_1, Var_30, WMSE, WRMSE (as printed in docs/baselines.md)
     (IPA(GS, RHO), "1250", "1250", "37500", "22395.8333", "149.6524"),
     (BIN(GS, RHO, simple=True), "6250", "6250", "25000", "17187.5000", "131.1011"),
     (BIN(GS, RHO), "6250", "6250", "14297.235", "10944.2204", "104.6146"),
@@ -228,7 +229,8 @@ def test_worked_table_mmbpc_sensitivities() -> None:
 
 
 def test_group_privacy_reading_is_looser() -> None:
-    """§4.5 (i): Σ r_i‖b_i‖ gives 22500 against rᵀXr = 7889.6 for the optimal B, r ≡ 5."""
+    """docs/baselines.md#mmbpc variant (i): Σ r_i‖b_i‖ gives 22500 against rᵀXr = 7889.6 for
+    the optimal B, r ≡ 5."""
     group = MMBPC(R5, RHO, "optimal", W7, sensitivity="group").plan(prefix(N))
     assert group.sensitivity**2 == pytest.approx(22500, rel=1e-9)
 

@@ -1,7 +1,8 @@
 """Privacy cost of every baseline: brute-force sensitivities and the ρ actually charged.
 
 The sensitivities here are computed independently of the library by enumerating the vertices
-of the set of allowed user changes (baselines.md §1.2, §6.2): GS·e_{p,i} for the global cap,
+of the set of allowed user changes (docs/baselines.md#sensitivity,
+docs/baselines.md#oracle-sensitivity): GS·e_{p,i} for the global cap,
 and "per day, nothing or r_i on one publisher" for per-day caps. The charged ρ is then
 recomputed from the σ the release *actually passed to the noise source*, so a wrong σ, a wrong
 sensitivity formula or a release that ignores the plan would all fail.
@@ -92,7 +93,7 @@ def test_global_cap_sensitivity_and_cost(make, n: int) -> None:
         plan = mechanism.plan(workload)
         exact = brute_global(plan.strategy, gs)
         assert plan.sensitivity == pytest.approx(exact, rel=1e-12)
-        # the multi-publisher reduction (§1.2): two publishers are no worse than one
+        # docs/baselines.md#multi-publisher: two publishers are no worse than one
         assert brute_global(plan.strategy, gs, publishers=2) == pytest.approx(exact, rel=1e-12)
         (sigma,) = gaussian_scales(run_release(plan, n))
         assert exact**2 / (2 * sigma**2) == pytest.approx(RHO, rel=1e-12, abs=1e-12)

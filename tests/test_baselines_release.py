@@ -1,5 +1,6 @@
-"""Releases: Monte Carlo agrees with the analytic variances (§6.8), streaming invariance (§6.9)
-and degenerate inputs (§6.10)."""
+"""Releases: Monte Carlo agrees with the analytic variances (docs/baselines.md#oracle-monte-carlo),
+streaming invariance (docs/baselines.md#oracle-streaming) and degenerate inputs
+(docs/baselines.md#oracle-degenerate)."""
 
 from __future__ import annotations
 
@@ -269,7 +270,7 @@ def test_partly_zero_per_day_bounds() -> None:
 
 
 def test_rescaled_equals_default_for_constant_bounds() -> None:
-    """§4.5 (ii) is identical to the default when r is constant."""
+    """docs/baselines.md#mmbpc variant (ii) is identical to the default when r is constant."""
     r = (3.0,) * 9
     for workload in (prefix(9), sliding(9, 4)):
         a = MMBPC(r, 1.0).plan(workload).query_variances()

@@ -1,11 +1,15 @@
-"""`dp-platform bench` at CI size: the JSON of design.md §3.3, the pandas reference in the same
+"""`dp-platform bench` at CI size: the JSON of docs/operators.md, the pandas reference in the same
 run, and both engines agreeing on every histogram and clipped vector."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+
 from dp_platform.cli import main
+
+pytestmark = pytest.mark.system  # benchmarks: measured, not part of the development loop
 
 
 def test_bench_json_with_pandas_reference(tmp_path, capsys):

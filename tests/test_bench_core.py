@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dp_platform.adsbpc import initial_state, make_plan, step
 from dp_platform.config import parse_campaign
+from dp_platform.mechanisms.adsbpc import initial_state, make_plan, step
 from dp_platform.privacy.noise import SecureNoise
+
+pytestmark = pytest.mark.system  # benchmarks: measured, not part of the development loop
 
 
 def _campaign(publishers: int):

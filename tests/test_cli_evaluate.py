@@ -61,6 +61,7 @@ def test_user_errors_exit_2(argv, capsys) -> None:
     assert "dp-platform evaluate:" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_sweep_writes_a_png(tmp_path, capsys) -> None:
     # Synthetic data, so the test needs nothing outside the repository (the Facebook file is
     # third-party data kept beside the checkout, not in it).

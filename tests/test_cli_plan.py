@@ -1,4 +1,4 @@
-"""`dp-platform plan` and `simulate`: the JSON of design.md §3.3, and one-line errors."""
+"""`dp-platform plan` and `simulate`: the JSON of docs/operators.md, and one-line errors."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from dp_platform.cli import main
+from dp_platform.config import load_catalogue
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "campaigns.yaml"
 
@@ -50,7 +52,7 @@ def test_bad_config_is_one_line_with_exit_2(tmp_path, capsys) -> None:
     assert main(["plan", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
-    assert "campaigns[0].bounds.s_up: s_up must be > 1" in err
+    assert "campaigns[0].mechanism.bounds.s_up: s_up must be > 1" in err
 
 
 def test_over_cap_plan_exits_1(tmp_path, capsys) -> None:
@@ -60,26 +62,45 @@ def test_over_cap_plan_exits_1(tmp_path, capsys) -> None:
     assert "OVER CAP" in capsys.readouterr().out
 
 
-def test_simulate_spends_the_plan(capsys) -> None:
-    assert main(["simulate", str(EXAMPLE), "--users", "2000", "--json"]) == 0
+@pytest.mark.system
+@pytest.mark.parametrize(
+    ("campaign", "mechanism", "releases"),
+    [
+        ("spring_sale", "adsbpc", []),
+        ("summer_weekly", "adsbpc", ["reach"]),
+        ("autumn_plus", "adsbpc_plus", []),
+        ("winter_total", None, ["one_shot"]),
+    ],
+)
+def test_simulate_rehearses_each_campaign_through_its_own_mechanism(
+    capsys, campaign, mechanism, releases
+) -> None:
+    """The rehearsal runs the registered mechanism (from the registry) over simulated events:
+    the whole plan is spent, every day is released and the data reaches the releases."""
+    argv = ["simulate", str(EXAMPLE), "--campaign", campaign, "--users", "800", "--json"]
+    assert main(argv) == 0
     document = json.loads(capsys.readouterr().out)
-    assert len(document["days"]) == 31
-    assert document["rho_spent"] == pytest.approx(document["rho_planned"])
+    config = load_catalogue(EXAMPLE).campaign(campaign)
+    assert document["mechanism"] == mechanism
+    assert document["rho_spent"] == pytest.approx(document["rho_planned"], abs=1e-12)
+    assert sorted(document["campaign_level"]) == releases
+    if mechanism is None:
+        assert document["days"] == []
+        total = document["campaign_level"]["one_shot"]["total"]
+        assert total > 20 * document["campaign_level"]["one_shot"]["std"]  # data, not just noise
+        return
+    assert len(document["days"]) == config.days
     assert all(day["sigma"] > 0 for day in document["days"])
+    assert sum(day["true_total"] for day in document["days"]) > 0
 
 
 def test_plan_text_of_an_adsbpc_plus_campaign_shows_its_split_and_scale_prior(
     tmp_path, capsys
 ) -> None:
     plus = tmp_path / "c.yaml"
-    plus.write_text(
-        EXAMPLE.read_text().replace(
-            "    advertiser: acme\n",
-            "    advertiser: acme\n    mechanism: adsbpc_plus\n"
-            "    adsbpc_plus: {scale_prior: 2.5}\n",
-            1,
-        )
-    )
+    catalogue = yaml.safe_load(EXAMPLE.read_text())
+    catalogue["campaigns"][0]["mechanism"] = {"kind": "adsbpc_plus", "scale_prior": 2.5}
+    plus.write_text(yaml.safe_dump(catalogue))
     assert main(["plan", str(plus), "--campaign", "spring_sale"]) == 0
     out = capsys.readouterr().out
     assert "mechanism adsbpc_plus" in out

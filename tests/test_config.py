@@ -49,7 +49,7 @@ def test_defaults_are_those_of_the_paper() -> None:
     assert parsed.days == 31
     assert parsed.privacy.adjacency == "add_remove"
     assert (parsed.privacy.split.measurement, parsed.privacy.split.quantile) == (0.7, 0.15)
-    bounds = parsed.bounds
+    bounds = parsed.mechanism.bounds
     assert (bounds.quantile_days, bounds.p, bounds.cap, bounds.max_reports) == (7, 0.99, 10, 7)
     assert (bounds.s_up, bounds.s_down, bounds.t_up, bounds.t_down) == (1.3, 0.8, 50, 50)
     assert parsed.objective.last_weight == 7

@@ -56,3 +56,23 @@ def test_instance_config_written_to_a_home_matches_the_repository() -> None:
     from assets.runner import INSTANCE_YAML
 
     assert yaml.safe_load(INSTANCE_YAML) == yaml.safe_load((REPO / "dagster.yaml").read_text())
+
+
+def test_importing_the_code_location_reads_no_catalogue_and_solves_no_plan(tmp_path) -> None:
+    """The location is built lazily (@dg.definitions): importing it touches neither the YAML
+    (here a path that does not exist) nor the solver; building it reads both."""
+    probe = (
+        "import sys, assets.location as location\n"
+        "assert 'cvxpy' not in sys.modules, 'a plan was solved at import'\n"
+        "try:\n"
+        "    location.defs()\n"
+        "except Exception as error:\n"
+        "    print(type(error).__name__, error)\n"
+    )
+    env = {**os.environ, "DP_PLATFORM_CONFIG": str(tmp_path / "missing.yaml")}
+    env["DP_PLATFORM_HOME"] = str(tmp_path / "home")
+    result = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("ConfigError") and "file not found" in result.stdout

@@ -129,6 +129,7 @@ def test_ablation_default_rows_reproduce_the_main_table(small_data) -> None:
     assert constant[3.0].mean_bound == 3.0 and constant[3.0].paper_facebook == 9.99
 
 
+@pytest.mark.slow
 def test_sweep_and_plot(small_data, tmp_path) -> None:
     runs = sweep("rho", SMALL, (0.5, 2.0), workloads=("prefix",), data=small_data)
     errors = [r.methods["ipa"].score.error for r in runs["prefix"]]
@@ -137,6 +138,7 @@ def test_sweep_and_plot(small_data, tmp_path) -> None:
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_write_all_keeps_hand_written_notes(tmp_path) -> None:
     page = tmp_path / "results.md"
     page.write_text(

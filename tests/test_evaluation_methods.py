@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dp_platform.adsbpc import make_plan, run_stream
 from dp_platform.baselines import UMM, Stream, cached_plan, prefix, prefix_weights, sliding
 from dp_platform.baselines.contributions import clip_global
 from dp_platform.evaluation.adsbpc_runs import (
@@ -25,6 +24,7 @@ from dp_platform.evaluation.methods import (
 )
 from dp_platform.evaluation.prepared import prepare
 from dp_platform.events.paper import paper_dataset
+from dp_platform.mechanisms.adsbpc import make_plan, run_stream
 from dp_platform.privacy.noise import SeededNoise
 
 DAYS = 10
@@ -91,14 +91,15 @@ def _realised_and_expected(make, repeats: int, truth: np.ndarray):
     return realised, outcomes[0].expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workload", [prefix(DAYS), sliding(DAYS, 4)], ids=["prefix", "sliding"])
 @pytest.mark.parametrize("method", ["umm", "given_bounds"])
 def test_expected_errors_match_monte_carlo(data, workload, method: str) -> None:
     """Realised squared errors averaged over R repeats ≈ Var + bias² (R = 3000: ±2.6% sd).
 
-    Tolerances as in baselines.md §6.8: 10% per (publisher, query) cell, 5% weighted sum. Both
-    clip (GS = 12; r = 2.5, fractional) at a small ρ = 0.05, so the squared bias and the
-    variance are of the same order and both are checked.
+    Tolerances as in docs/baselines.md#oracle-monte-carlo: 10% per (publisher, query) cell, 5%
+    weighted sum. Both clip (GS = 12; r = 2.5, fractional) at a small ρ = 0.05, so the squared
+    bias and the variance are of the same order and both are checked.
     """
     ctx = context(data, workload)
     if method == "umm":
@@ -142,7 +143,7 @@ def test_every_method_charges_at_most_rho(data, workload) -> None:
 
 
 def test_ipa_expected_error_is_variance_plus_clipping_bias(conversions, data) -> None:
-    """Var_t = t·GS²/(2ρ) (baselines.md §4.1) plus the squared bias of the first-GS clipping."""
+    """Var_t = t·GS²/(2ρ) (docs/baselines.md#ipa) plus the squared bias of the first-GS clipping."""
     workload = prefix(DAYS)
     ctx = context(data, workload)
     outcome = run_method("ipa", ctx, 0, lambda _: SeededNoise(4))

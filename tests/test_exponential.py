@@ -1,9 +1,9 @@
 """Exponential mechanism and report-noisy-max: law, privacy (ε-DP and ε²/8-zCDP), utility.
 
-Seed 002's two examples are the utility tests: the heavy hitter (d = 100 websites, ε = 0.5,
-Δ = 1) and the price of a digital good (200 prices, Δ = 1.99). Every statistical check uses a
-fixed seed, so it is deterministic; tolerances are stated next to each.
-"""
+The two examples of Wu's lecture 6 (*Algorithms for Private Data Analysis*) are the utility tests:
+the heavy hitter (d = 100 websites, ε = 0.5, Δ = 1) and the price of a digital good (200 prices, Δ =
+1.99). Every statistical check uses a fixed seed, so it is deterministic; tolerances are stated next
+to each."""
 
 from __future__ import annotations
 
@@ -51,6 +51,7 @@ def random_users(rng: np.random.Generator, n: int, d: int) -> list[set[int]]:
     ]
 
 
+@pytest.mark.slow
 def test_sampler_follows_the_stated_law() -> None:
     scores = np.array([0.0, 1.0, 2.5, 2.0, -1.0])
     probs = exponential_probabilities(scores, epsilon=1.2, sensitivity=0.7)
@@ -107,8 +108,9 @@ def test_zcdp_cost_holds_and_is_tight(eps: float) -> None:
     assert log_ratio_bound(p, q) == pytest.approx(eps / 2 + math.log(math.cosh(eps / 2)), 1e-9)
 
 
-def test_heavy_hitter_utility_seed_002_example() -> None:
-    """d = 100, ε = 0.5, t = ln 100: P(score < max − 36.8) ≤ 1% (Prop. 1.4; seed 002 Ex. 1.5)."""
+def test_heavy_hitter_utility_lecture_example() -> None:
+    """d = 100, ε = 0.5, t = ln 100: P(score < max − 36.8) ≤ 1% (Wu, lecture 6, Prop. 1.4 and
+    Ex. 1.5)."""
     rng = np.random.default_rng(4)
     d, eps = 100, 0.5
     scores = heavy_hitter_scores(random_users(rng, 3000, d), d)
@@ -163,6 +165,7 @@ def _rnm_two(delta_score: float, scale: float) -> float:
     return 1 - tail if delta_score >= 0 else tail
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eps", [0.5, 1.0, 2.0])
 def test_report_noisy_max_is_epsilon_dp_and_half_the_noise_is_not(eps: float) -> None:
     """Two candidates, neighbours s = (0, 0) and s′ = (Δ, −Δ): with Exp(2Δ/ε) every output's

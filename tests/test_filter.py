@@ -13,13 +13,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from dp_platform.clipping import count_fraction
 from dp_platform.evaluation.plus_data import filter_day, prepare_plus
 from dp_platform.events.model import ConversionSet
 from dp_platform.events.paper import spread
 from dp_platform.privacy.filter import (
     budget_fraction,
     clip_unit_rows,
-    count_fraction,
     filter_cap,
     worst_case_charge,
 )

@@ -10,7 +10,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dp_platform.adsbpc import choose_bound, make_plan, measure
 from dp_platform.config import AccountConfig, parse_campaign
 from dp_platform.ledger import (
     BudgetExceeded,
@@ -19,11 +18,13 @@ from dp_platform.ledger import (
     MissingPreviousDay,
     PlanMismatch,
 )
+from dp_platform.mechanisms.adsbpc import MECHANISM, choose_bound, make_plan, measure
 from dp_platform.plans import campaign_plan
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.registration import registered_campaign
 
 ACCOUNT = AccountConfig(name="users", rho_cap=2.0)
+CHAIN = MECHANISM.chain
 HISTOGRAM = np.bincount([1] * 50 + [2] * 20 + [3] * 5 + [9])
 CLIPPED = np.array([10.0, 20.0, 5.0])
 
@@ -67,9 +68,9 @@ def run_day(ledger: Ledger, plan, day: int, noise, calls: list | None = None):
             calls.append(("release", day))
         return measure(plan, choice, CLIPPED, noise=noise)
 
-    ledger.bound_for_day(plan.campaign, day, bound_charges(plan, day), choose)
+    ledger.bound_for_day(plan.campaign, day, bound_charges(plan, day), choose, CHAIN)
     gaussian = {"gaussian": plan.day_charge(day)["gaussian"]}
-    return ledger.release_for_day(plan.campaign, day, gaussian, draw, ["a", "b", "c"])
+    return ledger.release_for_day(plan.campaign, day, gaussian, draw, ["a", "b", "c"], CHAIN)
 
 
 @pytest.fixture
@@ -132,7 +133,7 @@ def test_full_campaign_charges_exactly_the_plan(ledger: Ledger) -> None:
     assert budget.remaining.value == 0
     assert [r.day for r in ledger.releases("spring")] == list(range(1, 11))
     with pytest.raises(LedgerError, match="day 11 is outside"):
-        ledger.bound_for_day("spring", 11, {}, lambda state: pytest.fail("must not draw"))
+        ledger.bound_for_day("spring", 11, {}, lambda state: pytest.fail("must not draw"), CHAIN)
 
 
 def _race(path: str, seed: int, barrier) -> None:
@@ -145,6 +146,7 @@ def _race(path: str, seed: int, barrier) -> None:
             run_day(ledger, plan, day, noise)
 
 
+@pytest.mark.system
 def test_two_processes_racing_release_once(tmp_path) -> None:
     path = str(tmp_path / "ledger.sqlite")
     context = multiprocessing.get_context("spawn")
@@ -174,9 +176,10 @@ def _die_mid_release(path: str) -> None:
             choose_bound(plan, state, HISTOGRAM, noise=noise)  # noise drawn…
             os.kill(os.getpid(), signal.SIGKILL)  # …and the process dies before commit
 
-        ledger.bound_for_day("spring", 3, bound_charges(plan, 3), choose_then_die)
+        ledger.bound_for_day("spring", 3, bound_charges(plan, 3), choose_then_die, CHAIN)
 
 
+@pytest.mark.system
 def test_sigkill_mid_transaction_leaves_nothing_and_restart_finishes(tmp_path) -> None:
     path = str(tmp_path / "ledger.sqlite")
     worker = multiprocessing.get_context("spawn").Process(target=_die_mid_release, args=(path,))
@@ -186,7 +189,7 @@ def test_sigkill_mid_transaction_leaves_nothing_and_restart_finishes(tmp_path) -
     plan = make_plan(campaign())
     with Ledger(path) as ledger:
         assert sorted(ledger.campaign_budget("spring").per_day) == [1, 2]
-        assert ledger.bound_choice("spring", 3) is None
+        assert ledger.bound_choice("spring", 3, CHAIN) is None
         noise = SeededNoise(9)
         for day in range(3, 11):
             run_day(ledger, plan, day, noise)
@@ -202,16 +205,18 @@ def _open_fresh(path: str, barrier) -> str:
         return repr(error)
 
 
+@pytest.mark.system
 def test_many_processes_opening_a_fresh_ledger_at_once_all_succeed(tmp_path) -> None:
     """Two runs started together both open a new home's ledger: the WAL switch must wait, not fail.
 
     Before the fix about one start in twenty answered ``database is locked`` (SQLite refuses the
     journal-mode switch without consulting the busy timeout); 40 rounds of 6 openers caught it.
     """
-    context = multiprocessing.get_context("fork")
-    manager = context.Manager()
+    # spawn, not fork: forking a test process that holds other threads (a Spark gateway,
+    # Dagster's) can leave a child deadlocked on a lock copied mid-use.
+    context = multiprocessing.get_context("spawn")
     failures: list[str] = []
-    with context.Pool(6) as pool:
+    with context.Manager() as manager, context.Pool(6) as pool:
         for round_ in range(40):
             path = str(tmp_path / f"round{round_}" / "ledger.sqlite")
             barrier = manager.Barrier(6)

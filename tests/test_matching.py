@@ -1,5 +1,6 @@
-"""Private matching (seed 000 §3): privacy of each mechanism on neighbouring graphs (one click's
-edges moved by ≤ 1 in ℓ1) and the error bounds of Theorems 6 and 7, with fixed seeds."""
+"""Private matching (Agarwal et al. §3): privacy of each mechanism on neighbouring graphs
+(one click's edges moved by ≤ 1 in ℓ1) and the error bounds of Theorems 6 and 7, with fixed
+seeds."""
 
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ def test_greedy_is_epsilon_dp_in_total_and_the_bound_is_nearly_reached() -> None
     assert 0.35 * eps <= loss <= eps / 2
 
 
+@pytest.mark.slow
 def test_greedy_sampler_follows_its_law() -> None:
     w = np.array([[1.0, 2.0, 0.0], [0.5, 0.0, 2.5]])
     law = greedy_law(w, epsilon=1.5)

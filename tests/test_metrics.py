@@ -1,4 +1,5 @@
-"""Metrics (baselines.md §2) and the non-private given-bounds helper (§3)."""
+"""Metrics (docs/baselines.md#workloads) and the non-private given-bounds helper
+(docs/baselines.md#given-bounds)."""
 
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ def test_bad_weights_and_empty_windows_are_refused() -> None:
         analytic_max_variance(IPA(1.0, 1.0).plan(sliding(3, 7)).query_variances())
 
 
-# AdsBPC rows of the §5 tables (closed form of §4.6, evaluated with these metrics) ------------
+# AdsBPC rows of docs/baselines.md#worked-table (closed form: docs/baselines.md#adsbpc-scales)
 
 
 def adsbpc_variances(r: np.ndarray, weights: np.ndarray, rho: float) -> np.ndarray:

@@ -71,6 +71,7 @@ def _index_cdf(scores: np.ndarray, scale: float):  # type: ignore[no-untyped-def
     return lambda z: np.where(z < 0, 0.0, cumulative[np.clip(z, 0, scores.size - 1)])
 
 
+@pytest.mark.slow
 def test_secure_exponential_index_follows_exp_scores_and_not_a_30_percent_other_scale() -> None:
     source = SecureNoise()
     scores = np.array([0.0, 1.0, 2.0])

@@ -16,10 +16,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dp_platform import adsbpc, adsbpc_plus
-from dp_platform.adsbpc import make_plan, measure
 from dp_platform.baselines import BIN, prefix
 from dp_platform.config import parse_campaign
+from dp_platform.mechanisms import adsbpc, adsbpc_plus
+from dp_platform.mechanisms.adsbpc import make_plan, measure
+from dp_platform.mechanisms.reach import plan_reach, release_reach
 from dp_platform.privacy import svt
 from dp_platform.privacy.accounting import Rho, gaussian_rho
 from dp_platform.privacy.noise import (
@@ -35,7 +36,6 @@ from dp_platform.privacy.noise import (
     grid_k,
     privacy_loss,
 )
-from dp_platform.reach import plan_reach, release_reach
 
 CLOSE = 1e-13  # the map may exceed the closed form by the grid's ≤ 3·10⁻¹⁴ and a few ulps
 

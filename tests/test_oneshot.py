@@ -1,4 +1,4 @@
-"""One-shot release (seed 001 Lemma 1): plan and cost, sensitivity by brute force on the
+"""One-shot release (Delaney et al., Lemma 1): plan and cost, sensitivity by brute force on the
 warehouse (remove each user), the noise law, and the error it implies."""
 
 from __future__ import annotations
@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 
 from dp_platform.config import ConfigError, parse_campaign
-from dp_platform.oneshot import plan_from_config, plan_one_shot, release_one_shot, warehouse_sums
+from dp_platform.mechanisms.oneshot import (
+    plan_from_config,
+    plan_one_shot,
+    release_one_shot,
+    warehouse_sums,
+)
 from dp_platform.privacy.accounting import pure_dp_rho_tanh
 from dp_platform.privacy.discrete import SeededIntegerNoise, discrete_laplace_variance
 from dp_platform.privacy.noise import SeededNoise
@@ -32,7 +37,6 @@ def _campaign(**one_shot: object):  # type: ignore[no-untyped-def]
             "one_shot": one_shot,
             "attribution": {"rule": rule, "lookback_days": 7},
             "privacy": {"rho": 0.5, "adjacency": adjacency},
-            "bounds": {"quantile_days": 1},
         }
     )
 

@@ -23,9 +23,9 @@ import yaml
 from assets.definitions import build_definitions
 from assets.partitions import daily_job_name, final_job_name
 from assets.runner import run_campaigns
-from dp_platform import adsbpc, plans
 from dp_platform.cli import main
 from dp_platform.ledger import Ledger
+from dp_platform.mechanisms import adsbpc, adsbpc_plus
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.registration import load_registration
 from dp_platform.warehouse import Warehouse
@@ -46,9 +46,9 @@ BASE = {
     "workload": {"kind": "prefix"},
 }
 CAMPAIGNS = [
-    {**BASE, "name": "spring", "bounds": {"quantile_days": 3}},
-    {**BASE, "name": "plus", "mechanism": "adsbpc_plus", "adsbpc_plus": {"profile_days": 2}},
-    {**BASE, "name": "final", "mode": "one_shot", "reach": {"rho": 0.1}},
+    {**BASE, "name": "spring", "mechanism": {"kind": "adsbpc", "bounds": {"quantile_days": 3}}},
+    {**BASE, "name": "plus", "mechanism": {"kind": "adsbpc_plus", "profile_days": 2}},
+    {**BASE, "name": "final", "mechanism": {"kind": "one_shot"}, "reach": {"rho": 0.1}},
 ]
 CATALOGUE = {"accounts": [{"name": "acme-users", "rho_cap": 5.0}], "campaigns": CAMPAIGNS}
 STREAM_ASSETS = (
@@ -66,8 +66,8 @@ def _edit(field: str, campaign: dict) -> dict | None:
     """The catalogue entry with ``field`` edited, or None where the edit is not a valid config
     (the catalogue then does not load at all: refused before any asset runs)."""
     edited = deepcopy(campaign)
-    stream = campaign.get("mode") != "one_shot"
-    plus = campaign.get("mechanism") == "adsbpc_plus"
+    stream = campaign["mechanism"]["kind"] != "one_shot"
+    plus = campaign["mechanism"]["kind"] == "adsbpc_plus"
     if field == "rho":
         edited["privacy"]["rho"] = 5.0
     elif field == "split":
@@ -87,8 +87,7 @@ def _edit(field: str, campaign: dict) -> dict | None:
     elif field == "mechanism":
         if not stream:
             return None  # one_shot replaces the daily mechanism
-        edited["mechanism"] = "adsbpc" if plus else "adsbpc_plus"
-        edited.pop("adsbpc_plus", None)
+        edited["mechanism"] = {"kind": "adsbpc" if plus else "adsbpc_plus"}
     elif field == "publishers":
         edited["publishers"] = ["pub_0", "pub_1"]
     else:
@@ -144,7 +143,7 @@ def started(tmp_path_factory):
         ).success
     with Ledger.at_home(home.root) as ledger:
         assert [r.day for r in ledger.releases("plus")] == [1, 2, 3]
-        assert ledger.bound_choice("plus", 4) is not None
+        assert ledger.bound_choice("plus", 4, adsbpc_plus.MECHANISM.chain) is not None
     return home
 
 
@@ -162,7 +161,7 @@ def test_an_edited_field_is_refused_by_every_asset_alone(started, tmp_path, fiel
         if campaign is original:
             continue  # not a valid edit for this campaign (see _edit)
         name = campaign["name"]
-        stream = campaign.get("mode") != "one_shot"
+        stream = campaign["mechanism"]["kind"] != "one_shot"
         for asset in STREAM_ASSETS if stream else FINAL_ASSETS:
             job = definitions.resolve_job_def(
                 daily_job_name(name) if stream else final_job_name(name)
@@ -219,7 +218,7 @@ def test_releases_follow_the_registered_plan_when_planning_changes(
         doubled = tuple(2 * s for s in plan.sigma_bar)
         return adsbpc.AdsbpcPlan(**{**plan.__dict__, "sigma_bar": doubled})
 
-    monkeypatch.setitem(plans.STREAM_MECHANISMS, "adsbpc", (adsbpc.AdsbpcPlan, noisier))
+    monkeypatch.setattr(adsbpc, "make_plan", noisier)  # what the registry's adsbpc calls
     config = home.root / "campaigns.yaml"
     run_campaigns(
         config,
@@ -270,7 +269,7 @@ def test_a_new_publisher_changes_neither_keys_nor_k_and_the_campaign_finishes(
     with Warehouse(home.warehouse) as warehouse:
         warehouse.ingest(*_new_publisher_events(tmp_path, START + timedelta(5)))
         assert "pub_new" in warehouse.advertiser_publishers("acme")
-    from dp_platform import adsbpc_plus
+    from dp_platform.mechanisms import adsbpc_plus
 
     seen_k = []
     choose = adsbpc_plus.choose_bound

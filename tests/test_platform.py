@@ -11,11 +11,11 @@ import pytest
 from assets.definitions import build_definitions
 from assets.partitions import daily_job_name
 from assets.runner import run_campaigns
-from dp_platform.adsbpc import initial_state, make_plan, step
 from dp_platform.config import load_catalogue
 from dp_platform.daily import campaign_days
 from dp_platform.display import round_to_noise, significant
 from dp_platform.ledger import BudgetExceeded, Ledger, MissingPreviousDay
+from dp_platform.mechanisms.adsbpc import initial_state, make_plan, step
 from dp_platform.warehouse import Warehouse
 from tests.platform_fixtures import (
     DAYS,
@@ -223,7 +223,7 @@ def test_dagster_metadata_of_releases_is_dp_only(home) -> None:
 def test_one_shot_and_reach_are_released_once_through_dagster(prepared, tmp_path) -> None:
     import yaml
 
-    from dp_platform import oneshot, reach
+    from dp_platform.mechanisms import oneshot, reach
     from dp_platform.privacy.noise import SeededIntegerNoise, SeededNoise
 
     base = catalogue()["campaigns"][0]
@@ -294,7 +294,7 @@ def test_adsbpc_plus_runs_through_the_same_assets_and_ledger(prepared, tmp_path)
     releases equal the library's stream on the same data and seeds."""
     import yaml
 
-    from dp_platform import adsbpc_plus
+    from dp_platform.mechanisms import adsbpc_plus
 
     plus = {**catalogue()["campaigns"][0], "mechanism": "adsbpc_plus"}
     home = copy_home(prepared, tmp_path / "plus")
@@ -330,7 +330,12 @@ def test_adsbpc_plus_runs_through_the_same_assets_and_ledger(prepared, tmp_path)
         def profile(factors):
             m = plan.config.profile_days
             return warehouse.plus_profile_histogram(
-                campaign, days[:m], bounds[:m], list(factors), plan.config.cap
+                campaign,
+                days[:m],
+                bounds[:m],
+                list(factors),
+                plan.config.cap,
+                grid=adsbpc_plus.PROFILE_GRID,
             )
 
         publishers = len(warehouse.campaign_publishers(campaign))

@@ -25,9 +25,18 @@ from tests.platform_fixtures import DAYS, START, catalogue, copy_home, make_home
 CLI = [sys.executable, "-m", "dp_platform.cli"]
 
 
+SPARK_DAYS = 8  # the shortest campaign with 7 quantile days (each day is a few Spark jobs)
+
+
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
     return make_home(tmp_path_factory.mktemp("prepared") / "home", seed=5, users=1200)
+
+
+@pytest.fixture(scope="module")
+def prepared_spark(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("prepared_spark") / "home"
+    return make_home(root, seed=5, users=150, days=SPARK_DAYS, engine="spark")
 
 
 def start_run(home) -> subprocess.Popen:
@@ -37,6 +46,7 @@ def start_run(home) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        start_new_session=True,  # its own process group: a kill takes the JVM along
     )
 
 
@@ -53,13 +63,13 @@ def ledger_counts(home) -> tuple[int, int]:
     return bounds, released
 
 
-def assert_complete_and_charged_once(home) -> None:
+def assert_complete_and_charged_once(home, days: int = DAYS) -> None:
     with Ledger.at_home(home.root) as ledger:
         budget = ledger.campaign_budget("spring")
-        assert [r.day for r in ledger.releases("spring")] == list(range(1, DAYS + 1))
+        assert [r.day for r in ledger.releases("spring")] == list(range(1, days + 1))
         assert budget.spent == budget.planned  # exactly the plan: no day charged twice
         parts = sum(len(p) for p in budget.per_day.values())
-        assert parts == DAYS + 7 + 1  # 31 gaussian + 7 quantile + 1 svt charges
+        assert parts == days + 7 + 1  # a gaussian per day + 7 quantile + 1 svt charges
 
 
 def test_two_runs_started_together_release_once(prepared, tmp_path) -> None:
@@ -71,25 +81,28 @@ def test_two_runs_started_together_release_once(prepared, tmp_path) -> None:
     assert_complete_and_charged_once(home)
 
 
-def test_run_killed_mid_way_then_restarted_charges_nothing_twice(prepared, tmp_path) -> None:
-    home = copy_home(prepared, tmp_path / "home")
+@pytest.mark.parametrize("engine", ["duckdb", "spark"])
+def test_run_killed_mid_way_then_restarted_charges_nothing_twice(engine, request, tmp_path) -> None:
+    prepared_home = request.getfixturevalue("prepared" if engine == "duckdb" else "prepared_spark")
+    days = DAYS if engine == "duckdb" else SPARK_DAYS
+    home = copy_home(prepared_home, tmp_path / "home")
     run = start_run(home)
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         bounds, released = ledger_counts(home)
-        if bounds > 0 and released < DAYS:
+        if bounds > 0 and released < days:
             break
         assert run.poll() is None, "the run ended before it could be killed mid-way"
         time.sleep(0.02)
-    run.send_signal(signal.SIGKILL)
+    os.killpg(run.pid, signal.SIGKILL)  # the run and its JVM, if it started one
     run.wait(60)
     assert run.returncode == -signal.SIGKILL
     bounds, released = ledger_counts(home)
-    assert released < DAYS  # it really died part-way
+    assert released < days  # it really died part-way
     again = start_run(home)
-    _, err = again.communicate(timeout=300)
+    _, err = again.communicate(timeout=900)
     assert again.returncode == 0, err[-2000:]
-    assert_complete_and_charged_once(home)
+    assert_complete_and_charged_once(home, days)
 
 
 SENTINEL_USERS = 4321  # a true count planted in the data; it must never reach the UI or logs
@@ -215,12 +228,8 @@ def _release_metadata(event) -> tuple[str, str, str | None, dict] | None:
 
 def expected_release_metadata(home) -> dict[tuple[str, str, str | None], dict]:
     """What the UI may show for each release partition, from the ledger's DP outputs alone."""
-    from assets.metadata import (
-        answers_metadata,
-        one_shot_metadata,
-        reach_metadata,
-        release_metadata,
-    )
+    from assets.metadata import answers_metadata, release_metadata, shown_metadata
+    from dp_platform import mechanisms
     from dp_platform.publication import published_days
 
     def values(metadata: dict) -> dict:
@@ -237,12 +246,10 @@ def expected_release_metadata(home) -> dict[tuple[str, str, str | None], dict]:
             expected["spring", "cumulative_query_answers", partition] = values(answers)
         for name in ("spring", "once"):
             stored = ledger.campaign_releases(name)
-            if "one_shot" in stored:
-                expected[name, "one_shot_release", None] = values(
-                    one_shot_metadata(stored["one_shot"], True)
-                )
-            reach = values(reach_metadata(stored["reach"], True))
-            expected[name, "reach_and_frequency", None] = reach
+            for kind, payload in stored.items():
+                mechanism = mechanisms.campaign_level(kind)
+                shown = shown_metadata(mechanism.shown(payload), True)
+                expected[name, mechanism.asset, None] = values(shown)
     return expected
 
 

@@ -1,4 +1,5 @@
-"""private_last_touch (seed 000 §2): sensitivities, ε-DP per draw, Theorem 3, and the warehouse.
+"""private_last_touch (Agarwal et al. §2): sensitivities, ε-DP per draw, Theorem 3, and the
+warehouse.
 
 Fixed seeds everywhere; tolerances next to each check.
 """

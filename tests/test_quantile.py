@@ -58,6 +58,7 @@ def test_unit_intervals_reproduce_the_paper_distribution(
     assert ours == pytest.approx(paper_interval_probabilities(counts, p, cap, eps), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_empirical_frequencies_match_exact_probabilities(seeded) -> None:
     counts = [1] * 300 + [2] * 120 + [3] * 40 + [5] * 15 + [8] * 5 + [30] * 2
     histogram, p, cap, eps = to_histogram(counts), 0.9, 10, 0.05

@@ -1,5 +1,5 @@
-"""Reach and k+-frequency (seed 003): sensitivity by brute force, exact cost, SQL = reference,
-and the error the plan states."""
+"""Reach and k+-frequency (Ghazi & Manurangsi): sensitivity by brute force, exact cost,
+SQL = reference, and the error the plan states."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 
 from dp_platform.config import parse_campaign
-from dp_platform.privacy.discrete import SeededIntegerNoise
-from dp_platform.reach import (
+from dp_platform.mechanisms.reach import (
     frequency_histogram,
     plan_from_config,
     plan_reach,
     release_reach,
     warehouse_histogram,
 )
+from dp_platform.privacy.discrete import SeededIntegerNoise
 from dp_platform.warehouse.store import Warehouse
 from tests.conftest_data import FAR_FUTURE, Conv, Imp, write_events
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from dp_platform.privacy.svt import SparseVectorTest, SvtState, num_above, update_bound
+from dp_platform.records import from_record, to_record
 
 K = 3
 EPS3 = 0.8
@@ -88,7 +89,7 @@ def test_negative_answers_do_not_count_towards_k(scripted) -> None:
 def test_state_round_trips_through_json(seeded) -> None:
     state = make_state()
     _, _, state = update_bound(state, HISTOGRAM, BOUNDS, 3, seeded(3))
-    restored = SvtState.from_json(json.loads(json.dumps(state.to_json())))
+    restored = from_record(SvtState, json.loads(json.dumps(to_record(state))))
     assert restored == state
     a = update_bound(state, HISTOGRAM, BOUNDS, 3, seeded(9))
     b = update_bound(restored, HISTOGRAM, BOUNDS, 3, seeded(9))

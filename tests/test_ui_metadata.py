@@ -16,6 +16,7 @@ from assets.runner import run_campaigns
 from assets.schedules import cron_days
 from dp_platform.display import round_to_noise, significant
 from dp_platform.ledger import Ledger
+from dp_platform.mechanisms import adsbpc
 from dp_platform.publication import published_days
 from tests.platform_fixtures import START, catalogue, copy_home, make_home
 
@@ -71,7 +72,8 @@ def test_a_multi_day_run_records_each_days_own_values_on_its_partition(released)
     home, instance = released
     with Ledger.at_home(home.root) as ledger:
         published = published_days(ledger, "spring")
-        choices = [ledger.bound_choice("spring", d) for d in range(1, DAYS + 1)]
+        chain = adsbpc.MECHANISM.chain
+        choices = [ledger.bound_choice("spring", d, chain) for d in range(1, DAYS + 1)]
     releases = _partition_metadata(instance, "noisy_daily_release")
     answers = _partition_metadata(instance, "cumulative_query_answers")
     bounds = _partition_metadata(instance, "contribution_bound")

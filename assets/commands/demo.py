@@ -12,11 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import date
 from pathlib import Path
-
-DEMO_SEED = 20_261_122
-DEMO_START = date(2026, 3, 1)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -28,38 +24,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--publishers", type=int, default=20, help="publishers (20)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(handler=run)
-
-
-def catalogue_for(days: int) -> dict:
-    """Two campaigns of one advertiser sharing one account (the cap holds across both)."""
-    common = {
-        "advertiser": "acme",
-        "account": "acme-users",
-        "start": DEMO_START.isoformat(),
-        "days": days,
-        "publishers": "all",
-        "attribution": {"rule": "lta", "lookback_days": 30},
-        "bounds": {"quantile_days": min(7, days - 1)},
-    }
-    return {
-        "accounts": [{"name": "acme-users", "rho_cap": 2.0}],
-        "campaigns": [
-            {
-                **common,
-                "name": "demo_cumulative",
-                "privacy": {"rho": 1.0},
-                "workload": {"kind": "prefix"},
-                "objective": {"kind": "wsum", "last_weight": 7},
-            },
-            {
-                **common,
-                "name": "demo_weekly",
-                "privacy": {"rho": 0.5},
-                "workload": {"kind": "sliding", "window": min(7, days)},
-                "objective": {"kind": "maxvar"},
-            },
-        ],
-    }
 
 
 def run(args: argparse.Namespace) -> int:

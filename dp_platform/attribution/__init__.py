@@ -1,1 +1,2 @@
-"""Attribution rules beyond the warehouse's deterministic SQL: private_last_touch (seed 000)."""
+"""Attribution rules beyond the warehouse's deterministic SQL: private_last_touch
+(Agarwal et al.)."""

@@ -1,4 +1,4 @@
-"""Private single-touch attribution (seed 000 §2): ``rule: private_last_touch``.
+"""Private single-touch attribution (Agarwal et al. §2): ``rule: private_last_touch``.
 
 For each conversion at t_C with candidate touches t_1 < … < t_n (the warehouse's candidates:
 same user and advertiser, inside the look-back window), the credited touch is drawn by the
@@ -11,7 +11,7 @@ Times are in hours relative to the conversion (age_i = t_C − t_i ≥ 0):
 * ``inverse_gap``: s(i) = −1/max(age_i, α), Δ = 1/α − 1/(α + τ), which is at most the seed's
   1/(α − τ) − 1/α whenever α > τ.
 
-Privacy unit and adjacency (seed 000 Def. 1): one touch's *time*, moved by at most τ, the set
+Privacy unit and adjacency (Agarwal et al. Def. 1): one touch's *time*, moved by at most τ, the set
 of candidate touches fixed. Each conversion's draw is ε-DP (ε²/8-zCDP) for that unit — in fact
 ε/2, since only one score moves between neighbours (tested); we keep the seed's exponent
 ε·s/(2Δ) and report ε. Draws of
@@ -56,6 +56,8 @@ __all__ = [
     "Score",
     "attribute_private_last_touch",
     "choose_touches",
+    "race_draws",
+    "race_parameters",
     "scores",
     "sensitivity",
     "theorem3_gap",
@@ -118,8 +120,33 @@ def choose_touches(
 
 
 def theorem3_gap(candidates: int, *, epsilon: float, tau: float, k: float) -> float:
-    """Seed 000 Thm 3 (score ``time``): P(s(chosen) < s_max − 2τ(ln n + k)/ε) ≤ e^{−k}."""
+    """Agarwal et al. Thm 3 (score ``time``): P(s(chosen) < s_max − 2τ(ln n + k)/ε) ≤ e^{−k}."""
     return utility_gap(candidates, epsilon=epsilon, sensitivity=tau, t=k)
+
+
+def race_parameters(campaign: CampaignConfig) -> dict[str, float | str]:
+    """The exponential race's parameters for the warehouse's SQL (either engine):
+    ε/(2Δ), the score, and α (1.0 when the score has none)."""
+    options = campaign.attribution.private
+    delta = sensitivity(options.score, options.tau_hours, options.alpha_hours)
+    return {
+        "eps_half_over_delta": options.epsilon / (2.0 * delta),
+        "score": options.score,
+        "alpha_hours": float(options.alpha_hours or 1.0),
+    }
+
+
+def race_draws(
+    campaign: CampaignConfig, count: int, noise: IntegerNoiseSource | None = None
+) -> np.ndarray:
+    """One Exp(1) per candidate for the warehouse's race (either engine), declared to the noise
+    source with the race's scale, its scores' sensitivity and ε so the draw is checked."""
+    options = campaign.attribution.private
+    delta = sensitivity(options.score, options.tau_hours, options.alpha_hours)
+    multiplier = options.epsilon / (2.0 * delta)  # the race's 1/b, as the SQL applies it
+    return exponentials(
+        count, noise, gumbel_scale=1.0 / multiplier, sensitivity=delta, epsilon=options.epsilon
+    )
 
 
 def attribute_private_last_touch(
@@ -139,8 +166,6 @@ def attribute_private_last_touch(
     Runs inside the caller's transaction with ``campaign_pubs`` set (Warehouse.attribute_days
     does both). Returns the number of candidate rows drawn for now (monitoring only).
     """
-    options = campaign.attribution.private
-    delta = sensitivity(options.score, options.tau_hours, options.alpha_hours)
     scope = {
         "campaign": campaign.name,
         "advertiser": campaign.advertiser,
@@ -150,20 +175,11 @@ def attribute_private_last_touch(
         "tie_room": tie_room,
     }
     count = int(sql.run("attribute_private_candidates", **scope)[0][0])
-    multiplier = options.epsilon / (2.0 * delta)  # the race's 1/b, as the SQL applies it
-    draws = exponentials(
-        count, noise, gumbel_scale=1.0 / multiplier, sensitivity=delta, epsilon=options.epsilon
-    )
+    draws = race_draws(campaign, count, noise)
     frame = pd.DataFrame({"idx": np.arange(count, dtype=np.int64), "e": draws})
     sql.con.register("race_noise", frame)
     try:
-        sql.run(
-            "attribute_private_select",
-            **scope,
-            eps_half_over_delta=multiplier,
-            score=options.score,
-            alpha_hours=float(options.alpha_hours or 1.0),
-        )
+        sql.run("attribute_private_select", **scope, **race_parameters(campaign))
     finally:
         sql.con.unregister("race_noise")
     return count

@@ -1,4 +1,5 @@
-"""The paper's baselines (IPA, BIN, Stream, UMM, MMBPC), pure NumPy/SciPy (baselines.md §4).
+"""The paper's baselines (IPA, BIN, Stream, UMM, MMBPC), pure NumPy/SciPy
+(docs/baselines.md#mechanisms).
 
 Each mechanism is a frozen dataclass of its parameters with
 

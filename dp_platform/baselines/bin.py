@@ -1,4 +1,4 @@
-"""BIN: binary-tree aggregation under a global cap (baselines.md §4.2)."""
+"""BIN: binary-tree aggregation under a global cap (docs/baselines.md#bin)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,15 @@
-"""Contribution bounding on conversion-level arrays, vectorised (baselines.md §1, §3).
+"""Contribution bounding on conversion-level arrays, vectorised
+(docs/baselines.md#contribution-bounds, docs/baselines.md#synthetic-data).
 
 Input is one row per attributed conversion (user, 0-based day, publisher, time, optional
 attribution weight ≤ 1). A user's history is ordered by (day, time), ties by row order (stable
-lexsort) — the generator draws a random time within each day, which gives §1's "random order
-within a day". The bound is consumed by *weight*: rows are kept in order while the user's kept
-weight stays within the bound, the row that crosses it is kept fractionally, and the rest is
-dropped. With unit weights and an integer bound that is exactly "keep the first GS conversions";
-with a fractional bound it is adsbpc.md §2's rule. Either way the kept L1 mass per user (per day)
-is ≤ the bound, which is what the sensitivity arguments need.
+lexsort) — the generator draws a random time within each day, which gives the "random order
+within a day" of docs/baselines.md#contribution-bounds. The bound is consumed by *weight*: rows
+are kept in order while the user's kept weight stays within the bound, the row that crosses it
+is kept fractionally, and the rest is dropped. With unit weights and an integer bound that is
+exactly "keep the first GS conversions"; with a fractional bound it is the rule of
+docs/algorithm.md#clipping. Either way the kept L1 mass per user (per day) is ≤ the bound,
+which is what the sensitivity arguments need.
 
 No Python loop runs over events; the only loop is over a user's rank (≤ the longest history),
 used when weights are fractional so that running sums stay exact per user instead of
@@ -19,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from dp_platform.clipping import weight_cap
 
 __all__ = [
     "Conversions",
@@ -116,10 +120,6 @@ def running_before(conversions: Conversions, *, per_day: bool = False) -> np.nda
     return before
 
 
-def _keep(weights: np.ndarray, before: np.ndarray, bound: np.ndarray | float) -> np.ndarray:
-    return np.clip(bound - before, 0.0, weights)
-
-
 def clip_global(conversions: Conversions, bound: float) -> np.ndarray:
     """Kept weight per row under a global cap: a user's first ``bound`` of weight in time order.
 
@@ -127,7 +127,7 @@ def clip_global(conversions: Conversions, bound: float) -> np.ndarray:
     """
     if bound < 0:
         raise ValueError(f"bound must be >= 0, got {bound!r}")
-    return _keep(conversions.weights, running_before(conversions), float(bound))
+    return weight_cap(conversions.weights, running_before(conversions), float(bound))
 
 
 def clip_per_day(conversions: Conversions, bounds: np.ndarray) -> np.ndarray:
@@ -141,7 +141,7 @@ def clip_per_day(conversions: Conversions, bounds: np.ndarray) -> np.ndarray:
     if len(conversions) and np.max(conversions.day) >= len(r):
         raise ValueError("a conversion falls after the last bounded day")
     before = running_before(conversions, per_day=True)
-    return _keep(conversions.weights, before, r[conversions.day])
+    return weight_cap(conversions.weights, before, r[conversions.day])
 
 
 def user_day_totals(conversions: Conversions) -> tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,5 @@
-"""Event-level strategies B for the matrix mechanisms UMM and MMBPC (baselines.md §4.4.1).
+"""Event-level strategies B for the matrix mechanisms UMM and MMBPC
+(docs/baselines.md#strategies).
 
 Two lower-triangular factorizations of the prefix workload:
 
@@ -44,7 +45,8 @@ def sqrt_strategy(n: int) -> np.ndarray:
 
 
 def _psd_sqrt(matrix: np.ndarray) -> np.ndarray:
-    """Symmetric square root, negative eigenvalues (round-off) clipped to 0 (§7)."""
+    """Symmetric square root, negative eigenvalues (round-off) clipped to 0
+    (docs/baselines.md#strategies)."""
     values, vectors = np.linalg.eigh((matrix + matrix.T) / 2.0)
     return (vectors * np.sqrt(np.clip(values, 0.0, None))) @ vectors.T
 
@@ -86,7 +88,8 @@ def denisov_fixed_point(m: np.ndarray, tol: float = _TOLERANCE) -> FixedPoint:
 
 
 def reverse_cholesky(gram: np.ndarray) -> np.ndarray:
-    """Lower-triangular B with BᵀB = X: flip, Cholesky, transpose, flip back (§4.4.1 b)."""
+    """Lower-triangular B with BᵀB = X: flip, Cholesky, transpose, flip back
+    (docs/baselines.md#strategies)."""
     flipped = gram[::-1, ::-1]
     lower = np.linalg.cholesky(flipped)
     return np.ascontiguousarray(lower.T[::-1, ::-1])

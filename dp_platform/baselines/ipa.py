@@ -1,4 +1,5 @@
-"""IPA: i.i.d. Gaussian noise on every (publisher, day) count under a global cap (§4.1)."""
+"""IPA: i.i.d. Gaussian noise on every (publisher, day) count under a global cap
+(docs/baselines.md#ipa)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""Strategy choice and decoding shared by the two matrix mechanisms, UMM and MMBPC (§4.4–4.5).
+"""Strategy choice and decoding shared by the two matrix mechanisms, UMM and MMBPC
+(docs/baselines.md#umm, docs/baselines.md#mmbpc).
 
 Both use an event-level strategy B for the *prefix* workload and decode any workload Q with
-L = Q B⁻¹ (for sliding windows the prefix strategy is reused, §4.4.1 c: the sum-of-variance
-fixed point for W_K alone is singular — M = W_Kᵀ W_K has rank n − K + 1 — and its optimum has
-negative Gram entries).
+L = Q B⁻¹ (for sliding windows the prefix strategy is reused, docs/baselines.md#strategies
+(c): the sum-of-variance fixed point for W_K alone is singular — M = W_Kᵀ W_K has rank
+n − K + 1 — and its optimum has negative Gram entries).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""MMBPC: the matrix mechanism with bounded per-day contributions (baselines.md §4.5)."""
+"""MMBPC: the matrix mechanism with bounded per-day contributions (docs/baselines.md#mmbpc)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ class MMBPC:
     - Noise: σ² = Δ²/(2ρ) on every strategy row and publisher. Cost: exactly ρ-zCDP for the
       measurement. **The cost of choosing r is not included**: if r is AdsBPC's private
       estimate, the caller decides whether MMBPC pays it too (pass ρ1 = 0.7ρ here to match
-      AdsBPC's measurement budget) or gets r for free (pass ρ) — baselines.md §10 item 7.
+      AdsBPC's measurement budget) or gets r for free (pass ρ) — docs/baselines.md#decisions,
+      item 7.
     - ``rescale``: apply B to x ⊘ r and decode with Q·diag(r)·B⁻¹ (variant ii; equal to the
       default when r is constant).
     """

@@ -1,9 +1,10 @@
 """The shape every data-independent baseline shares: a noisy linear measurement, then decoding.
 
 IPA, BIN, UMM and MMBPC all release ``y = S x + N(0, σ² I)`` for each publisher's day vector x
-and answer the workload with ``D y`` (baselines.md §1.2: S is the strategy B, D the
-reconstruction L). Keeping that in one class means the privacy cost (σ against the sensitivity
-of S), the analytic variance (σ² ‖row of D‖²) and the streaming release are written once.
+and answer the workload with ``D y`` (docs/baselines.md#matrix-mechanism: S is the strategy
+B, D the reconstruction L). Keeping that in one class means the privacy cost (σ against the
+sensitivity of S), the analytic variance (σ² ‖row of D‖²) and the streaming release are
+written once.
 
 Streaming: every row of S is *measured* on its last nonzero day, and every row of D reads only
 measurements made on or before its query's end day. ``release`` checks neither at run time;
@@ -27,7 +28,8 @@ _CAUSAL_TOLERANCE = 1e-12
 
 
 def gaussian_sigma(sensitivity: float, rho: float) -> float:
-    """σ of the Gaussian mechanism that is ρ-zCDP at ℓ2 sensitivity Δ: σ² = Δ²/(2ρ) (§1.1)."""
+    """σ of the Gaussian mechanism that is ρ-zCDP at ℓ2 sensitivity Δ: σ² = Δ²/(2ρ)
+    (docs/baselines.md#zcdp)."""
     if not rho > 0:
         raise ValueError(f"rho must be > 0, got {rho!r}")
     if sensitivity < 0:
@@ -109,7 +111,8 @@ class LinearPlan:
         return gaussian_zcdp(self.sensitivity, self.sigma)
 
     def query_variances(self) -> np.ndarray:
-        """Analytic variance of every answer: σ² ‖row_q(D)‖² (baselines.md §2.3)."""
+        """Analytic variance of every answer: σ² ‖row_q(D)‖²
+        (docs/baselines.md#analytic-variance)."""
         return self.sigma**2 * np.sum(self.decoder**2, axis=1)
 
     def measure(self, x: np.ndarray, noise: NoiseSource | None = None) -> np.ndarray:

@@ -1,10 +1,12 @@
-"""User-level ℓ2 sensitivity of a linear strategy S under the two contribution bounds (§1.2).
+"""User-level ℓ2 sensitivity of a linear strategy S under the two contribution bounds
+(docs/baselines.md#sensitivity).
 
-Adjacency is add/remove one user (baselines.md §1): the change is a nonnegative d ∈ R^{P×n}.
-Δ(S) = max_d ‖S d‖₂ is the maximum of a convex function, so it is attained at a vertex of the
-set of allowed changes. The same S is applied to every publisher, and when X = SᵀS ≥ 0 spreading
-a user over publishers only drops nonnegative cross terms, so the one-publisher value is the
-whole-release value (the multi-publisher reduction of §1.2; the tests check it by enumeration).
+Adjacency is add/remove one user (docs/baselines.md#privacy-model): the change is a
+nonnegative d ∈ R^{P×n}. Δ(S) = max_d ‖S d‖₂ is the maximum of a convex function, so it is
+attained at a vertex of the set of allowed changes. The same S is applied to every publisher,
+and when X = SᵀS ≥ 0 spreading a user over publishers only drops nonnegative cross terms, so the
+one-publisher value is the whole-release value (docs/baselines.md#multi-publisher; the tests
+check it by enumeration).
 """
 
 from __future__ import annotations

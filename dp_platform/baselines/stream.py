@@ -1,7 +1,8 @@
-"""Stream: Dong–Luo–Yi (S&P 2023) continual counting with an SVT-tracked bound τ (§4.3).
+"""Stream: Dong–Luo–Yi (S&P 2023) continual counting with an SVT-tracked bound τ
+(docs/baselines.md#stream).
 
 The original's budget split, threshold and SVT query could not be verified, so this is the
-concrete, provably private version of baselines.md §4.3 with every knob a parameter:
+concrete, provably private version of docs/baselines.md#stream with every knob a parameter:
 
 - a ladder τ_j = min(τ_0·2^j, GS), j = 0..J, J = ⌈log₂(GS/τ_0)⌉; rung j's data keeps each
   user's first τ_j conversions in time order;

@@ -1,4 +1,5 @@
-"""Dyadic-tree structure and its streaming estimators (baselines.md §4.2), shared by BIN and Stream.
+"""Dyadic-tree structure and its streaming estimators (docs/baselines.md#bin), shared by BIN and
+Stream.
 
 Nodes are the dyadic intervals I_{j,k} = [(k−1)2^j + 1, k·2^j] (1-based days) with k·2^j ≤ n:
 exactly the nodes a streaming run over n days can ever use; node I_{j,k} is released on day
@@ -28,7 +29,7 @@ def tree_levels(n: int, *, full_tree: bool = False) -> int:
 
     This is the factor L in the sensitivity GS·√L: the worst user puts all mass on day 1, which
     every level covers. The full-tree convention pays for nodes that end after day n and are
-    never released; it is kept only as a flag (§4.2).
+    never released; it is kept only as a flag (docs/baselines.md#bin).
     """
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
@@ -100,7 +101,7 @@ def honaker_variance_factor(level: int) -> float:
 
 @lru_cache(maxsize=64)
 def honaker_matrix(n: int) -> np.ndarray:
-    """A (N × N) with ĥ = A y: Honaker's bottom-up efficient node estimates (§4.2).
+    """A (N × N) with ĥ = A y: Honaker's bottom-up efficient node estimates (docs/baselines.md#bin).
 
     ĥ_node = V_j y_node + (1 − V_j)(ĥ_left + ĥ_right): inverse-variance weighting of the node's
     own measurement and the sum of its children's estimates. ĥ_node reads only nodes inside its

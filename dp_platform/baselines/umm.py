@@ -1,4 +1,4 @@
-"""UMM: the event-level matrix mechanism lifted to users by a global cap (baselines.md §4.4)."""
+"""UMM: the event-level matrix mechanism lifted to users by a global cap (docs/baselines.md#umm)."""
 
 from __future__ import annotations
 

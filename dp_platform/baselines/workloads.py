@@ -1,4 +1,5 @@
-"""The two evaluation workloads (baselines.md §2) as query matrices over one publisher's n days.
+"""The two evaluation workloads (docs/baselines.md#workloads) as query matrices over one
+publisher's n days.
 
 Days are 0-based array indices here (day 0 is the paper's day 1). Every query has an *end day*:
 the day its answer is released, which is the last day it reads. All workloads are
@@ -49,7 +50,8 @@ class Workload:
 
     @property
     def matrix(self) -> np.ndarray:
-        """The (m × n) 0/1 query matrix; only full windows for ``sliding`` (§2.2)."""
+        """The (m × n) 0/1 query matrix; only full windows for ``sliding``
+        (docs/baselines.md#sliding-workload)."""
         days = np.arange(self.n)
         return (
             (days[None, :] >= self.starts[:, None]) & (days[None, :] <= self.ends[:, None])
@@ -70,7 +72,8 @@ def prefix_weights(n: int, last_gamma: float = 7.0, *, squared: bool = True) -> 
     """Per-query weights of the prefix objective: γ = (1, …, 1, γ_n).
 
     The paper's loss is Σ_j γ_j² Var_j, so the product weight is γ² (w_n = 49, ``squared=True``);
-    the oracle tables of baselines.md §5–6 use the weight 7 itself (``squared=False``).
+    the oracle tables of docs/baselines.md#worked-table use the weight 7 itself
+    (``squared=False``).
     """
     gamma = np.ones(n)
     gamma[-1] = last_gamma

@@ -6,6 +6,8 @@ process so peak RSS is its own. ``--reference pandas`` also times a straightforw
 implementation of the same stages on the same files, reports the speed-up and checks that both
 produce the same histograms and clipped vectors. Defaults are the full scale of the issue
 (10⁷ conversions, 5·10⁷ impressions, 10⁶ users, 1000 publishers, 31 days, LTA, 30-day look-back).
+``--engine spark`` (or a catalogue given with ``--config`` whose ``warehouse:`` block says spark)
+times the Spark warehouse instead; docs/scale.md has measured figures for both.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 import shutil
 import tempfile
 
-from dp_platform.config import ConfigError
+from dp_platform.config import ConfigError, load_catalogue
 from dp_platform.warehouse.bench import PIPELINE, STAGES, BenchSpec, run_bench
 
 RULES = ("lta", "fta", "uni", "time_decay", "u_shaped")
@@ -42,6 +44,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--threads", type=int, help="DuckDB threads (default: all cores)")
     parser.add_argument("--memory-limit", default=defaults.memory_limit, help="DuckDB limit")
+    parser.add_argument(
+        "--config",
+        help="campaign catalogue: its warehouse: block gives the engine and Spark settings",
+    )
+    parser.add_argument("--engine", choices=("duckdb", "spark"), help="override the engine")
     parser.add_argument("--reference", choices=("none", "pandas"), default="none")
     parser.add_argument("--workdir", help="keep data and warehouse here (default: a temp dir)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -56,6 +63,9 @@ def _spec(args: argparse.Namespace) -> BenchSpec:
         raise ConfigError("--days must be >= 2")
     if not args.bound > 0:
         raise ConfigError("--bound must be > 0")
+    warehouse = load_catalogue(args.config).warehouse if args.config else None
+    engine = args.engine or (warehouse.engine if warehouse else "duckdb")
+    spark = warehouse.spark if warehouse else None
     return BenchSpec(
         conversions=args.conversions,
         impressions=args.impressions,
@@ -69,6 +79,9 @@ def _spec(args: argparse.Namespace) -> BenchSpec:
         mode=args.mode,
         threads=args.threads,
         memory_limit=args.memory_limit,
+        engine=engine,
+        spark_master=spark.master if spark else "local[2]",
+        spark_conf=tuple(sorted(spark.conf.items())) if spark else (),
     )
 
 
@@ -77,7 +90,7 @@ def render(result: dict) -> str:
         f"{result['conversions']:,} conversions, {result['impressions']:,} impressions, "
         f"{result['users']:,} users, {result['publishers']} publishers, {result['days']} days, "
         f"{result['rule']}, {result['mode']}",
-        f"{'stage':<14}{'duckdb s':>10}"
+        f"{'stage':<14}{result['engine'] + ' s':>10}"
         + (f"{'pandas s':>10}{'speed-up':>10}" if "reference" in result else ""),
     ]
     for stage in (*STAGES, "pipeline", "total"):
@@ -88,7 +101,7 @@ def render(result: dict) -> str:
             line += f"{speed:>9.1f}x" if speed is not None else f"{'-':>10}"
         lines.append(line)
     lines.append(
-        f"peak RSS: duckdb {result['peak_rss_mb']:.0f} MB (ingest "
+        f"peak RSS: {result['engine']} {result['peak_rss_mb']:.0f} MB (ingest "
         f"{result['peak_rss_mb_by_phase']['ingest']:.0f}, pipeline "
         f"{result['peak_rss_mb_by_phase']['pipeline']:.0f})"
         + (f", pandas {result['reference']['peak_rss_mb']:.0f} MB" if "reference" in result else "")
@@ -98,6 +111,11 @@ def render(result: dict) -> str:
         lines.append(
             f"same results: histograms {'yes' if agree['histograms_equal'] else 'NO'}, "
             f"max |vector difference| {agree['max_abs_vector_difference']:.2e}"
+        )
+    if "jvm_start_seconds" in result:
+        lines.append(
+            "JVM start (not in the stages): "
+            + ", ".join(f"{k} {v:.1f} s" for k, v in result["jvm_start_seconds"].items())
         )
     lines.append(f"(pipeline = {' + '.join(PIPELINE)}; data generation not timed)")
     return "\n".join(lines)

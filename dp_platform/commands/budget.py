@@ -26,7 +26,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with Ledger.at_home(Home.at(args.home).root) as ledger:
+    home = Home.existing(args.home).root
+    with Ledger.at_home(home, read_only=not args.set_cap) as ledger:
         if args.set_cap:
             account, value = args.set_cap
             ledger.set_cap(account, float(value))

@@ -31,7 +31,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with Ledger.at_home(Home.at(args.home).root) as ledger:
+    with Ledger.at_home(Home.existing(args.home).root) as ledger:
         before, after = ledger.end_campaign(args.name, cancel=args.action == "cancel")
     returned = before - after
     if args.json:

@@ -3,7 +3,9 @@
 Reads the ledger's write-once releases: per day the bound r_i, σ_i, ρ charged, the noisy value
 of every publisher and the answers of the campaign's queries that end by that day (post-
 processing of the noisy values); and the campaign-level releases (one-shot, reach and
-frequency) when there are any. This is what an advertiser may see.
+frequency) when there are any. This is what an advertiser may see. Releases live in the
+ledger whatever the warehouse engine: ``--config`` is accepted (and checked) for symmetry with
+the other commands, and opens no warehouse.
 """
 
 from __future__ import annotations
@@ -17,17 +19,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--home", required=True, help="platform home directory")
     parser.add_argument("--campaign", required=True, help="campaign name")
+    parser.add_argument("--config", help="campaign catalogue (checked; releases need no engine)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from dp_platform import mechanisms
+    from dp_platform.config import load_catalogue
     from dp_platform.display import round_to_noise, significant
     from dp_platform.home import Home
     from dp_platform.ledger import Ledger
     from dp_platform.publication import published_days
 
-    with Ledger.at_home(Home.at(args.home).root) as ledger:
+    if args.config:
+        load_catalogue(args.config).campaign(args.campaign)  # a typo fails here, not silently
+    with Ledger.at_home(Home.existing(args.home).root, read_only=True) as ledger:
         days = published_days(ledger, args.campaign)
         records = [day.to_json() for day in days]
         campaign_level = ledger.campaign_releases(args.campaign)
@@ -36,14 +43,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(document, indent=2))
         return 0
     for kind, payload in campaign_level.items():
-        if kind == "one_shot":
-            print(
-                f"one-shot release (whole period, ρ {payload['rho_charged']:.6g}): noisy total "
-                f"{payload['total']:.1f} ± {payload['std']:.1f} per publisher"
-            )
-        elif kind == "reach":
-            at_least = ", ".join(f"{k}+: {v}" for k, v in enumerate(payload["at_least"], 1))
-            print(f"reach (ρ {payload['rho_charged']:.6g}): {payload['reach']} users; {at_least}")
+        print(mechanisms.campaign_level(kind).describe_release(payload))
     print(f"campaign {args.campaign}: {len(records)} released days")
     print(" day    bound      σ_i   ρ charged   noisy total   answer(s) ending today (total)")
     for day in days:  # shown rounded to what the noise justifies (display.py); --json is exact

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dp_platform.adsbpc import make_plan
 from dp_platform.baselines import prefix
 from dp_platform.config import CampaignConfig
 from dp_platform.evaluation.adsbpc_runs import (
@@ -38,6 +37,7 @@ from dp_platform.evaluation.paper import ABLATIONS
 from dp_platform.evaluation.prepared import PreparedData
 from dp_platform.evaluation.progress import Progress
 from dp_platform.evaluation.scoring import Score, score
+from dp_platform.mechanisms.adsbpc import make_plan
 from dp_platform.privacy.noise import SeededNoise
 
 __all__ = ["ABLATION_GRIDS", "AblationRow", "run_ablations"]

@@ -1,10 +1,11 @@
 """AdsBPC in experiments: the real mechanism, day by day, on prepared (synthetic or public) data.
 
-Each repeat runs the production code of :mod:`dp_platform.adsbpc`: ``choose_bound`` (private
-quantile on days ≤ l, the two sparse-vector tests after) on the day's histogram, then
-``measure`` (Gaussian with the planned σ̄_i·r_i) on the day's clipped per-publisher vector, in
-the same order as :func:`dp_platform.adsbpc.step`, so a seeded run equals ``run_stream`` bit for
-bit (tested). Only the data access is vectorised (:class:`~.prepared.PreparedData`).
+Each repeat runs the production code of :mod:`dp_platform.mechanisms.adsbpc`:
+``choose_bound`` (private quantile on days ≤ l, the two sparse-vector tests after) on the day's
+histogram, then ``measure`` (Gaussian with the planned σ̄_i·r_i) on the day's clipped
+per-publisher vector, in the same order as :func:`dp_platform.mechanisms.adsbpc.step`, so a
+seeded run equals ``run_stream`` bit for bit (tested). Only the data access is vectorised
+(:class:`~.prepared.PreparedData`).
 
 **Evaluation is not a release.** Runs here use :class:`~dp_platform.privacy.noise.SeededNoise`
 so that experiments repeat exactly; that is acceptable only because the data is synthetic or
@@ -26,7 +27,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from dp_platform.adsbpc import (
+from dp_platform.baselines import Workload
+from dp_platform.config import CampaignConfig, parse_campaign
+from dp_platform.evaluation.prepared import PreparedData
+from dp_platform.mechanisms.adsbpc import (
     AdsbpcPlan,
     BoundChoice,
     BoundState,
@@ -35,13 +39,10 @@ from dp_platform.adsbpc import (
     measure,
     sensitivity_factor,
 )
-from dp_platform.baselines import Workload
-from dp_platform.config import CampaignConfig, parse_campaign
-from dp_platform.evaluation.prepared import PreparedData
 from dp_platform.privacy.accounting import epsilon_for_exponential_rho
 from dp_platform.privacy.noise import NoiseSource
 from dp_platform.privacy.quantile import private_quantile
-from dp_platform.privacy.scales import solve_scales, workload_matrix
+from dp_platform.workload import campaign_scales, workload_matrix
 
 __all__ = [
     "BoundRule",
@@ -177,7 +178,7 @@ def planned_sigma_bar(campaign: CampaignConfig, rho_measure: float) -> np.ndarra
 def _planned(campaign_json: str, rho_measure: float) -> tuple[np.ndarray, tuple[Fraction, ...]]:
     """σ̄ and each day's exact share of ρ_measure in the same shape (g_i ∝ 1/σ̄_i²)."""
     campaign = CampaignConfig.model_validate_json(campaign_json)
-    scales = solve_scales(workload_matrix(campaign), campaign.objective, rho_measure)
+    scales = campaign_scales(campaign.objective, workload_matrix(campaign), rho_measure)
     allotments = gaussian_allotments(Fraction(repr(rho_measure)), scales.variances)
     return np.sqrt(scales.variances), allotments
 
@@ -192,7 +193,8 @@ def given_bounds_run(
     """NOT the mechanism: AdsBPC's release with bounds handed in and ρ_measure on the Gaussian.
 
     σ_i = σ̄_i·r_i with σ̄ shaped for the campaign's workload and objective at ρ1 = ρ_measure
-    (as :func:`dp_platform.adsbpc.make_plan` does, without its exact-rational rounding). Used
+    (as :func:`dp_platform.mechanisms.adsbpc.make_plan` does, without its exact-rational
+    rounding). Used
     for the non-private oracle (true bounds, all of ρ) and the constant-bound ablation. Each
     day's draw declares ℓ2 sensitivity r_i·√factor and that day's share g_i of ρ_measure; the
     sampler refuses it if OpenDP's map says more.

@@ -1,4 +1,4 @@
-"""**Non-private** "given bounds" for the synthetic runs (baselines.md §3, oracle setting).
+"""**Non-private** "given bounds" for the synthetic runs (docs/baselines.md#given-bounds).
 
 r_i = the q-quantile of the nonzero per-user counts on day i, read directly from the data. It
 spends no privacy budget *because it is not private*: results that use it must be labelled

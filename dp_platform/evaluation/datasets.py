@@ -1,8 +1,9 @@
 """The four datasets of the paper's Tables IX–X and the parameters each one fixes.
 
-A dataset fixes two numbers the mechanisms need before they see any data (baselines.md §3 and
-the paper's §6.3): the global cap GS of IPA, BIN, Stream and UMM, and the output range Λ of
-AdsBPC's PrivateQuantile. Generation itself belongs to the data layer
+A dataset fixes two numbers the mechanisms need before they see any data
+(docs/baselines.md#synthetic-data and the paper's §6.3): the global cap GS of IPA, BIN, Stream
+and UMM, and the output range Λ of AdsBPC's PrivateQuantile. Generation itself belongs to the
+data layer
 (:mod:`dp_platform.events.paper` and :mod:`dp_platform.events.facebook`); this module only picks
 the generator and adapts its :class:`~dp_platform.events.model.ConversionSet` to the baselines'
 :class:`~dp_platform.baselines.Conversions` where a test wants to cross-check clipping.
@@ -26,7 +27,7 @@ class DatasetSpec:
 
     name: str
     global_bound: int  # GS: IPA, BIN, UMM keep a user's first GS conversions; Stream's top rung
-    cap: int  # Λ: PrivateQuantile's output range [0, Λ] (baselines.md: 10 or 20)
+    cap: int  # Λ: PrivateQuantile's range [0, Λ], 10 or 20 (docs/baselines.md#synthetic-data)
     synthetic: bool  # generated (users/publishers are parameters) or the fixed real data
 
     def describe(self) -> str:

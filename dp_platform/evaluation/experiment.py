@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dp_platform import adsbpc_plus
-from dp_platform.adsbpc import make_plan
 from dp_platform.baselines import Workload, prefix, sliding
 from dp_platform.evaluation.adsbpc_runs import campaign_for, plus_campaign_for
 from dp_platform.evaluation.datasets import DatasetSpec, dataset_spec, load_dataset
@@ -35,6 +33,8 @@ from dp_platform.evaluation.plus_data import PlusData, prepare_plus
 from dp_platform.evaluation.prepared import PreparedData, prepare
 from dp_platform.evaluation.progress import Progress
 from dp_platform.evaluation.scoring import Score, metric_name, score
+from dp_platform.mechanisms import adsbpc_plus
+from dp_platform.mechanisms.adsbpc import make_plan
 from dp_platform.privacy.noise import NoiseSource, SeededNoise
 
 __all__ = [
@@ -247,7 +247,7 @@ def run_experiment(
         rho=config.rho,
         campaign=campaign,
         plan=make_plan(campaign),
-        quantile=campaign.bounds.p,
+        quantile=campaign.mechanism.bounds.p,
         plus_plan=plus_plan,
         plus_data=plus_data,
     )

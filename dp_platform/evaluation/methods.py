@@ -16,8 +16,8 @@ Budgets (all add/remove user-level zCDP, total ρ):
   budget ρ1 = 0.7ρ**, so it pays for choosing r exactly what AdsBPC paid and its total is ρ.
   (Giving it all of ρ would hand it r for free; the paper does not say which it did.)
 - Oracle: NOT private. The true per-day p-quantile as bound and all of ρ on the Gaussian.
-- AdsBPC+ (:mod:`dp_platform.adsbpc_plus`): ρ = ρ1 (each user's filter budget) + the daily
-  noisy histograms + the profile histogram, its plan's exact split (default 0.95/0.03/0.02).
+- AdsBPC+ (:mod:`dp_platform.mechanisms.adsbpc_plus`): ρ = ρ1 (each user's filter budget) + the
+  daily noisy histograms + the profile histogram, its plan's exact split (default 0.95/0.03/0.02).
   Its expected error uses the *filtered* clipped vectors of the repeat (each user's cut
   depends on their own spend), not a per-day bound alone.
 """
@@ -30,14 +30,14 @@ from functools import cached_property
 
 import numpy as np
 
-from dp_platform.adsbpc import AdsbpcPlan
-from dp_platform.adsbpc_plus import PlusPlan
 from dp_platform.baselines import BIN, IPA, MMBPC, UMM, LinearPlan, Stream, Workload, cached_plan
 from dp_platform.config import CampaignConfig
 from dp_platform.evaluation.adsbpc_runs import DailyRun, given_bounds_run, run_adsbpc
 from dp_platform.evaluation.datasets import DatasetSpec
 from dp_platform.evaluation.plus_data import PlusData, run_plus
 from dp_platform.evaluation.prepared import PreparedData
+from dp_platform.mechanisms.adsbpc import AdsbpcPlan
+from dp_platform.mechanisms.adsbpc_plus import PlusPlan
 from dp_platform.privacy.noise import NoiseSource
 
 __all__ = [
@@ -98,7 +98,7 @@ class Context:
 
     @cached_property
     def queries(self) -> np.ndarray:
-        """Q (m × n): full windows only for ``sliding`` (baselines.md §2.2)."""
+        """Q (m × n): full windows only for ``sliding`` (docs/baselines.md#sliding-workload)."""
         return self.workload.matrix
 
     @cached_property

@@ -1,10 +1,11 @@
-"""Error metrics of baselines.md §2 (with the paper's conventions settled at its top).
+"""Error metrics of docs/baselines.md#workloads (conventions: docs/baselines.md#decisions).
 
 - Prefix workload: WRMSE = sqrt(Σ_j w_j MSE_j / Σ_j w_j), MSE_j averaged over repeats and
-  publishers before the root (§2.1 [A]); also the "paper scale" sqrt(Σ_j w_j MSE_j)/n. The
-  weights are a parameter: the product's are γ² = (1, …, 1, 49), the §5–6 oracle tables use 7.
+  publishers before the root (docs/baselines.md#prefix-workload); also the "paper scale"
+  sqrt(Σ_j w_j MSE_j)/n. The weights are a parameter: the product's are γ² = (1, …, 1, 49), the
+  oracle tables of docs/baselines.md#worked-table use 7.
 - Sliding workload: the maximum over full windows of the (mean) squared error, or of the
-  analytic variance for data-independent mechanisms (§2.2).
+  analytic variance for data-independent mechanisms (docs/baselines.md#sliding-workload).
 
 Empirical metrics take estimates shaped (R, P, m) or (P, m) and the *unclipped* truth (P, m), so
 clipping bias counts as error. Analytic metrics take per-query variances (m,) and an optional

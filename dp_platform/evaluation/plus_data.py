@@ -9,7 +9,7 @@ row, as the paper's datasets are attributed). All of it is bound-independent, co
 two sorts; a day of a repeat is then a handful of vectorised passes over that day's rows
 (:func:`dp_platform.privacy.filter.clip_unit_rows`) — no Python loop over users or events.
 
-The repeat runs the production code of :mod:`dp_platform.adsbpc_plus` (``choose_bound``,
+The repeat runs the production code of :mod:`dp_platform.mechanisms.adsbpc_plus` (``choose_bound``,
 ``measure``) with the data access done here; evaluation only, seeded (:class:`SeededNoise`).
 """
 
@@ -19,7 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dp_platform.adsbpc_plus import (
+from dp_platform.clipping import count_fraction
+from dp_platform.events.model import MS_PER_DAY, ConversionSet
+from dp_platform.mechanisms.adsbpc_plus import (
     PROFILE_BINS,
     PlusPlan,
     PlusState,
@@ -28,8 +30,7 @@ from dp_platform.adsbpc_plus import (
     profile_bins,
     profile_factors,
 )
-from dp_platform.events.model import MS_PER_DAY, ConversionSet
-from dp_platform.privacy.filter import clip_unit_rows, count_fraction, remaining
+from dp_platform.privacy.filter import clip_unit_rows, remaining
 from dp_platform.privacy.noise import NoiseSource
 
 __all__ = ["PlusData", "PlusRun", "filter_day", "prepare_plus", "run_plus"]

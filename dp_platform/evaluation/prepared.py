@@ -1,13 +1,13 @@
 """One sort of a dataset, then every clipping the experiments need as cheap array lookups.
 
 Every mechanism clips by *rank*: a conversion is kept by a per-day bound r if its rank among the
-user's conversions of that day (time order) is below r (fractionally at ⌊r⌋, adsbpc.md §2), and
-by a global bound b if its rank in the user's whole history is below b (baselines.md §1). The
-rank of a row does not depend on any bound or any noise, so one stable sort by (user, day, time,
-row) gives both ranks, and bincounts of (publisher, day, rank) give tensors from which the
-(P × n) clipped matrix for *any* bound is a gather: no Python loop over events or users, and
-nothing to redo across repeats or methods. The order and the fractional rule are those of
-:func:`dp_platform.baselines.clip_per_day` / :func:`~dp_platform.baselines.clip_global`
+user's conversions of that day (time order) is below r (fractionally at ⌊r⌋,
+docs/algorithm.md#clipping), and by a global bound b if its rank in the user's whole history is
+below b (docs/baselines.md#contribution-bounds). A row's rank depends on no bound or noise: one
+stable sort by (user, day, time, row) gives both ranks, and bincounts of (publisher, day, rank) give
+tensors from which the (P × n) clipped matrix for *any* bound is a gather: no Python loop over
+events or users, and nothing to redo across repeats or methods. The order and the fractional rule
+are those of :func:`dp_platform.baselines.clip_per_day` / :func:`~dp_platform.baselines.clip_global`
 (tests check equality).
 
 Peak memory is a few int64 arrays of the dataset's length (≈ 5 GB at the Uniform set's
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dp_platform.clipping import count_fraction
 from dp_platform.events.model import MS_PER_DAY, ConversionSet
 
 __all__ = ["PreparedData", "prepare"]
@@ -36,10 +37,12 @@ def _cumulative(counts: np.ndarray) -> np.ndarray:
 
 
 def _clip_from_ranks(counts: np.ndarray, cumulative: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """Σ over rows of clip(b − rank, 0, 1) per (publisher, day); ``bounds`` is one per day."""
+    """Σ over rows of the reference's kept fraction (dp_platform/clipping.py) per (publisher,
+    day), from counts of conversions per rank; ``bounds`` is one per day. The fraction is
+    non-zero on at most one rank per day, so this reads the prefix sums and one column."""
     slots = counts.shape[-1] - 1  # the last column holds no row (or the lumped ranks ≥ it)
     whole = np.minimum(np.floor(bounds), slots).astype(np.int64)
-    fraction = np.where(np.floor(bounds) < slots, bounds - np.floor(bounds), 0.0)
+    fraction = np.where(np.floor(bounds) < slots, count_fraction(whole, bounds), 0.0)
     days = np.arange(counts.shape[1])
     return cumulative[:, days, whole] + fraction[None, :] * counts[:, days, whole]
 

@@ -6,8 +6,10 @@ T and GS) and spread each group's conversions uniformly at random over the n day
 paper does not say how it spread them). There is a single publisher, so every attribution rule
 gives the same data vector. Provenance and licence: ``PROVENANCE.md`` next to the data.
 
-The data lives outside the repository, in ``../shared/data/kaggle-fb-ad-conversion/``; set
-``DP_PLATFORM_FACEBOOK_CSV`` or pass ``path`` to read another copy.
+The file is third-party and carries no licence, so it is not in the repository: put a copy at
+``data/kaggle-fb-ad-conversion/KAG_conversion_data.csv`` in the checkout (ignored by git), set
+``DP_PLATFORM_FACEBOOK_CSV``, or pass ``path``
+(docs/data.md#7-generators-and-real-data-dp_platformevents).
 """
 
 from __future__ import annotations
@@ -23,17 +25,17 @@ from dp_platform.events.model import MS_PER_DAY, ConversionSet
 __all__ = ["FACEBOOK_ENV", "default_facebook_path", "facebook_dataset"]
 
 FACEBOOK_ENV = "DP_PLATFORM_FACEBOOK_CSV"
-_RELATIVE = Path("shared/data/kaggle-fb-ad-conversion/KAG_conversion_data.csv")
+_RELATIVE = Path("data/kaggle-fb-ad-conversion/KAG_conversion_data.csv")
 _COLUMNS = ("ad_id", "Total_Conversion")
 
 
 def default_facebook_path() -> Path:
-    """The environment override, else ``<checkout>/../shared/data/...``."""
+    """The environment override, else ``<checkout>/data/kaggle-fb-ad-conversion/...``."""
     override = os.environ.get(FACEBOOK_ENV)
     if override:
         return Path(override)
     checkout = Path(__file__).resolve().parents[2]
-    return checkout.parent / _RELATIVE
+    return checkout / _RELATIVE
 
 
 def facebook_dataset(path: str | Path | None = None, *, days: int = 31, seed: int) -> ConversionSet:

@@ -1,4 +1,4 @@
-"""Write an :class:`EventSet` as the event files of design.md §3.2 (Parquet or CSV).
+"""Write an :class:`EventSet` as the event files of docs/data.md#1-event-files (Parquet or CSV).
 
 Ids become strings here and only here, in chunks through Arrow's vectorised kernels, so writing
 5·10⁷ impressions needs a few hundred MB, not tens of GB of Python strings. User, publisher and

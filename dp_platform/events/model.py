@@ -19,6 +19,8 @@ from datetime import UTC, date, datetime
 
 import numpy as np
 
+from dp_platform.clipping import count_fraction
+
 __all__ = ["MS_PER_DAY", "US_PER_DAY", "ConversionSet", "EventSet", "epoch_us", "id_width"]
 
 US_PER_DAY = 86_400_000_000
@@ -43,7 +45,7 @@ class EventSet:
     Timestamps are int64 microseconds since the epoch, UTC. ``advertisers`` names the advertiser
     codes; users are ``0..n_users-1`` and publishers ``0..n_publishers-1``. Impression ``i`` is
     written as ``imp<i>`` and conversion ``j`` as ``conv<j>`` (zero-padded), so string order of
-    the ids equals index order — the tie-break order of design.md §3.2.
+    the ids equals index order — the tie-break order of docs/data.md#1-event-files.
     """
 
     imp_user: np.ndarray
@@ -89,9 +91,9 @@ class ConversionSet:
     """Attributed conversions: conversion ``j`` of ``user[j]`` on ``day[j]`` (0-based) credited
     wholly to ``publisher[j]`` at ``time_ms[j]`` milliseconds into that day.
 
-    The clipping order of adsbpc.md §2 is (time, index) within a user's day. The event files
-    written from it keep that order and attribute each conversion to its own publisher under LTA
-    (see :meth:`to_events`).
+    The clipping order (dp_platform/clipping.py) is (time, index) within a user's day. The event
+    files written from it keep that order and attribute each conversion to its own publisher
+    under LTA (see :meth:`to_events`).
     """
 
     user: np.ndarray
@@ -141,13 +143,11 @@ class ConversionSet:
         return np.bincount(pubs, minlength=self.n_publishers).astype(np.float64)
 
     def clipped_vector(self, day: int, bound: float) -> np.ndarray:
-        """Per-publisher sums after clipping every user's day at ``bound`` (adsbpc.md §2)."""
+        """Per-publisher sums after clipping every user's day at ``bound`` (clipping.py's rule)."""
         if not bound > 0:
             raise ValueError("bound must be > 0")
         _, pubs, rank = self._day_order(day)
-        whole = np.floor(bound)
-        factor = np.where(rank < whole, 1.0, np.where(rank == whole, bound - whole, 0.0))
-        return np.bincount(pubs, weights=factor, minlength=self.n_publishers)
+        return np.bincount(pubs, weights=count_fraction(rank, bound), minlength=self.n_publishers)
 
     def to_events(self, start: date, *, advertiser: str = "acme") -> EventSet:
         """One impression per conversion at its publisher, 1 µs before it.

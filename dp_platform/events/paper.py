@@ -1,4 +1,4 @@
-"""The paper's synthetic conversion-level datasets (baselines.md §3).
+"""The paper's synthetic conversion-level datasets (docs/baselines.md#synthetic-data).
 
 Per-user totals m_u, then every conversion independently gets a day uniform on the n days, a
 publisher uniform on the P publishers and a time uniform within its day:

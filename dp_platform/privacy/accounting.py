@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 __all__ = [
-    "CampaignBudget",
+    "REPORTED_DELTAS",
+    "BudgetSplit",
     "Rho",
     "charges_from_json",
     "charges_to_json",
+    "epsilon_at_deltas",
     "epsilon_for_exponential_rho",
     "epsilon_for_pure_rho",
     "exponential_mechanism_rho",
@@ -237,6 +239,15 @@ def _cks_log_delta_at(alpha: float, rho: float, epsilon: float) -> float:
     )
 
 
+REPORTED_DELTAS = (1e-5, 1e-6, 1e-9)
+"""The δ values at which plans report the (ε, δ)-DP equivalent of their ρ."""
+
+
+def epsilon_at_deltas(rho: float) -> dict[str, float]:
+    """ρ-zCDP as (ε, δ)-DP at each reported δ (Canonne–Kamath–Steinke), keyed by δ's text."""
+    return {f"{delta:g}": zcdp_epsilon(rho, delta) for delta in REPORTED_DELTAS}
+
+
 def zcdp_delta(rho: float, epsilon: float) -> float:
     """Smallest δ such that ρ-zCDP implies (ε, δ)-DP by the Canonne–Kamath–Steinke bound."""
     if rho < 0 or epsilon < 0:
@@ -248,12 +259,12 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
 
 
 @dataclass(frozen=True)
-class CampaignBudget:
+class BudgetSplit:
     """AdsBPC's split of a campaign's ρ: ρ = ρ1 + l·ρ2 + ρ3, exact.
 
     ρ1 pays for the Gaussian measurements of all n days, ρ2 for *each* of the first l days'
     PrivateQuantile, ρ3 for the whole life of the two sparse-vector tests. ``split.quantile`` is
-    the share of all l quantile days together (design.md §3.2), so ρ2 = quantile·ρ / l.
+    the share of all l quantile days together (docs/algorithm.md#budget), so ρ2 = quantile·ρ / l.
     """
 
     rho: Rho
@@ -265,7 +276,7 @@ class CampaignBudget:
     @classmethod
     def from_split(
         cls, rho: float, measurement: float, quantile: float, svt: float, quantile_days: int
-    ) -> CampaignBudget:
+    ) -> BudgetSplit:
         total = Rho.of(rho)
         shares = [_exact(measurement), _exact(quantile), _exact(svt)]
         if sum(shares) > 1:

@@ -4,7 +4,7 @@ Privacy unit and adjacency are the caller's: a *score function* s(y; D) with a s
 sensitivity Δ = max over candidates y and neighbouring D ~ D′ of |s(y; D) − s(y; D′)|.
 
 * :func:`exponential_mechanism` draws y with P(y) ∝ exp(ε·s(y)/(2Δ)). ε-DP (McSherry–Talwar;
-  seed 002 Thm 1.3) and, being ε-bounded-range, ε²/8-zCDP (Cesar & Rogers 2021); the ledger
+  Wu, lecture 6, Thm 1.3) and, being ε-bounded-range, ε²/8-zCDP (Cesar & Rogers 2021); the ledger
   charges :func:`exponential_mechanism_rho` = min(ε²/8, ε·tanh(ε/2)).
 * :func:`report_noisy_max` returns argmax of s(y) + Exp(2Δ/ε) (Exp(Δ/ε) when every score moves
   in the same direction between neighbours, e.g. counts under add/remove): report-noisy-max
@@ -23,7 +23,7 @@ exponentials` (OpenDP Laplace magnitudes), whose caller declares the race's (Δ,
 output is an index, not a noisy real, so the floating-point attacks on textbook Laplace do not
 apply; the float arithmetic of the scores moves each probability by a relative O(2⁻⁵²) only.
 
-Utility (seed 002 Prop. 1.4): P(s(Y) < s_max − 2Δ(ln d + t)/ε) ≤ e^{−t} and
+Utility (Wu, lecture 6, Prop. 1.4): P(s(Y) < s_max − 2Δ(ln d + t)/ε) ≤ e^{−t} and
 E[s(Y)] ≥ s_max − 2Δ(ln d + 1)/ε, for d candidates (:func:`utility_gap`).
 """
 

@@ -12,12 +12,12 @@ fully adaptive composition (their Thm 3.1), provided σ_i and r_i are fixed from
 and public values only. The cost is the squared L2 norm (weights spread over publishers cost
 less), never ‖c‖₁².
 
-Clipping order (adsbpc.md §2): a user's conversions of the day in (ts, conversion_id) order; a
-conversion is kept whole while both limits hold, then one conversion is kept in part — the
+Clipping order (docs/algorithm.md#clipping): a user's conversions of the day in (ts, conversion_id)
+order; a conversion is kept whole while both limits hold, then one conversion is kept in part — the
 largest fraction f ∈ [0, 1] meeting both the L1 cap (count ≤ r_i, fraction r_i − ⌊r_i⌋) and the
 budget (‖C + f·w‖² ≤ 2σ_i²(cap − s_u), solved exactly from the quadratic) — and the rest are
-dropped. For a conversion with weight vector w after full ones summing to C, with a = ‖w‖²,
-b = ⟨C, w⟩ and q = ‖C‖²: ‖C + f·w‖² = q + 2fb + f²a.
+dropped. For a conversion with weight vector w after full ones summing to C, with a = ‖w‖², b = ⟨C,
+w⟩ and q = ‖C‖²: ‖C + f·w‖² = q + 2fb + f²a.
 
 Floating point: the filter works against ``filter_cap(ρ1) = ρ1·(1 − 10⁻⁹)``, far more than the
 ≈10⁻¹⁵ relative rounding of these sums, so the exact spend of what was released (as rationals)
@@ -30,12 +30,13 @@ from fractions import Fraction
 
 import numpy as np
 
+from dp_platform.clipping import count_fraction
+
 __all__ = [
     "CAP_SLACK",
     "RESIDUAL",
     "budget_fraction",
     "clip_unit_rows",
-    "count_fraction",
     "filter_cap",
     "remaining",
     "worst_case_charge",
@@ -55,11 +56,6 @@ def remaining(cap: float, spend: np.ndarray) -> np.ndarray:
 def filter_cap(rho1: Fraction | float) -> float:
     """The float budget the filter enforces: strictly inside ρ1 by a relative 10⁻⁹."""
     return float(rho1) * (1.0 - CAP_SLACK)
-
-
-def count_fraction(rank: np.ndarray, bound: float) -> np.ndarray:
-    """L1 cap by count: 1 for rank < ⌊r⌋, r − ⌊r⌋ at rank ⌊r⌋, 0 after (adsbpc.md §2)."""
-    return np.clip(bound - np.asarray(rank, dtype=np.float64), 0.0, 1.0)
 
 
 def budget_fraction(

@@ -1,4 +1,4 @@
-"""PrivateQuantile: the daily contribution bound of the first l days (adsbpc.md §4).
+"""PrivateQuantile: the daily contribution bound of the first l days (docs/algorithm.md#bounds).
 
 Privacy unit: one user (all of their conversions of the day). Adjacency: add/remove or replace
 one user. Input: the day's histogram of per-user counts (users active that day only), capped at

@@ -1,10 +1,12 @@
-"""InitScales: per-day noise scales optimised for the advertiser's query workload (adsbpc.md §3).
+"""InitScales: per-day noise scales optimised for the advertiser's query workload
+(docs/algorithm.md#scales).
 
 The release of day i is x[i] + N(0, σ_i² I). With per-day bound r̄_i (= 1 at planning time) the
 Gaussian part costs ρ1 = ½ Σ_i r̄_i²/σ_i² under add/remove (twice that under replace with several
 publishers, which the caller folds into ρ1). Query j's variance is Var_j = Σ_i Q_ji² σ_i².
-This module only shapes the variances v_i = σ_i² for a given ρ1; the exact budget allotment per
-day is made by :mod:`dp_platform.adsbpc`.
+This module only shapes the variances v_i = σ_i² for a given ρ1 and a workload matrix (built
+from the catalogue by :mod:`dp_platform.workload`); the exact budget allotment per day is made by
+the mechanism. It knows nothing of the catalogue: the privacy core sits below it.
 
 Objectives:
 - ``wsum``: minimise Σ_i a_i v_i, a_i = Σ_j γ_j² Q_ji², closed form v_i = r̄_i S/(2ρ1√a_i),
@@ -19,37 +21,22 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 if TYPE_CHECKING:
     import cvxpy
 
-from dp_platform.config import (
-    CampaignConfig,
-    ConfigError,
-    DailyWorkload,
-    MatrixWorkload,
-    ObjectiveConfig,
-    PrefixWorkload,
-    RangeWorkload,
-    SlidingWorkload,
-)
+Objective = Literal["wsum", "maxvar", "min_budget"]
 
 __all__ = [
+    "Objective",
     "ScalePlan",
-    "daily_matrix",
     "expected_query_std",
     "maxvar_scales",
     "min_budget_scales",
-    "prefix_matrix",
-    "query_weights",
-    "range_matrix",
-    "sliding_matrix",
     "solve_scales",
-    "workload_matrix",
     "wsum_closed_form",
     "wsum_cvxpy",
 ]
@@ -62,87 +49,6 @@ _SOLVER_OPTIONS = {
     "max_iter": 1000,
 }
 _ACCEPTED_STATUS = {"optimal", "optimal_inaccurate"}  # cvxpy.OPTIMAL, OPTIMAL_INACCURATE
-
-
-def prefix_matrix(n: int) -> np.ndarray:
-    """q_j = x_1 + … + x_j (lower-triangular ones)."""
-    return np.tril(np.ones((n, n)))
-
-
-def sliding_matrix(n: int, window: int) -> np.ndarray:
-    """q_j = x_{max(1, j−K+1)} + … + x_j for j = 1..n (early windows are truncated)."""
-    matrix = np.zeros((n, n))
-    for j in range(n):
-        matrix[j, max(0, j - window + 1) : j + 1] = 1.0
-    return matrix
-
-
-def daily_matrix(n: int) -> np.ndarray:
-    return np.eye(n)
-
-
-def range_matrix(n: int, ranges: list[tuple[int, int]]) -> np.ndarray:
-    """One query per 1-based inclusive [a, b] range."""
-    matrix = np.zeros((len(ranges), n))
-    for row, (start, end) in enumerate(ranges):
-        matrix[row, start - 1 : end] = 1.0
-    return matrix
-
-
-def _load_matrix(path: str | Path, n: int) -> np.ndarray:
-    try:
-        matrix = np.loadtxt(path, delimiter=",", ndmin=2, dtype=np.float64)
-    except FileNotFoundError:
-        raise ConfigError(f"workload.path: {path}: file not found") from None
-    except ValueError as error:
-        raise ConfigError(f"workload.path: {path}: not a numeric CSV matrix ({error})") from None
-    if matrix.shape[1] != n:
-        raise ConfigError(f"workload.path: matrix has {matrix.shape[1]} columns, need days = {n}")
-    if not np.all(np.isfinite(matrix)):
-        raise ConfigError("workload.path: matrix entries must be finite")
-    return matrix
-
-
-def workload_matrix(campaign: CampaignConfig, base_dir: str | Path | None = None) -> np.ndarray:
-    """Q ∈ R^{m×n} of a campaign; a matrix file is read relative to ``base_dir`` (the catalogue)."""
-    n, workload = campaign.days, campaign.workload
-    if isinstance(workload, PrefixWorkload):
-        matrix = prefix_matrix(n)
-    elif isinstance(workload, SlidingWorkload):
-        matrix = sliding_matrix(n, workload.window)
-    elif isinstance(workload, DailyWorkload):
-        matrix = daily_matrix(n)
-    elif isinstance(workload, RangeWorkload):
-        matrix = range_matrix(n, workload.ranges)
-    elif isinstance(workload, MatrixWorkload):
-        path = Path(workload.path)
-        if base_dir is not None and not path.is_absolute():
-            path = Path(base_dir) / path
-        matrix = _load_matrix(path, n)
-    else:  # pragma: no cover - the config's discriminated union is closed
-        raise ConfigError(f"workload: unknown kind {workload!r}")
-    uncovered = np.flatnonzero(~np.any(matrix != 0, axis=0))
-    if uncovered.size:
-        days = ", ".join(str(d + 1) for d in uncovered[:5])
-        raise ConfigError(
-            f"workload: every day must appear in some query (day {days} is in none); "
-            "add a query or shorten the campaign"
-        )
-    return matrix
-
-
-def query_weights(objective: ObjectiveConfig, queries: int) -> np.ndarray:
-    """w_j = γ_j²: γ from ``gammas`` or 1 for every query but the last, which gets γ_n."""
-    if objective.gammas is not None:
-        if len(objective.gammas) != queries:
-            raise ConfigError(
-                f"objective.gammas: need one γ per query ({queries}), got {len(objective.gammas)}"
-            )
-        gammas = np.asarray(objective.gammas, dtype=np.float64)
-    else:
-        gammas = np.ones(queries)
-        gammas[-1] = objective.last_weight
-    return gammas**2
 
 
 def _check(matrix: np.ndarray, rho1: float, r_bar: np.ndarray | None) -> np.ndarray:
@@ -264,21 +170,33 @@ class ScalePlan:
         return np.sqrt(self.query_variances)
 
 
-def solve_scales(matrix: np.ndarray, objective: ObjectiveConfig, rho1: float) -> ScalePlan:
-    """Shape the per-day variances for the workload and objective, spending exactly ρ1."""
+def solve_scales(
+    matrix: np.ndarray,
+    objective: Objective,
+    rho1: float,
+    *,
+    weights: np.ndarray | None = None,
+    max_variance: float | None = None,
+) -> ScalePlan:
+    """Shape the per-day variances for the workload and objective, spending exactly ρ1.
+
+    ``weights``: γ_j² per query (``wsum``); ``max_variance``: the cap of ``min_budget``."""
     n = matrix.shape[1]
     r = np.ones(n)
     needed = None
-    if objective.kind == "wsum":
-        variances = wsum_closed_form(matrix, query_weights(objective, matrix.shape[0]), rho1)
-    elif objective.kind == "maxvar":
+    if objective == "wsum":
+        if weights is None:
+            raise ValueError("wsum needs a weight per query")
+        variances = wsum_closed_form(matrix, weights, rho1)
+    elif objective == "maxvar":
         variances = maxvar_scales(matrix, rho1)
-    elif objective.kind == "min_budget":
-        assert objective.max_variance is not None  # the config insists
-        shape, needed = min_budget_scales(matrix, objective.max_variance)
+    elif objective == "min_budget":
+        if max_variance is None:
+            raise ValueError("min_budget needs max_variance")
+        shape, needed = min_budget_scales(matrix, max_variance)
         variances = _rescale(shape, rho1, r)
-    else:  # pragma: no cover - the config's Literal is closed
-        raise ConfigError(f"objective.kind: unknown {objective.kind!r}")
+    else:  # pragma: no cover - the Literal is closed
+        raise ValueError(f"unknown objective {objective!r}")
     if not np.all(np.isfinite(variances)) or np.any(variances <= 0):
         raise ValueError("noise scales must be positive and finite")
     return ScalePlan(

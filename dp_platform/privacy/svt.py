@@ -1,4 +1,5 @@
-"""UpdateBoundSVT: the daily bound after day l, by two sparse-vector tests (adsbpc.md §4, §6.1).
+"""UpdateBoundSVT: the daily bound after day l, by two sparse-vector tests
+(docs/algorithm.md#bounds, docs/algorithm.md#svt-threshold).
 
 Privacy unit: one user; adjacency add/remove or replace. Queries (counts over the users active
 on the day, before clipping), with τ = mean of the last l bounds:
@@ -8,11 +9,11 @@ on the day, before clipping), with τ = mean of the last l bounds:
   "above" ⇒ few users would be cut by lowering the bound ⇒ r = τ·s↓;
 - both or neither: r = τ.
 
-Each query has sensitivity 1 under both adjacencies (one user changes a count of users by at
-most one). Each test is the improved SVT of Lyu, Su & Li 2017 (Alg. 7) with ε' = ε3/2: the noisy
-threshold T + Lap(2/ε') is drawn **once** for the life of the test (correction §6.1 — the paper
-re-draws it after every positive, which costs about (k+1)ε'/2), every query gets Lap(4k/ε'),
-and the test stops answering after k positive reports. Each test is ε'-DP, both together
+Each query has sensitivity 1 under both adjacencies (one user changes a count of users by at most
+one). Each test is the improved SVT of Lyu, Su & Li 2017 (Alg. 7) with ε' = ε3/2: the noisy
+threshold T + Lap(2/ε') is drawn **once** for the life of the test (docs/algorithm.md#svt-threshold
+— the paper re-draws it after every positive, which costs about (k+1)ε'/2), every query gets
+Lap(4k/ε'), and the test stops answering after k positive reports. Each test is ε'-DP, both together
 ε3-DP, i.e. ε3·tanh(ε3/2)-zCDP (:func:`dp_platform.privacy.accounting.pure_dp_to_zcdp`).
 
 The proof splits each test's ε' in two halves (Lyu, Su & Li, "Understanding the sparse vector

@@ -11,6 +11,11 @@ Separate processes keep each side's peak RSS (``ru_maxrss``, DuckDB runs in-proc
 generating the data never counts. ``mode="backfill"`` attributes and counts all days in one SQL
 pass each (how a Dagster single-run backfill calls the warehouse); ``mode="daily"`` calls the
 one-day methods day after day (the daily schedule). Histograms and clipping are per day in both.
+
+``engine="spark"`` runs the same stages on the Spark warehouse (``warehouse/spark``) instead:
+the session is started in each child process and its start-up is reported apart
+(``jvm_start_seconds``, not in the stage times); peak memory is the Python process's plus the
+JVM's own high-water mark (``VmHWM``), since Spark's work happens in the JVM.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import resource
+import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -29,6 +35,7 @@ from typing import Any, Literal
 import numpy as np
 
 from dp_platform.config import CampaignConfig, parse_campaign
+from dp_platform.warehouse.base import WarehouseEngine
 
 __all__ = ["PIPELINE", "STAGES", "BenchSpec", "run_bench"]
 
@@ -53,6 +60,9 @@ class BenchSpec:
     mode: Literal["backfill", "daily"] = "backfill"
     threads: int | None = None
     memory_limit: str | None = "3GB"
+    engine: Literal["duckdb", "spark"] = "duckdb"
+    spark_master: str = "local[2]"
+    spark_conf: tuple[tuple[str, str], ...] = ()
 
     def campaign(self) -> CampaignConfig:
         return parse_campaign(
@@ -153,33 +163,39 @@ class _Stopwatch:
 
 
 def duckdb_pipeline(spec: BenchSpec, database: str) -> dict:
+    with _open(spec, database) as warehouse:
+        warehouse.sql.timings = []
+        result = _pipeline(spec, warehouse)
+        result["profile"] = list(warehouse.sql.timings)
+    result["peak_rss_mb"] = _peak_rss_mb()
+    return result
+
+
+def _pipeline(spec: BenchSpec, warehouse: WarehouseEngine) -> dict:
+    """The timed stages on an open warehouse of either engine."""
     campaign = spec.campaign()
     days = [campaign.start + timedelta(days=i) for i in range(campaign.days)]
     clock = _Stopwatch()
     load = os.getloadavg()  # other work on the machine slows every stage: recorded, not hidden
-    with _open(spec, database) as warehouse:
-        warehouse.sql.timings = []
-        with clock("attribution"):
-            if spec.mode == "backfill":
-                rows = warehouse.attribute_days(campaign, days[0], days[-1])
-            else:
-                parts = [warehouse.attribute_day(campaign, day) for day in days]
-                rows = {k: sum(p[k] for p in parts) for k in ("attributed", "unattributed")}
-        with clock("contributions"):
-            if spec.mode == "backfill":
-                user_days = warehouse.contributions_days(campaign, days[0], days[-1])["user_days"]
-            else:
-                user_days = sum(warehouse.contributions_day(campaign, d)["user_days"] for d in days)
-        with clock("histogram"):
-            histograms = [warehouse.day_histogram(campaign, day).tolist() for day in days]
-        with clock("clipping"):
-            vectors = [warehouse.clipped_vector(campaign, day, spec.bound).tolist() for day in days]
-        profile = list(warehouse.sql.timings)
+    with clock("attribution"):
+        if spec.mode == "backfill":
+            rows = warehouse.attribute_days(campaign, days[0], days[-1])
+        else:
+            parts = [warehouse.attribute_day(campaign, day) for day in days]
+            rows = {k: sum(p[k] for p in parts) for k in ("attributed", "unattributed")}
+    with clock("contributions"):
+        if spec.mode == "backfill":
+            user_days = warehouse.contributions_days(campaign, days[0], days[-1])["user_days"]
+        else:
+            user_days = sum(warehouse.contributions_day(campaign, d)["user_days"] for d in days)
+    with clock("histogram"):
+        histograms = [warehouse.day_histogram(campaign, day).tolist() for day in days]
+    with clock("clipping"):
+        vectors = [warehouse.clipped_vector(campaign, day, spec.bound).tolist() for day in days]
     return {
         "seconds": {stage: clock.wall[stage] for stage in PIPELINE},
         "cpu_seconds": {stage: clock.cpu[stage] for stage in PIPELINE},
         "load_average": [round(x, 2) for x in load],
-        "peak_rss_mb": _peak_rss_mb(),
         "rows": {
             "attributed": rows["attributed"],
             "unattributed": rows["unattributed"],
@@ -187,8 +203,59 @@ def duckdb_pipeline(spec: BenchSpec, database: str) -> dict:
         },
         "histograms": histograms,
         "vectors": vectors,
-        "profile": profile,
+        "profile": [],
     }
+
+
+# -- Spark -------------------------------------------------------------------------------------
+
+
+def _jvm_peak_mb(spark) -> float:
+    """High-water mark of the session JVM's resident memory (Linux /proc), in MB."""
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def _spark_open(spec: BenchSpec, directory: str):
+    from dp_platform.config import SparkSettings
+    from dp_platform.warehouse.spark.session import private_session
+    from dp_platform.warehouse.spark.store import SparkWarehouse
+
+    started = time.perf_counter()
+    spark = private_session(SparkSettings(master=spec.spark_master, conf=dict(spec.spark_conf)))
+    warehouse = SparkWarehouse(spark, f"{directory}/tables", f"{directory}/catalog.sqlite")
+    return spark, warehouse, time.perf_counter() - started
+
+
+def spark_ingest(spec: BenchSpec, files: dict, directory: str) -> dict:
+    spark, warehouse, start_up = _spark_open(spec, directory)
+    with warehouse:
+        wall, cpu = time.perf_counter(), time.process_time()
+        report = warehouse.ingest(files["impressions"], files["conversions"], now=spec.now)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    peak = _peak_rss_mb() + _jvm_peak_mb(spark)
+    spark.stop()
+    return {
+        "seconds": {"ingest": wall},
+        "cpu_seconds": {"ingest": cpu},
+        "peak_rss_mb": peak,
+        "jvm_start_seconds": start_up,
+        "report": report.to_json(),
+        "profile": [],
+    }
+
+
+def spark_pipeline(spec: BenchSpec, directory: str) -> dict:
+    spark, warehouse, start_up = _spark_open(spec, directory)
+    with warehouse:
+        result = _pipeline(spec, warehouse)
+    result["peak_rss_mb"] = _peak_rss_mb() + _jvm_peak_mb(spark)
+    result["jvm_start_seconds"] = start_up
+    spark.stop()
+    return result
 
 
 def pandas_reference(spec: BenchSpec, files: dict) -> dict:
@@ -243,11 +310,18 @@ def run_bench(spec: BenchSpec, workdir: str | Path, *, reference: str | None = N
     for stale in (Path(database), Path(database + ".wal")):
         stale.unlink(missing_ok=True)
     files = _in_fresh_process(generate, spec, str(workdir / "events"))
-    loaded = _in_fresh_process(duckdb_ingest, spec, files, database)
-    piped = _in_fresh_process(duckdb_pipeline, spec, database)
+    if spec.engine == "spark":
+        store = workdir / "spark"
+        shutil.rmtree(store, ignore_errors=True)
+        loaded = _in_fresh_process(spark_ingest, spec, files, str(store))
+        piped = _in_fresh_process(spark_pipeline, spec, str(store))
+    else:
+        loaded = _in_fresh_process(duckdb_ingest, spec, files, database)
+        piped = _in_fresh_process(duckdb_pipeline, spec, database)
     seconds = _with_totals({**loaded["seconds"], **piped["seconds"]})
     cpu_seconds = _with_totals({**loaded["cpu_seconds"], **piped["cpu_seconds"]})
     result: dict[str, Any] = {
+        "engine": spec.engine,
         "conversions": spec.conversions,
         "impressions": spec.impressions,
         "publishers": spec.publishers,
@@ -276,6 +350,11 @@ def run_bench(spec: BenchSpec, workdir: str | Path, *, reference: str | None = N
         },
         "spec": asdict(spec),
     }
+    if spec.engine == "spark":
+        result["jvm_start_seconds"] = {
+            "ingest": round(loaded["jvm_start_seconds"], 3),
+            "pipeline": round(piped["jvm_start_seconds"], 3),
+        }
     if reference == "pandas":
         ref = _in_fresh_process(pandas_reference, spec, files)
         ref_seconds = _with_totals(ref["seconds"])

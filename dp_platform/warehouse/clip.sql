@@ -1,4 +1,4 @@
--- Clipping (adsbpc.md §2) at bound r = $whole + $fraction (0 <= fraction < 1): each user keeps
+-- Clipping (docs/algorithm.md#clipping) at bound r = $whole + $fraction (0 <= fraction < 1): each user keeps
 -- the first floor(r) of their attributed conversions of the day in (ts, conversion_id) order
 -- (user_rank < whole), then the fraction r - floor(r) of the next one's weights
 -- (user_rank = whole), and drops the rest. Clipping is per user across all publishers.

@@ -8,50 +8,58 @@ reason. A file whose content (SHA-256) was loaded before is skipped, so re-runni
 adds nothing. Messages and reports name files, columns, reasons and counts — never ids or
 values, which are personal data.
 
-The checks themselves are SQL (``ingest_*.sql``); this module only decides how to read each
-file and drives the steps inside one transaction.
+A failed write (disk full) is :class:`WarehouseWriteError`, one line naming the warehouse and
+the operating system's reason; the transaction is rolled back, so nothing was loaded.
+
+File-level checks are in :mod:`.ingest_sources`; the row checks are SQL (``ingest_*.sql``);
+this module stages each file and drives the steps inside one transaction. Staging and the row
+checks (:func:`stage_file`, :func:`check_rows`) are shared with the Spark ingest, which runs
+them in an embedded DuckDB, so both engines read and judge a file's rows identically.
 """
 
 from __future__ import annotations
 
-import csv
-import gzip
-import hashlib
-from collections.abc import Sequence
+import errno
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
 import duckdb
 
-from dp_platform.config import ConfigError
-from dp_platform.events.files import CONVERSION_COLUMNS as _WRITTEN_CONVERSIONS
-from dp_platform.events.files import IMPRESSION_COLUMNS
+from dp_platform.warehouse.ingest_sources import (
+    CONVERSION_COLUMNS,
+    IMPRESSION_COLUMNS,
+    OPTIONAL_COLUMNS,
+    REQUIRED,
+    IngestError,
+    Source,
+    inspect,
+    reader,
+    shown,
+)
 from dp_platform.warehouse.runner import SqlRunner
 
 __all__ = [
     "CONVERSION_COLUMNS",
     "IMPRESSION_COLUMNS",
     "REASONS",
+    "TS_WINDOW",
     "IngestError",
     "IngestReport",
     "KindReport",
+    "WarehouseWriteError",
+    "check_rows",
+    "drop_temporaries",
     "ingest_files",
+    "ingest_moment",
+    "reading_file",
+    "rows_read",
+    "stage_file",
+    "write_cause",
 ]
-
-Kind = Literal["impressions", "conversions"]
-
-# The event-file format is the one dp_platform.events writes; ``value`` may be left out.
-OPTIONAL_COLUMNS: dict[Kind, tuple[str, ...]] = {"impressions": (), "conversions": ("value",)}
-CONVERSION_COLUMNS = tuple(
-    c for c in _WRITTEN_CONVERSIONS if c not in OPTIONAL_COLUMNS["conversions"]
-)
-REQUIRED: dict[Kind, tuple[str, ...]] = {
-    "impressions": IMPRESSION_COLUMNS,
-    "conversions": CONVERSION_COLUMNS,
-}
-_ID_COLUMN: dict[Kind, str] = {"impressions": "impression_id", "conversions": "conversion_id"}
 
 REASONS = (
     "malformed_row",
@@ -63,6 +71,7 @@ REASONS = (
     "missing_ts",
     "missing_interaction",
     "unparsable_ts",
+    "ts_out_of_range",
     "unknown_interaction",
     "unparsable_value",
     "negative_value",
@@ -73,12 +82,12 @@ REASONS = (
 )
 """Every reason a row can be quarantined for (documented in docs/data.md)."""
 
+TS_WINDOW = (datetime(1970, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC))
+"""Accepted event times [from, to): inside it ``epoch_us(ts) * TIE_ROOM`` fits in a BIGINT
+(it would overflow before ≈ 1685 and after ≈ 2255); rows outside are ``ts_out_of_range``."""
+
 TIE_ROOM = 1024
 """Impressions of one user and advertiser that may share one microsecond (see schema.sql)."""
-
-
-class IngestError(ConfigError):
-    """A file cannot be loaded at all; the message names the file and what is wrong."""
 
 
 @dataclass
@@ -117,101 +126,24 @@ class IngestReport:
         }
 
 
-@dataclass(frozen=True)
-class _Source:
-    kind: Kind
-    path: Path
-    fmt: Literal["csv", "parquet"]
-    columns: dict[str, str]  # column name -> DuckDB type
-    sha256: str
-
-
-def _format(kind: Kind, path: Path) -> Literal["csv", "parquet"]:
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] in {".parquet", ".pq"}:
-        return "parquet"
-    if suffixes[-1:] == [".csv"] or suffixes[-2:] == [".csv", ".gz"]:
-        return "csv"
-    raise IngestError(f"{kind} file {path}: unknown format (expected .csv, .csv.gz or .parquet)")
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _csv_header(kind: Kind, path: Path) -> None:
-    opener = gzip.open if path.suffix.lower() == ".gz" else open
-    try:
-        with opener(path, "rt", newline="", encoding="utf-8") as handle:
-            header = next(csv.reader(handle), None)
-    except (OSError, UnicodeDecodeError, csv.Error):
-        raise IngestError(f"{kind} file {path}: unreadable as CSV (UTF-8 text expected)") from None
-    if not header:
-        raise IngestError(f"{kind} file {path}: empty file, no header row")
-
-
-def _sql_text(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _reader(source: _Source) -> str:
-    path = _sql_text(str(source.path))
-    if source.fmt == "parquet":
-        return f"read_parquet({path}, file_row_number = true)"
-    return (
-        f"read_csv({path}, header = true, all_varchar = true, delim = ',', quote = '\"', "
-        "escape = '\"', store_rejects = true, rejects_table = 'ingest_reject_errors', "
-        "rejects_scan = 'ingest_reject_scans')"
-    )
-
-
-def _inspect(con: duckdb.DuckDBPyConnection, kind: Kind, path: str | Path) -> _Source:
-    """File-level checks; nothing is written. Raises IngestError / FileNotFoundError."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{kind} file {path}: not found")
-    fmt = _format(kind, path)
-    if fmt == "csv":
-        _csv_header(kind, path)  # a clear message for empty or non-text files
-    probe = _Source(kind, path, fmt, {}, "")
-    try:
-        described = con.execute(f"DESCRIBE SELECT * FROM {_reader(probe)}").fetchall()
-    except duckdb.Error as error:
-        what = "Parquet file" if fmt == "parquet" else "CSV file with a header row"
-        raise IngestError(
-            f"{kind} file {path}: not a readable {what} ({type(error).__name__})"
-        ) from None
-    columns = {row[0]: row[1] for row in described if row[0] != "file_row_number"}
-    missing = [c for c in REQUIRED[kind] if c not in columns]
-    if missing:
-        raise IngestError(
-            f"{kind} file {path}: missing column(s) {', '.join(missing)} "
-            f"(required: {', '.join(REQUIRED[kind])})"
-        )
-    return _Source(kind, path, fmt, columns, _sha256(path))
-
-
-def _projection(source: _Source) -> str:
-    """Select list of the `source` view: text trimmed (empty → NULL), other types kept."""
+def _projection(source: Source) -> str:
+    """Select list of the `source` view: text trimmed (empty → NULL, macro in
+    ingest_text.sql), other types kept."""
     items = []
     for name in (*REQUIRED[source.kind], *OPTIONAL_COLUMNS[source.kind]):
         quoted = '"' + name.replace('"', '""') + '"'
         if name not in source.columns:
             items.append(f"NULL AS {name}")
         elif source.columns[name] == "VARCHAR":
-            items.append(f"nullif(trim({quoted}), '') AS {name}")
+            items.append(f"ingest_text({quoted}) AS {name}")
         elif name in {"ts", "value"}:
             items.append(f"{quoted} AS {name}")
         else:
-            items.append(f"nullif(trim(CAST({quoted} AS VARCHAR)), '') AS {name}")
+            items.append(f"ingest_text(CAST({quoted} AS VARCHAR)) AS {name}")
     return ", ".join(items)
 
 
-def _stage(con: duckdb.DuckDBPyConnection, source: _Source) -> None:
+def stage_file(con: duckdb.DuckDBPyConnection, source: Source) -> None:
     """Expose the file as temp view ``staged_<kind>`` (with ``source_row``) and its malformed
     CSV records as temp table ``malformed_<kind>``; nothing persistent is written.
 
@@ -227,14 +159,15 @@ def _stage(con: duckdb.DuckDBPyConnection, source: _Source) -> None:
     if source.fmt == "parquet":
         con.execute(
             f"CREATE OR REPLACE TEMP VIEW {staged} AS "
-            f"SELECT *, file_row_number + 1 AS source_row FROM {_reader(source)}"
+            f"SELECT *, file_row_number + 1 AS source_row FROM {reader(source)}"
         )
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE {malformed} AS "
             "SELECT CAST(NULL AS BIGINT) AS source_row, 'malformed_row' AS reason WHERE false"
         )
         return
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {raw} AS SELECT * FROM {_reader(source)}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {raw} AS SELECT * FROM {reader(source)}")
+    _refuse_broken_quoting(con, source)
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE {malformed} AS "
         "SELECT DISTINCT CAST(line - 1 AS BIGINT) AS source_row, 'malformed_row' AS reason "
@@ -257,7 +190,20 @@ def _stage(con: duckdb.DuckDBPyConnection, source: _Source) -> None:
         )
 
 
-def _already_loaded(runner: SqlRunner, source: _Source) -> bool:
+def _refuse_broken_quoting(con: duckdb.DuckDBPyConnection, source: Source) -> None:
+    """A quoted field that is never closed (or has text after its closing quote) leaves the
+    records after it in doubt: the whole file is refused, naming the line it starts on."""
+    first = con.execute(
+        "SELECT min(line) FROM ingest_reject_errors WHERE error_type = 'UNQUOTED VALUE'"
+    ).fetchall()[0][0]
+    if first is not None:
+        raise IngestError(
+            f"{source.kind} file {shown(source.path)}: line {first}: a quoted field is not "
+            "closed (or text follows its closing quote); nothing was loaded"
+        )
+
+
+def _already_loaded(runner: SqlRunner, source: Source) -> bool:
     seen = runner.query(
         "SELECT count(*) FROM loads WHERE kind = $kind AND sha256 = $sha",
         kind=source.kind,
@@ -266,33 +212,60 @@ def _already_loaded(runner: SqlRunner, source: _Source) -> bool:
     return bool(seen[0][0])
 
 
-def _load_one(runner: SqlRunner, source: _Source, now: datetime) -> KindReport:
+def _loaded_before(runner: SqlRunner, source: Source) -> bool:
+    """Does the warehouse hold events of this kind from an earlier load?"""
+    return bool(
+        runner.query("SELECT count(*) FROM loads WHERE kind = $kind", kind=source.kind)[0][0]
+    )
+
+
+def check_rows(runner: SqlRunner, source: Source, now: datetime) -> None:
+    """The row checks of one file staged by :func:`stage_file`, the same for every engine
+    (the Spark ingest runs them in an embedded DuckDB): views ``source`` (trimmed text),
+    ``malformed`` and ``typed``; tables ``scanned`` (ids of the passing rows) and
+    ``rejected`` (failing rows and their reason)."""
+    runner.run("ingest_text")
+    runner.con.execute(
+        f"CREATE OR REPLACE TEMP VIEW source AS "
+        f"SELECT source_row, {_projection(source)} FROM staged_{source.kind}"
+    )
+    runner.con.execute(
+        f"CREATE OR REPLACE TEMP VIEW malformed AS SELECT * FROM malformed_{source.kind}"
+    )
+    ts_min, ts_max = TS_WINDOW
+    runner.run(f"ingest_check_{source.kind}", now=now, ts_min=ts_min, ts_max=ts_max)
+
+
+def rows_read(runner: SqlRunner) -> int:
+    """Rows of the checked file: records read plus malformed records (after check_rows)."""
+    return int(
+        runner.query("SELECT count(*) FROM source")[0][0]
+        + runner.query("SELECT count(*) FROM malformed")[0][0]
+    )
+
+
+def _load_one(runner: SqlRunner, source: Source, now: datetime) -> KindReport:
     """Check, key and insert one staged file; the caller holds the transaction."""
-    con = runner.con
     report = KindReport(source_file=str(source.path))
     if _already_loaded(runner, source):
         report.already_loaded = True
         return report
-    columns = _projection(source)
-    con.execute(
-        f"CREATE OR REPLACE TEMP VIEW source AS "
-        f"SELECT source_row, {columns} FROM staged_{source.kind}"
-    )
-    con.execute(f"CREATE OR REPLACE TEMP VIEW malformed AS SELECT * FROM malformed_{source.kind}")
+    check_rows(runner, source, now)
     load_id = runner.query("SELECT nextval('load_ids')")[0][0]
-    runner.run(f"ingest_check_{source.kind}", now=now)
-    runner.run("ingest_duplicates")
     runner.run("ingest_keys")
-    runner.run(f"ingest_insert_{source.kind}", load_id=load_id, tie_room=TIE_ROOM, max_tie=TIE_ROOM)
+    runner.run(f"ingest_insert_{source.kind}", load_id=load_id, tie_room=TIE_ROOM)
+    runner.run("ingest_duplicate_candidates", load_id=load_id)
+    if _loaded_before(runner, source):
+        runner.run("ingest_duplicate_candidates_earlier", load_id=load_id)
+    runner.run("ingest_duplicates", load_id=load_id, kind=source.kind)
+    if source.kind == "impressions":
+        runner.run("ingest_ties", load_id=load_id, tie_room=TIE_ROOM, max_tie=TIE_ROOM)
     reasons = runner.run(
         "ingest_quarantine", load_id=load_id, kind=source.kind, source_file=str(source.path)
     )
     report.reasons = {reason: int(n) for reason, n in reasons}
     report.quarantined = sum(report.reasons.values())
-    report.rows = (
-        runner.query("SELECT count(*) FROM source")[0][0]
-        + runner.query("SELECT count(*) FROM malformed")[0][0]
-    )
+    report.rows = rows_read(runner)
     report.accepted = report.rows - report.quarantined
     runner.query(
         "INSERT INTO loads VALUES ($load_id, $kind, $file, $sha, $rows, $accepted, "
@@ -317,33 +290,99 @@ def ingest_files(
     now: datetime | None = None,
 ) -> IngestReport:
     """Check both files, then load both in one transaction (all or nothing)."""
-    moment = now if now is not None else datetime.now(UTC)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    sources: Sequence[_Source] = [
-        _inspect(runner.con, "impressions", impressions),
-        _inspect(runner.con, "conversions", conversions),
+    moment = ingest_moment(now)
+    # DuckDB's progress bar would print into the command's output (stdout is the report)
+    runner.con.execute("SET enable_progress_bar = false")
+    sources = [
+        inspect(runner.con, "impressions", impressions),
+        inspect(runner.con, "conversions", conversions),
     ]
     try:
         for source in sources:
             if not _already_loaded(runner, source):
-                try:
-                    _stage(runner.con, source)
-                except duckdb.Error as error:
-                    raise IngestError(
-                        f"{source.kind} file {source.path}: could not be read completely "
-                        f"({type(error).__name__})"
-                    ) from None
-        with runner.transaction():
-            reports = [_load_one(runner, source, moment) for source in sources]
+                with reading_file(source):
+                    stage_file(runner.con, source)
+        reports = []
+        with _writing(runner), runner.transaction():
+            for source in sources:
+                with reading_file(source, "could not be loaded"):
+                    reports.append(_load_one(runner, source, moment))
     finally:
-        _drop_temporaries(runner.con)
+        drop_temporaries(runner.con)
     return IngestReport(impressions=reports[0], conversions=reports[1])
 
 
-def _drop_temporaries(con: duckdb.DuckDBPyConnection) -> None:
+def ingest_moment(now: datetime | None) -> datetime:
+    """The ingest's 'now' (default: the clock; naive means UTC), inside :data:`TS_WINDOW`."""
+    moment = now if now is not None else datetime.now(UTC)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    if not TS_WINDOW[0] <= moment < TS_WINDOW[1]:
+        raise IngestError(f"'now' must lie in the accepted time window {_window_text()}")
+    return moment
+
+
+def _window_text() -> str:
+    return f"{TS_WINDOW[0]:%Y-%m-%d} .. {TS_WINDOW[1]:%Y-%m-%d} UTC"
+
+
+class WarehouseWriteError(IngestError):
+    """The warehouse could not be written (disk full, file size limit, read-only disk)."""
+
+
+_WRITE_CAUSES = tuple(
+    os.strerror(code) for code in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EIO)
+)
+
+
+def write_cause(error: BaseException) -> str | None:
+    """The operating system's reason, when an engine's error (or one it caused) is a failed
+    write; the engine's own text is never shown, only the matching reason."""
+    seen: BaseException | None = error
+    while seen is not None:
+        text = str(seen)
+        for cause in _WRITE_CAUSES:
+            if cause in text:
+                return cause
+        seen = seen.__context__
+    return None
+
+
+@contextmanager
+def _writing(runner: SqlRunner) -> Iterator[None]:
+    """A failed write anywhere in the load becomes one line naming the warehouse and why.
+    The warehouse's path is read first: after a failed write the connection may be unusable."""
+    database = runner.query("SELECT path FROM duckdb_databases() WHERE NOT internal")
+    where = shown(database[0][0]) if database and database[0][0] else "(in memory)"
+    try:
+        yield
+    except duckdb.Error as error:
+        cause = write_cause(error)
+        if cause is None:
+            raise
+        raise WarehouseWriteError(
+            f"warehouse {where}: could not write ({cause}); nothing was loaded"
+        ) from None
+
+
+@contextmanager
+def reading_file(source: Source, failure: str = "could not be read completely") -> Iterator[None]:
+    """A file DuckDB cannot read to the end (truncated, corrupt) or load is named, never
+    quoted: DuckDB's message may hold a value from the file, only its kind is shown."""
+    try:
+        yield
+    except duckdb.Error as error:
+        if write_cause(error) is not None:
+            raise
+        raise IngestError(
+            f"{source.kind} file {shown(source.path)}: {failure} ({type(error).__name__}); "
+            "nothing was loaded"
+        ) from None
+
+
+def drop_temporaries(con: duckdb.DuckDBPyConnection) -> None:
     """Free the staged copies (they can be large) whatever happened."""
-    views = ["source", "malformed", "loaded_ids", "staged_impressions", "staged_conversions"]
+    views = ["source", "malformed", "typed", "events", "staged_impressions", "staged_conversions"]
     for view in views:
         con.execute(f"DROP VIEW IF EXISTS {view}")
     tables = [
@@ -351,7 +390,9 @@ def _drop_temporaries(con: duckdb.DuckDBPyConnection) -> None:
         for kind in ("impressions", "conversions")
         for prefix, suffix in (("staged_raw", ""), ("staged_raw", "_numbered"), ("malformed", ""))
     ]
-    tables += ["checked", "duplicates", "tie_groups", "tie_ranks", "overflow"]
+    tables += ["rejected", "scanned", "duplicate_candidates", "duplicates", "overflow"]
+    tables += ["tie_candidates", "tie_groups", "tie_ranks"]
     tables += ["ingest_reject_errors", "ingest_reject_scans"]
     for table in tables:
         con.execute(f"DROP TABLE IF EXISTS {table}")
+    con.execute("DROP MACRO IF EXISTS ingest_text")

@@ -1,22 +1,22 @@
--- Duplicate ids among the rows that passed the row-level checks (table `checked`).
--- * duplicate_loaded: the id is already in the warehouse (every copy in this file);
+-- Duplicate ids among this load's rows, decided exactly on the candidate rows found by
+-- ingest_duplicate_candidates*.sql (view `events`: id, load_id, source_row of the kind's table;
+-- the load's rows are inserted already and passed the row checks):
+-- * duplicate_loaded: the id was in the warehouse before this load (every copy in this file);
 -- * duplicate_in_load: the id repeats within this file; the first copy (lowest row) is kept.
--- Finds the few repeated ids by aggregation first, so the window runs on those rows only.
--- Afterwards `checked.reason` IS NULL exactly for the rows to load.
+-- They leave the table and join `rejected`, inside the load's transaction.
 CREATE OR REPLACE TEMP TABLE duplicates AS
 WITH
+candidate AS (
+    SELECT e.id, e.source_row
+    FROM events AS e
+    SEMI JOIN (SELECT DISTINCT source_row FROM duplicate_candidates) AS c
+        ON c.source_row = e.source_row
+    WHERE e.load_id = $load_id
+),
 loaded AS (
     SELECT c.source_row
-    FROM checked AS c
-    JOIN loaded_ids AS l ON l.id = c.id
-    WHERE c.reason IS NULL
-),
-repeated AS (
-    SELECT id
-    FROM checked
-    WHERE reason IS NULL
-    GROUP BY id
-    HAVING count(*) > 1
+    FROM candidate AS c
+    SEMI JOIN (SELECT id FROM events WHERE load_id <> $load_id) AS e ON e.id = c.id
 ),
 later AS (
     SELECT source_row
@@ -24,10 +24,8 @@ later AS (
         SELECT
             c.source_row,
             row_number() OVER (PARTITION BY c.id ORDER BY c.source_row) AS copy
-        FROM checked AS c
-        SEMI JOIN repeated AS r ON r.id = c.id
-        WHERE c.reason IS NULL
-          AND c.source_row NOT IN (SELECT source_row FROM loaded)
+        FROM candidate AS c
+        ANTI JOIN loaded AS l ON l.source_row = c.source_row
     )
     WHERE copy > 1
 )
@@ -35,8 +33,14 @@ SELECT source_row, 'duplicate_loaded' AS reason FROM loaded
 UNION ALL
 SELECT source_row, 'duplicate_in_load' AS reason FROM later;
 
--- the few duplicates are marked in place: no second copy of a large file
-UPDATE checked
-SET reason = d.reason
-FROM duplicates AS d
-WHERE checked.source_row = d.source_row;
+INSERT INTO rejected SELECT source_row, reason FROM duplicates;
+
+DELETE FROM impressions
+WHERE $kind = 'impressions'
+  AND load_id = $load_id
+  AND source_row IN (SELECT source_row FROM duplicates);
+
+DELETE FROM conversions
+WHERE $kind = 'conversions'
+  AND load_id = $load_id
+  AND source_row IN (SELECT source_row FROM duplicates);

@@ -1,4 +1,4 @@
--- One-shot release (seed 001, docs/validity.md): per-publisher sums over the campaign's whole
+-- One-shot release (Delaney et al., docs/validity.md): per-publisher sums over the campaign's whole
 -- period after bounding each *user* to r = $whole + $fraction attributed conversions.
 -- Reads attributed_conversions of days $first..$last (materialised by attribute_days) and the
 -- conversions table; `campaign_pubs` must be set (campaign_publishers.sql).

@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dp_platform.clipping import count_fraction
 from dp_platform.config import CampaignConfig
 
 __all__ = ["PandasPipeline"]
@@ -228,9 +229,7 @@ class PandasPipeline:
         rows = self.attributed[day]
         conv = rows.drop_duplicates("conv").sort_values(["user", "ts", "conv"])
         rank = conv.groupby("user").cumcount().to_numpy()
-        whole = np.floor(bound)
-        factor = np.where(rank < whole, 1.0, np.where(rank == whole, bound - whole, 0.0))
-        factors = pd.Series(factor, index=conv["conv"].to_numpy())
+        factors = pd.Series(count_fraction(rank, bound), index=conv["conv"].to_numpy())
         value = rows["weight"].to_numpy() * factors.loc[rows["conv"].to_numpy()].to_numpy()
         sums = pd.Series(value).groupby(self.publisher_names[rows["pub"].to_numpy()]).sum()
         return sums.reindex(self.publishers(), fill_value=0.0).to_numpy(dtype=np.float64)

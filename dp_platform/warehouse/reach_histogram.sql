@@ -1,4 +1,4 @@
--- Reach and frequency (seed 003): how many users saw the campaign's ads exactly k times over
+-- Reach and frequency (Ghazi & Manurangsi): how many users saw the campaign's ads exactly k times over
 -- days $first..$last, k = 1..$cap - 1, and how many $cap times or more (k = $cap). Impressions
 -- of the advertiser on the campaign's publishers (`campaign_pubs` must be set), views and
 -- clicks alike. Users without an impression are not counted (they are in no bin).

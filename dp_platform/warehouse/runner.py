@@ -4,7 +4,7 @@ Every heavy step is a ``*.sql`` file next to this module. A file holds one or mo
 each ending with ``;`` at the end of a line; parameters are DuckDB named parameters
 (``$day``). The runner binds to each statement only the parameters it uses, so one call can feed
 a whole file. Keeping the SQL in files (not Python strings) lets it be read, reviewed and run on
-another engine (design.md §3.4) without reading Python.
+another engine (docs/data.md#3-warehouse-tables) without reading Python.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
--- The warehouse schema (design.md §3.4). Idempotent: run on every open.
+-- The warehouse schema (docs/data.md#3-warehouse-tables). Idempotent: run on every open.
 --
 -- Raw events keep their string ids but join on integer surrogate keys (users, publishers,
 -- advertisers): joins on integers are several times faster than on strings at 10^7-10^8 rows.
@@ -85,7 +85,7 @@ CREATE TABLE IF NOT EXISTS quarantine (
 
 -- One row per (attributed conversion, credited publisher). user_rank is the conversion's
 -- 0-based position among the user's attributed conversions of the day in (ts, conversion_id)
--- order: the clipping order of adsbpc.md §2, fixed before any bound is known.
+-- order: the clipping order of docs/algorithm.md#clipping, fixed before any bound is known.
 CREATE TABLE IF NOT EXISTS attributed_conversions (
     campaign VARCHAR NOT NULL,
     day DATE NOT NULL,

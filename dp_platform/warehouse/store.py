@@ -13,21 +13,28 @@ are the same SQL on a one-day range.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 import duckdb
 import numpy as np
 import pandas as pd
 
-from dp_platform.config import CampaignConfig, ConfigError
+from dp_platform.config import CampaignConfig, ConfigError, WarehouseConfig
 from dp_platform.privacy.filter import RESIDUAL
 from dp_platform.warehouse.ingest import TIE_ROOM, IngestReport, ingest_files
 from dp_platform.warehouse.runner import SqlRunner
 
-__all__ = ["FRAME_TABLES", "SCHEMA_VERSION", "Warehouse", "WarehouseError"]
+if TYPE_CHECKING:
+    from dp_platform.home import Home
+    from dp_platform.privacy.discrete import IntegerNoiseSource
+    from dp_platform.warehouse.base import PeriodBound, ProfileGrid
+
+__all__ = ["FRAME_TABLES", "SCHEMA_VERSION", "Warehouse", "WarehouseError", "open_at_home"]
 
 SCHEMA_VERSION = "1"
 WAREHOUSE_FILE = "warehouse.duckdb"
@@ -59,6 +66,8 @@ class Warehouse:
     ``threads`` and ``memory_limit`` are passed to DuckDB (e.g. ``2`` and ``"3GB"``); DuckDB
     spills to ``<file>.tmp`` beyond the limit. By default DuckDB uses every core and 80% of RAM.
     """
+
+    engine = "duckdb"
 
     def __init__(
         self,
@@ -179,8 +188,12 @@ class Warehouse:
             return list(campaign.publishers)
         return self.advertiser_publishers(campaign.advertiser)
 
-    def _scope(self, campaign: CampaignConfig) -> list[str]:
-        publishers = self.campaign_publishers(campaign)
+    def _scope(self, campaign: CampaignConfig, publishers: list[str] | None = None) -> list[str]:
+        """Put the vector's publishers in scope (temp table campaign_pubs); ``None``: the
+        campaign's current list."""
+        if publishers is None:
+            publishers = self.campaign_publishers(campaign)
+        publishers = list(publishers)
         self.sql.run("campaign_publishers", publisher_ids=publishers or [""])
         if not publishers:
             self.con.execute("DELETE FROM campaign_pubs")
@@ -188,12 +201,17 @@ class Warehouse:
         return publishers
 
     def publisher_sums(
-        self, campaign: CampaignConfig, query: str, /, **params: object
+        self,
+        campaign: CampaignConfig,
+        query: str,
+        /,
+        publishers: list[str] | None = None,
+        **params: object,
     ) -> tuple[list[str], np.ndarray]:
-        """Run ``query`` (rows of (publisher position, sum)) with the campaign's publishers in
-        scope; returns them and the per-publisher vector in that order (zeros where no row).
-        Call inside a transaction, with whatever the query reads."""
-        publishers = self._scope(campaign)
+        """Run ``query`` (rows of (publisher position, sum)) with the publishers in scope
+        (``None``: the campaign's); returns them and the per-publisher vector in that order
+        (zeros where no row). Call inside a transaction, with whatever the query reads."""
+        publishers = self._scope(campaign, publishers)
         vector = np.zeros(len(publishers), dtype=np.float64)
         for position, value in self.sql.run(query, **params):
             vector[position] = value
@@ -264,12 +282,21 @@ class Warehouse:
 
     # -- attribution and contributions ---------------------------------------------------
 
-    def attribute_days(self, campaign: CampaignConfig, first: date, last: date) -> dict:
-        """(Re)materialise attributed_conversions for days first..last in one transaction."""
+    def attribute_days(
+        self,
+        campaign: CampaignConfig,
+        first: date,
+        last: date,
+        *,
+        publishers: list[str] | None = None,
+        noise: IntegerNoiseSource | None = None,
+    ) -> dict:
+        """(Re)materialise attributed_conversions for days first..last in one transaction.
+        ``noise``: the Exp(1) source of private_last_touch (tests only; default secure)."""
         self._check_range(campaign, first, last)
         rule = campaign.attribution.rule
         with self.sql.transaction():
-            publishers = self._scope(campaign)
+            publishers = self._scope(campaign, publishers)
             self.sql.query(
                 f"DELETE FROM {_ATTRIBUTED} WHERE campaign = $campaign "
                 "AND day BETWEEN $first AND $last",
@@ -277,10 +304,12 @@ class Warehouse:
                 first=first,
                 last=last,
             )
-            if rule == "private_last_touch":  # random draw per conversion (seed 000 §2)
+            if rule == "private_last_touch":  # random draw per conversion (Agarwal et al. §2)
                 from dp_platform.attribution.private_touch import attribute_private_last_touch
 
-                attribute_private_last_touch(self.sql, campaign, first, last, tie_room=TIE_ROOM)
+                attribute_private_last_touch(
+                    self.sql, campaign, first, last, tie_room=TIE_ROOM, noise=noise
+                )
             else:
                 single_touch = rule in {"lta", "fta"}
                 script = f"attribute_{rule}" if single_touch else "attribute_touches"
@@ -391,9 +420,17 @@ class Warehouse:
             hist[count] = users
         return hist
 
-    def clipped_vector(self, campaign: CampaignConfig, day: date, bound: float) -> np.ndarray:
-        """Per-publisher sums of the day after clipping every user at ``bound`` (adsbpc.md §2),
-        in :meth:`campaign_publishers` order; also stored in clipped_daily_vectors."""
+    def clipped_vector(
+        self,
+        campaign: CampaignConfig,
+        day: date,
+        bound: float,
+        *,
+        publishers: list[str] | None = None,
+    ) -> np.ndarray:
+        """Per-publisher sums of the day after clipping every user at ``bound``
+        (docs/algorithm.md#clipping), in ``publishers`` order (default :meth:`campaign_publishers`);
+        also stored in clipped_daily_vectors."""
         if not (bound > 0 and np.isfinite(bound)):
             raise ValueError("bound must be a finite number > 0")
         campaign.day_index(day)
@@ -403,6 +440,7 @@ class Warehouse:
             publishers, vector = self.publisher_sums(
                 campaign,
                 "clip",
+                publishers,
                 campaign=campaign.name,
                 day=day,
                 whole=whole,
@@ -442,7 +480,14 @@ class Warehouse:
     # Separate from AdsBPC's methods above; tables in plus_schema.sql, SQL in plus_*.sql.
 
     def plus_clipped_vector(
-        self, campaign: CampaignConfig, day: date, bound: float, sigma: float, cap: float
+        self,
+        campaign: CampaignConfig,
+        day: date,
+        bound: float,
+        sigma: float,
+        cap: float,
+        *,
+        publishers: list[str] | None = None,
     ) -> np.ndarray:
         """Day's per-publisher sums after the AdsBPC+ filter clip at (r, σ), in publisher order;
         the users' spends are updated in the same transaction (privacy/filter.py).
@@ -481,6 +526,7 @@ class Warehouse:
             publishers, vector = self.publisher_sums(
                 campaign,
                 "plus_clip",
+                publishers,
                 campaign=campaign.name,
                 day=day,
                 whole=whole,
@@ -526,19 +572,20 @@ class Warehouse:
         bounds: list[float],
         factors: list[float],
         cap: int,
+        *,
+        grid: ProfileGrid,
+        publishers: list[str] | None = None,
     ) -> np.ndarray:
-        """Users per profile bin (adsbpc_plus.PROFILE_EDGES × Λ²) of T_u = Σ_d φ_d‖clip(c)‖²."""
-        from dp_platform.adsbpc_plus import PROFILE_BINS, PROFILE_LOW
-
+        """Users per profile bin (``grid``, × Λ²) of T_u = Σ_d φ_d‖clip(c)‖²."""
         if not (len(days) == len(bounds) == len(factors)) or not days:
             raise ValueError("need one bound and one factor per day, and at least one day")
         for day in days:
             campaign.day_index(day)
             self._version(_ATTRIBUTED, campaign, day)
         whole = [int(np.floor(b)) for b in bounds]
-        hist = np.zeros(PROFILE_BINS, dtype=np.int64)
+        hist = np.zeros(grid.bins, dtype=np.int64)
         with self.sql.transaction():
-            self._scope(campaign)
+            self._scope(campaign, publishers)
             rows = self.sql.run(
                 "plus_profile",
                 campaign=campaign.name,
@@ -546,9 +593,7 @@ class Warehouse:
                 whole=whole,
                 fraction=[float(b - w) for b, w in zip(bounds, whole, strict=True)],
                 factor=[float(f) for f in factors],
-                low=PROFILE_LOW * cap * cap,
-                step=float(np.log(1.0 / PROFILE_LOW) / PROFILE_BINS),
-                bins=PROFILE_BINS,
+                **grid.sql_parameters(cap),
             )
         for bin_, users in rows:
             hist[bin_] = users
@@ -563,3 +608,77 @@ class Warehouse:
             c=campaign.name,
         )[0]
         return {"days": int(days), "users": int(users), "max_spend": float(top)}
+
+    # -- campaign-level releases ----------------------------------------------------------------
+
+    def one_shot_sums(
+        self,
+        campaign: CampaignConfig,
+        bounding: PeriodBound,
+        *,
+        publishers: list[str] | None = None,
+    ) -> np.ndarray:
+        """True per-publisher sums of the campaign's period after the plan's bounding (PRIVATE:
+        for oneshot.release_one_shot only). Needs attribute_days over the whole period."""
+        done = self.sql.query(
+            "SELECT count(DISTINCT day) FROM partitions WHERE asset = $asset "
+            "AND campaign = $campaign AND day BETWEEN $first AND $last",
+            asset=_ATTRIBUTED,
+            campaign=campaign.name,
+            first=campaign.start,
+            last=campaign.end,
+        )[0][0]
+        if int(done) != campaign.days:
+            raise WarehouseError(
+                f"one-shot release of {campaign.name} needs {_ATTRIBUTED} for all "
+                f"{campaign.days} days ({int(done)} materialised)"
+            )
+        whole = int(np.floor(bounding.bound))
+        with self.sql.transaction():
+            _, vector = self.publisher_sums(
+                campaign,
+                "oneshot_sums",
+                publishers,
+                campaign=campaign.name,
+                advertiser=campaign.advertiser,
+                first=campaign.start,
+                last=campaign.end,
+                whole=whole,
+                fraction=float(bounding.bound - whole),
+                enforcement=bounding.enforcement,
+                use_value=bounding.use_value,
+                value_cap=float(bounding.value_cap),
+            )
+        return vector
+
+    def reach_histogram(
+        self,
+        campaign: CampaignConfig,
+        max_frequency: int,
+        *,
+        publishers: list[str] | None = None,
+    ) -> np.ndarray:
+        """True frequency histogram of the campaign's period: entry k-1 = users who saw its
+        ads exactly k times (k < K), the last entry K or more (PRIVATE: for reach only)."""
+        histogram = np.zeros(max_frequency, dtype=np.int64)
+        with self.sql.transaction():
+            if not self._scope(campaign, publishers):
+                return histogram
+            rows = self.sql.run(
+                "reach_histogram",
+                advertiser=campaign.advertiser,
+                first=campaign.start,
+                last=campaign.end,
+                cap=max_frequency,
+            )
+        for k, users in rows:
+            histogram[int(k) - 1] = int(users)
+        return histogram
+
+
+@contextmanager
+def open_at_home(settings: WarehouseConfig, home: Home, read_only: bool) -> Iterator[Warehouse]:
+    """The DuckDB warehouse of a platform home, under its file lock (one process at a time:
+    DuckDB lets one process open a file for writing). ``settings`` has nothing for DuckDB."""
+    with home.warehouse_lock(), Warehouse(home.warehouse, read_only=read_only) as warehouse:
+        yield warehouse

@@ -1,4 +1,4 @@
-"""Reach and k+-frequency of a campaign over its whole period (seed 003), user-level DP.
+"""Reach and k+-frequency of a campaign over its whole period (Ghazi & Manurangsi), user-level DP.
 
 Reach = users who saw at least one of the campaign's impressions; n_{≥k} = users who saw at
 least k; the (≥k)-frequency is n_{≥k}/reach. We release the *frequency histogram*
@@ -23,13 +23,17 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+from pydantic import Field
 
-from dp_platform.privacy.accounting import gaussian_rho, gaussian_sigma
+from dp_platform.config import RHO_FLOOR, CampaignConfig, MechanismSettings
+from dp_platform.mechanisms.base import Markdown, Shown
+from dp_platform.privacy.accounting import Rho, gaussian_rho, gaussian_sigma
 from dp_platform.privacy.discrete import IntegerNoiseSource, resolve_integer
+from dp_platform.records import JsonValue
 
 if TYPE_CHECKING:
-    from dp_platform.config import CampaignConfig
-    from dp_platform.warehouse.store import Warehouse
+    from dp_platform.privacy.noise import NoiseSource
+    from dp_platform.warehouse.base import WarehouseEngine
 
 __all__ = [
     "ReachPlan",
@@ -50,6 +54,20 @@ def frequency_histogram(impressions_per_user: np.ndarray, max_frequency: int) ->
     return np.bincount(np.minimum(counts, max_frequency) - 1, minlength=max_frequency)[
         :max_frequency
     ]
+
+
+class ReachSettings(MechanismSettings):
+    """A ``reach: {rho: …, max_frequency: …}`` block: reach and k+-frequency over the whole
+    period, released once after the last day, on its own ρ (reserved with the campaign)."""
+
+    kind: Literal["reach"]  # required, so a dump that leaves out defaults still names it
+    rho: float = Field(
+        ge=RHO_FLOOR, description="zCDP budget of the reach release (on the account)"
+    )
+    max_frequency: int = Field(default=10, ge=1, description="K: frequencies >= K pooled")
+
+    def check(self, campaign: CampaignConfig) -> None:
+        """Reach reads impressions only: no attribution rule to check."""
 
 
 @dataclass(frozen=True)
@@ -140,29 +158,79 @@ def release_reach(
 
 def plan_from_config(campaign: CampaignConfig) -> ReachPlan:
     """The reach plan of a campaign with a ``reach:`` block."""
-    options = campaign.reach
-    if options is None:
+    options = campaign.releases.get(MECHANISM.name)
+    if not isinstance(options, ReachSettings):
         raise ValueError(f"campaign {campaign.name} has no reach block")
     return plan_reach(options.rho, options.max_frequency, campaign.privacy.adjacency)
 
 
 def warehouse_histogram(
-    warehouse: Warehouse, campaign: CampaignConfig, max_frequency: int
+    warehouse: WarehouseEngine,
+    campaign: CampaignConfig,
+    max_frequency: int,
+    publishers: list[str] | None = None,
 ) -> np.ndarray:
     """True frequency histogram of the campaign's period (PRIVATE: for release_reach only)."""
-    publishers = warehouse.campaign_publishers(campaign)
-    histogram = np.zeros(max_frequency, dtype=np.int64)
-    if not publishers:
-        return histogram
-    with warehouse.sql.transaction():
-        warehouse.sql.run("campaign_publishers", publisher_ids=publishers)
-        rows = warehouse.sql.run(
-            "reach_histogram",
-            advertiser=campaign.advertiser,
-            first=campaign.start,
-            last=campaign.end,
-            cap=max_frequency,
-        )
-    for k, users in rows:
-        histogram[int(k) - 1] = int(users)
-    return histogram
+    return warehouse.reach_histogram(campaign, max_frequency, publishers=publishers)
+
+
+class ReachMechanism:
+    """Reach and frequency as a campaign-level mechanism, added beside the daily stream."""
+
+    name = "reach"
+    settings = ReachSettings
+    plan_type = ReachPlan
+    replaces_stream = False
+    asset = "reach_and_frequency"
+    reads = "raw_impressions"
+    description = (
+        "How many users saw the campaign's ads, and how many at least k times, over the whole "
+        "period (noisy histogram; its own ρ on the account)."
+    )
+
+    def make_plan(self, campaign: CampaignConfig) -> ReachPlan | None:
+        return plan_from_config(campaign) if self.name in campaign.releases else None
+
+    def charge(self, plan: ReachPlan) -> Rho:
+        return Rho(plan.rho)
+
+    def release(
+        self,
+        plan: ReachPlan,
+        warehouse: WarehouseEngine,
+        campaign: CampaignConfig,
+        publishers: list[str],
+        *,
+        noise: NoiseSource | None,
+        integer_noise: IntegerNoiseSource | None,
+    ) -> dict[str, JsonValue]:
+        histogram = warehouse_histogram(warehouse, campaign, plan.max_frequency, publishers)
+        return release_reach(histogram, plan, noise=integer_noise).to_json()
+
+    def shown(self, payload: dict[str, JsonValue]) -> Shown:
+        at_least: list[int] = payload.get("at_least", [])
+        rows = [f"| {k}+ | {v} |" for k, v in enumerate(at_least, start=1)]
+        return {
+            "noisy_reach": float(payload["reach"]),
+            "rho_charged": float(payload["rho_charged"]),
+            "frequency": Markdown(
+                "\n".join(["| seen at least | noisy users |", "|---|---|", *rows])
+            ),
+        }
+
+    def summary(self, plan: ReachPlan) -> dict[str, JsonValue]:
+        return plan.to_json()
+
+    def describe(self, plan: ReachPlan) -> list[str]:
+        r = plan.to_json()
+        return [
+            f"  reach & frequency: ρ {r['rho']:.6g}, up to {r['max_frequency']}+, reach std "
+            f"{r['reach_std']:.4g}"
+        ]
+
+    def describe_release(self, payload: dict[str, JsonValue]) -> str:
+        at_least = ", ".join(f"{k}+: {v}" for k, v in enumerate(payload["at_least"], 1))
+        return f"reach (ρ {payload['rho_charged']:.6g}): {payload['reach']} users; {at_least}"
+
+
+MECHANISM = ReachMechanism()

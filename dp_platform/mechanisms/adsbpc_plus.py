@@ -40,21 +40,32 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from fractions import Fraction
 from pathlib import Path
 from statistics import NormalDist
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+from pydantic import Field, model_validator
 
-from dp_platform.adsbpc import Measurement, answer_queries, clipped_vector, gaussian_allotments
-from dp_platform.config import AdsbpcPlusConfig, CampaignConfig, ConfigError
+from dp_platform.config import (
+    MAX_BOUND_CAP,
+    SHARE_FLOOR,
+    CampaignConfig,
+    ConfigError,
+    MechanismSettings,
+)
+from dp_platform.mechanisms.adsbpc import (
+    clipped_vector,
+    gaussian_allotments,
+)
+from dp_platform.mechanisms.base import BoundInputs, Chain, Measurement
 from dp_platform.privacy.accounting import (
     Rho,
-    charges_from_json,
-    charges_to_json,
+    epsilon_at_deltas,
     gaussian_rho,
     gaussian_sigma,
-    zcdp_epsilon,
 )
 from dp_platform.privacy.filter import filter_cap, worst_case_charge
 from dp_platform.privacy.noise import NoiseSource, resolve
@@ -64,10 +75,21 @@ from dp_platform.privacy.noisy_histogram import (
     tail_counts,
 )
 from dp_platform.privacy.quantile import cap_histogram
-from dp_platform.privacy.scales import query_weights, solve_scales, workload_matrix
+from dp_platform.warehouse.base import ProfileGrid
+from dp_platform.workload import (
+    answer_queries,
+    campaign_scales,
+    query_ends,
+    query_weights,
+    workload_matrix,
+)
+
+if TYPE_CHECKING:
+    from dp_platform.warehouse.base import WarehouseEngine
 
 __all__ = [
     "PROFILE_EDGES",
+    "PROFILE_GRID",
     "SCALE_ALPHA",
     "SCALE_Z",
     "PlusBudget",
@@ -86,13 +108,72 @@ __all__ = [
     "step",
 ]
 
+
+class PlusSettings(MechanismSettings):
+    """AdsBPC+ (``mechanism: {kind: adsbpc_plus, …}``): individual filter, cheap bounds.
+
+    Shares of ρ: ``histogram`` for the n daily noisy count histograms, ``profile`` for the one
+    noisy profile histogram after ``profile_days``; the rest (ρ1) is each user's filter budget.
+    """
+
+    kind: Literal["adsbpc_plus"]  # required, so a dump that leaves out defaults still names it
+    histogram_share: float = Field(default=0.03, ge=SHARE_FLOOR, lt=1)
+    profile_share: float = Field(default=0.02, ge=0, lt=1)
+    profile_days: int = Field(default=7, ge=0, description="m: days the profile is read from")
+    quantile: float = Field(default=0.99, gt=0, lt=1, description="q of the per-user profile")
+    prior_scale: float = Field(
+        default=0.5, gt=0, le=1, description="ψ0: σ_i = σ̄_i·ψ0·r_i on days 1..m (public prior)"
+    )
+    cap: int = Field(default=10, ge=1, le=MAX_BOUND_CAP, description="Λ: largest daily bound r_i")
+    pool_days: int = Field(default=7, ge=1, description="noisy histograms pooled for r_i")
+    scale_prior: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "s0: profile scale kept when the noisy profile cannot rule it out "
+            "(default ψ0·Λ; set Λ to fall back on cutting nobody)"
+        ),
+    )
+
+    @property
+    def profile_prior(self) -> float:
+        """s0 in conversions: the configured prior, or ψ0·Λ (the scale days 1..m plan for)."""
+        return self.scale_prior if self.scale_prior is not None else self.prior_scale * self.cap
+
+    @model_validator(mode="after")
+    def _shares(self) -> PlusSettings:
+        if self.scale_prior is not None and self.scale_prior > self.cap:
+            raise ValueError(f"scale_prior must be <= cap ({self.cap})")
+        if self.histogram_share + self.profile_share >= 1:
+            raise ValueError("histogram_share + profile_share must be < 1 (rho1 needs a share)")
+        if 0 < self.profile_share < SHARE_FLOOR:
+            raise ValueError(f"profile_share is 0 or at least {SHARE_FLOOR:g}")
+        if (self.profile_days == 0) != (self.profile_share == 0):
+            raise ValueError("profile_share must be > 0 exactly when profile_days > 0")
+        return self
+
+    def check(self, campaign: CampaignConfig) -> None:
+        super().check(campaign)
+        if campaign.privacy.adjacency == "replace":
+            raise ValueError(
+                "privacy.adjacency: adsbpc_plus supports add_remove only (its individual filter "
+                "bounds each user's own loss; under replace a pair of users can lose up to 4x "
+                "rho1); use add_remove or mechanism adsbpc"
+            )
+        if self.profile_days >= campaign.days:
+            raise ValueError(
+                f"adsbpc_plus.profile_days: m must be < days (m = {self.profile_days}, "
+                f"days = {campaign.days})"
+            )
+
+
 PROFILE_LOW = 1e-4
 PROFILE_BINS = 48
 PROFILE_EDGES = np.geomspace(PROFILE_LOW, 1.0, PROFILE_BINS + 1)  # × Λ²: public edges
+PROFILE_GRID = ProfileGrid(PROFILE_LOW, PROFILE_BINS)  # the same edges, as engines take them
 BOUND_STEP = 0.01  # grid of candidate r_i
 SCALE_ALPHA = NormalDist().cdf(-2.0)  # ≈ 2.3 %: allowed chance that s undershoots (2σ level)
 SCALE_Z = NormalDist().inv_cdf(1.0 - SCALE_ALPHA / PROFILE_BINS)  # Bonferroni, 48 bins: ≈ 3.31
-REPORTED_DELTAS = (1e-5, 1e-6, 1e-9)
 
 
 def profile_bins(values: np.ndarray, cap: int) -> np.ndarray:
@@ -115,7 +196,7 @@ class PlusBudget:
 
     @classmethod
     def from_config(cls, campaign: CampaignConfig) -> PlusBudget:
-        cfg = campaign.adsbpc_plus
+        cfg = campaign.mechanism
         total = Rho.of(campaign.privacy.rho)
         hist = total * Fraction(repr(cfg.histogram_share)) / campaign.days
         profile = total * Fraction(repr(cfg.profile_share))
@@ -134,7 +215,7 @@ class PlusPlan:
     campaign: str
     days: int
     budget: PlusBudget
-    config: AdsbpcPlusConfig
+    config: PlusSettings
     allotments: tuple[Fraction, ...]  # AdsBPC's per-day shares of ρ1 (shape of σ̄)
     sigma_bar: tuple[float, ...]  # Σ_i 1/(2σ̄_i²) ≤ ρ1
     day_weights: tuple[float, ...]  # w_i = g_i/ρ1, Σ = 1: a day's share of a flat profile
@@ -149,8 +230,12 @@ class PlusPlan:
 
     @property
     def query_ends(self) -> np.ndarray:
-        nonzero = self.queries != 0
-        return self.queries.shape[1] - np.argmax(nonzero[:, ::-1], axis=1)
+        return query_ends(self.queries)
+
+    @property
+    def total(self) -> Rho:
+        """Everything the stream can charge: ρ1 + n·ρ_h + ρ_p."""
+        return self.budget.total
 
     @property
     def profile_day(self) -> int | None:
@@ -185,9 +270,7 @@ class PlusPlan:
             "scale_prior": cfg.profile_prior,
             "scale_z": SCALE_Z,
             "cap": cfg.cap,
-            "epsilon_at_delta": {
-                f"{d:g}": zcdp_epsilon(float(self.budget.total), d) for d in REPORTED_DELTAS
-            },
+            "epsilon_at_delta": epsilon_at_deltas(float(self.budget.total)),
         }
 
 
@@ -207,20 +290,17 @@ def _workload_weights(
 
 def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> PlusPlan:
     """Plan an adsbpc_plus campaign: data-independent, shown and audited before day 1."""
-    if campaign.mechanism != "adsbpc_plus":
-        raise ConfigError(f"campaign {campaign.name}: mechanism is {campaign.mechanism}")
+    if not isinstance(campaign.mechanism, PlusSettings):
+        raise ConfigError(f"campaign {campaign.name}: mechanism is {campaign.mechanism.kind}")
     if campaign.privacy.adjacency != "add_remove":  # the config refuses it too
         raise ConfigError("adsbpc_plus supports add_remove adjacency only")
     budget = PlusBudget.from_config(campaign)
     matrix = workload_matrix(campaign, base_dir)
-    try:
-        scales = solve_scales(matrix, campaign.objective, float(budget.rho1))
-    except ValueError as error:
-        raise ConfigError(f"objective: {error}") from None
+    scales = campaign_scales(campaign.objective, matrix, float(budget.rho1))
     allotments = gaussian_allotments(budget.rho1.value, scales.variances)
     sigma_bar = tuple(gaussian_sigma(1.0, g) for g in allotments)
     variance, bias = _workload_weights(campaign, matrix)
-    cfg = campaign.adsbpc_plus
+    cfg = campaign.mechanism
     _check_sigma_range(cfg, sigma_bar)
     return PlusPlan(
         campaign=campaign.name,
@@ -239,7 +319,7 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> P
     )
 
 
-def _check_sigma_range(cfg: AdsbpcPlusConfig, sigma_bar: tuple[float, ...]) -> None:
+def _check_sigma_range(cfg: PlusSettings, sigma_bar: tuple[float, ...]) -> None:
     """Every σ_i the plan can choose — σ̄_i·ψ0·r (r ∈ [1, Λ]) before the profile, σ̄_i·min(s, r)
     after, s ≥ the lowest profile edge — must be a positive finite float: refused at plan time,
     before anything is reserved, if the budget makes it underflow or overflow."""
@@ -271,28 +351,6 @@ class PlusState:
     scale_estimate: float | None = None
     gaussian_charged: Fraction = Fraction(0)
 
-    def to_json(self) -> dict:
-        return {
-            "day": self.day,
-            "bounds": list(self.bounds),
-            "scales": list(self.scales),
-            "histograms": [list(h) for h in self.histograms],
-            "scale_estimate": self.scale_estimate,
-            "gaussian_charged": str(self.gaussian_charged),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict) -> PlusState:
-        estimate = data["scale_estimate"]
-        return cls(
-            day=int(data["day"]),
-            bounds=tuple(float(b) for b in data["bounds"]),
-            scales=tuple(float(s) for s in data["scales"]),
-            histograms=tuple(tuple(float(v) for v in h) for h in data["histograms"]),
-            scale_estimate=None if estimate is None else float(estimate),
-            gaussian_charged=Fraction(data["gaussian_charged"]),
-        )
-
 
 @dataclass(frozen=True)
 class PlusChoice:
@@ -305,29 +363,6 @@ class PlusChoice:
     charges: dict[str, Rho]
     gaussian: Rho
     method: str = "histogram"
-
-    def to_json(self) -> dict:
-        return {
-            "day": self.day,
-            "bound": self.bound,
-            "sigma": self.sigma,
-            "scale": self.scale,
-            "method": self.method,
-            "charges": charges_to_json(self.charges),
-            "gaussian": self.gaussian.to_json(),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict) -> PlusChoice:
-        return cls(
-            day=int(data["day"]),
-            bound=float(data["bound"]),
-            sigma=float(data["sigma"]),
-            scale=float(data["scale"]),
-            method=str(data["method"]),
-            charges=charges_from_json(data["charges"]),
-            gaussian=Rho.from_json(data["gaussian"]),
-        )
 
 
 def estimate_scale(
@@ -568,7 +603,7 @@ def step(
     if clipped.size != publishers:
         raise ValueError(f"day {day}: {clipped.size} clipped values for {publishers} publishers")
     measurement = measure(plan, choice, clipped, noise=source)
-    answers = answer_queries(plan, [*released, measurement.values])  # type: ignore[arg-type]
+    answers = answer_queries(plan.queries, [*released, measurement.values])
     return PlusRelease(measurement, choice, answers), new_state
 
 
@@ -592,3 +627,103 @@ def run_stream(
         released = (*released, release.measurement.values)
         out.append(release)
     return out, state
+
+
+class PlusMechanism:
+    """AdsBPC+ as a :class:`~dp_platform.mechanisms.base.StreamMechanism` (module doc)."""
+
+    name = "adsbpc_plus"
+    settings = PlusSettings
+    plan_type = PlusPlan
+    chain = Chain(PlusChoice, PlusState)
+    carries_spend = True  # the filter's per-user spends carry from day to day
+
+    def make_plan(self, campaign: CampaignConfig, base_dir: str | Path | None) -> PlusPlan:
+        return make_plan(campaign, base_dir)
+
+    def bound_charges(self, plan: PlusPlan, day: int) -> dict[str, Rho]:
+        return plan.bound_charges(day)
+
+    def bound_inputs(
+        self,
+        plan: PlusPlan,
+        campaign: CampaignConfig,
+        day: date,
+        warehouse: WarehouseEngine,
+        earlier_bounds: Callable[[], list[float]],
+    ) -> BoundInputs:
+        histogram = np.asarray(warehouse.day_histogram(campaign, day), dtype=np.int64)
+        index = campaign.day_index(day)
+        if not plan.needs_profile(index):
+            return BoundInputs(histogram)
+        # T_u over days 1..m at their (public) bounds: the profile histogram of day m+1
+        earlier = [campaign.start + timedelta(days=i) for i in range(index - 1)]
+        profile = warehouse.plus_profile_histogram(
+            campaign,
+            earlier,
+            earlier_bounds(),
+            list(profile_factors(plan)),
+            plan.config.cap,
+            grid=PROFILE_GRID,
+        )
+        return BoundInputs(histogram, np.asarray(profile))
+
+    def choose_bound(
+        self,
+        plan: PlusPlan,
+        state: PlusState,
+        inputs: BoundInputs,
+        *,
+        publishers: int,
+        noise: NoiseSource | None,
+    ) -> tuple[PlusChoice, PlusState]:
+        return choose_bound(
+            plan,
+            state,
+            inputs.histogram,
+            publishers=publishers,
+            profile=inputs.profile,
+            noise=noise,
+        )
+
+    def clip(
+        self,
+        plan: PlusPlan,
+        choice: PlusChoice,
+        warehouse: WarehouseEngine,
+        campaign: CampaignConfig,
+        day: date,
+    ) -> np.ndarray:
+        vector = warehouse.plus_clipped_vector(
+            campaign, day, choice.bound, choice.sigma, plan.filter_cap
+        )
+        return np.asarray(vector, dtype=np.float64)
+
+    def release_charges(self, plan: PlusPlan, choice: PlusChoice) -> dict[str, Rho]:
+        return {"gaussian": choice.gaussian}
+
+    def measure(
+        self, plan: PlusPlan, choice: PlusChoice, clipped: np.ndarray, *, noise: NoiseSource | None
+    ) -> Measurement:
+        return measure(plan, choice, clipped, noise=noise)
+
+    def summary(self, plan: PlusPlan) -> dict[str, object]:
+        return plan.to_json()
+
+    def describe(self, plan: PlusPlan) -> list[str]:
+        data = plan.to_json()
+        lines = [
+            f"campaign {plan.campaign}: {plan.days} days, mechanism {self.name}, ρ "
+            f"{data['rho']:.6g} (ρ1 {data['rho1']:.6g}, histograms "
+            f"{data['rho_histogram_per_day']:.6g}/day, profile {data['rho_profile']:.6g})"
+        ]
+        if data["profile_days"]:
+            lines.append(
+                f"  profile after day {data['profile_days']}: q {data['quantile']:g}, scale prior "
+                f"s0 {data['scale_prior']:g} (kept unless the noisy profile rules it out), "
+                f"cap {data['cap']}"
+            )
+        return lines
+
+
+MECHANISM = PlusMechanism()

@@ -2,17 +2,17 @@
 
 Privacy unit: one user (all their conversions). Adjacency: the campaign's ``privacy.adjacency``.
 
-Budget (zCDP, exact): ρ = ρ1 + l·ρ2 + ρ3 (:class:`~dp_platform.privacy.accounting.
-CampaignBudget`). Day i ≤ l pays ρ2 for PrivateQuantile (ε2-DP exponential mechanism,
-utility sensitivity 1). Day l+1 pays ρ3 once for the two sparse-vector tests that set every later
-bound (ε3-DP together). Every day pays its Gaussian allotment g_i, fixed before day 1 with
-Σ_i g_i = ρ1 exactly: on day i the clipped k-vector x[i] (each user's row has L1 ≤ r_i, hence
-L2 ≤ r_i) gets N(0, σ_i² I_k) with σ_i = σ̄_i·r_i, so its cost factor·r_i²/(2σ_i²) equals
-factor/(2σ̄_i²) ≤ g_i whatever r_i the private bound selection returned. ``factor`` is 1 under
-add/remove, and 2 under ``replace`` with several publishers (correction adsbpc.md §6.2: moving a
-user's r_i from publisher A to B changes the row by (r_i, −r_i), L2 norm √2·r_i); one publisher
-under replace is factor 1. σ̄ comes from :mod:`dp_platform.privacy.scales` for the workload and
-objective, and is rounded up so that the float σ used never costs more than its exact allotment.
+Budget (zCDP, exact): ρ = ρ1 + l·ρ2 + ρ3 (:class:`~dp_platform.privacy.accounting.BudgetSplit`).
+Day i ≤ l pays ρ2 for PrivateQuantile (ε2-DP exponential mechanism, utility sensitivity 1). Day l+1
+pays ρ3 once for the two sparse-vector tests that set every later bound (ε3-DP together). Every day
+pays its Gaussian allotment g_i, fixed before day 1 with Σ_i g_i = ρ1 exactly: on day i the clipped
+k-vector x[i] (each user's row has L1 ≤ r_i, hence L2 ≤ r_i) gets N(0, σ_i² I_k) with σ_i =
+σ̄_i·r_i, so its cost factor·r_i²/(2σ_i²) equals factor/(2σ̄_i²) ≤ g_i whatever r_i the private
+bound selection returned. ``factor`` is 1 under add/remove, and 2 under ``replace`` with several
+publishers (correction docs/algorithm.md#replace: moving a user's r_i from publisher A to B changes
+the row by (r_i, −r_i), L2 norm √2·r_i); one publisher under replace is factor 1. σ̄ comes from
+:mod:`dp_platform.privacy.scales` for the workload and objective, and is rounded up so that the
+float σ used never costs more than its exact allotment.
 
 Streaming: day i reads only that day's histogram and clipped vector, and the state of day i−1.
 Query answers are post-processing of released vectors (free). The state holds secret parts (the
@@ -24,26 +24,39 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date
 from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from dp_platform.config import BoundsConfig, CampaignConfig, ConfigError
+from dp_platform.config import (
+    MAX_BOUND_CAP,
+    MAX_REACHABLE_BOUND,
+    CampaignConfig,
+    ConfigError,
+    MechanismSettings,
+)
+from dp_platform.mechanisms.base import BoundInputs, Chain, Measurement
 from dp_platform.privacy.accounting import (
-    CampaignBudget,
+    BudgetSplit,
     Rho,
     charges_from_json,
     charges_to_json,
+    epsilon_at_deltas,
     epsilon_for_exponential_rho,
     epsilon_for_pure_rho,
     gaussian_rho,
-    zcdp_epsilon,
 )
 from dp_platform.privacy.noise import NoiseSource, resolve
 from dp_platform.privacy.quantile import private_quantile
-from dp_platform.privacy.scales import solve_scales, workload_matrix
 from dp_platform.privacy.svt import SvtState, update_bound
+from dp_platform.workload import answer_queries, campaign_scales, query_ends, workload_matrix
+
+if TYPE_CHECKING:
+    from dp_platform.warehouse.base import WarehouseEngine
 
 __all__ = [
     "AdsbpcPlan",
@@ -52,7 +65,6 @@ __all__ = [
     "BoundState",
     "Measurement",
     "Release",
-    "answer_queries",
     "choose_bound",
     "clipped_vector",
     "gaussian_allotments",
@@ -63,7 +75,74 @@ __all__ = [
     "step",
 ]
 
-REPORTED_DELTAS = (1e-5, 1e-6, 1e-9)
+
+class BoundsConfig(BaseModel):
+    """Private choice of the daily contribution bound (docs/algorithm.md#bounds)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    quantile_days: int = Field(default=7, ge=1, description="l: days chosen by PrivateQuantile")
+    p: float = Field(default=0.99, gt=0, lt=1)
+    cap: int = Field(
+        default=10, ge=1, le=MAX_BOUND_CAP, description="Λ: upper end of the quantile's range"
+    )
+    min_bound: float = Field(
+        default=0.01,
+        gt=0,
+        description="floor on every chosen bound r_i (free post-processing), so σ_i > 0 always",
+    )
+    s_up: float = 1.3
+    s_down: float = 0.8
+    t_up: float = Field(default=50.0, ge=0)
+    t_down: float = Field(default=50.0, ge=0)
+    max_reports: int = Field(default=7, ge=1, description="k: positive reports per SVT")
+
+    @field_validator("s_up")
+    @classmethod
+    def _s_up(cls, value: float) -> float:
+        if not value > 1:
+            raise ValueError("s_up must be > 1")
+        return value
+
+    @field_validator("s_down")
+    @classmethod
+    def _s_down(cls, value: float) -> float:
+        if not 0 < value < 1:
+            raise ValueError("s_down must be in (0, 1)")
+        return value
+
+    @model_validator(mode="after")
+    def _floor_below_cap(self) -> BoundsConfig:
+        if not self.min_bound <= self.cap:
+            raise ValueError(f"min_bound must be <= cap ({self.cap})")
+        # The SVT raises τ by s_up at most k times, so a bound never exceeds Λ·s_up^k (in logs:
+        # s_up^k itself may overflow a float).
+        reach = math.log(self.cap) + self.max_reports * math.log(self.s_up)
+        if reach > math.log(MAX_REACHABLE_BOUND):
+            raise ValueError(
+                f"cap·s_up^max_reports (the largest bound the SVT can reach) must be <= "
+                f"{MAX_REACHABLE_BOUND:g}; lower cap, s_up or max_reports"
+            )
+        return self
+
+
+class AdsbpcSettings(MechanismSettings):
+    """``mechanism: {kind: adsbpc, bounds: {…}}`` — the older top-level ``bounds:`` is folded in."""
+
+    kind: Literal["adsbpc"]  # required, so a dump that leaves out defaults still names it
+    bounds: BoundsConfig = BoundsConfig()
+    legacy_blocks: ClassVar[tuple[str, ...]] = ("bounds",)
+
+    def check(self, campaign: CampaignConfig) -> None:
+        super().check(campaign)
+        if self.bounds.quantile_days >= campaign.days:
+            raise ValueError(
+                f"bounds.quantile_days: l must be < days (l = {self.bounds.quantile_days}, "
+                f"days = {campaign.days})"
+            )
+        split = campaign.privacy.split
+        if split.quantile == 0 or split.svt == 0:
+            raise ValueError("privacy.split: quantile and svt must be > 0 for adsbpc")
 
 
 def sensitivity_factor(campaign: CampaignConfig) -> int:
@@ -103,7 +182,7 @@ class AdsbpcPlan:
     days: int
     adjacency: str
     factor: int
-    budget: CampaignBudget
+    budget: BudgetSplit
     eps_quantile: float
     eps_svt: float
     allotments: tuple[Fraction, ...]
@@ -116,8 +195,12 @@ class AdsbpcPlan:
     @property
     def query_ends(self) -> np.ndarray:
         """1-based last day of each query's support (a query is answered from that day on)."""
-        nonzero = self.queries != 0
-        return self.queries.shape[1] - np.argmax(nonzero[:, ::-1], axis=1)
+        return query_ends(self.queries)
+
+    @property
+    def total(self) -> Rho:
+        """Everything the stream can charge: ρ1 + l·ρ2 + ρ3."""
+        return self.budget.total
 
     def gaussian_cost(self, bound: float, sigma: float) -> Fraction:
         """Exact zCDP cost of one day's Gaussian release: factor·r²/(2σ²)."""
@@ -134,11 +217,10 @@ class AdsbpcPlan:
 
     def epsilon_at_delta(self) -> dict[str, float]:
         """(ε, δ)-DP equivalents of the whole campaign's ρ (Canonne–Kamath–Steinke)."""
-        rho = float(self.budget.total)
-        return {f"{delta:g}": zcdp_epsilon(rho, delta) for delta in REPORTED_DELTAS}
+        return epsilon_at_deltas(float(self.budget.total))
 
     def to_json(self) -> dict:
-        """The ``dp-platform plan`` view (design.md §3.3): public, data-independent numbers."""
+        """The ``dp-platform plan`` view (docs/operators.md): public, data-independent numbers."""
         return {
             "rho": float(self.budget.rho),
             "rho1": float(self.budget.rho1),
@@ -167,22 +249,19 @@ def gaussian_allotments(rho1: Fraction, variances: np.ndarray) -> tuple[Fraction
 def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> AdsbpcPlan:
     """Plan a campaign: data-independent, so it can be shown and audited before anything runs."""
     split = campaign.privacy.split
-    budget = CampaignBudget.from_split(
+    budget = BudgetSplit.from_split(
         campaign.privacy.rho,
         split.measurement,
         split.quantile,
         split.svt,
-        campaign.bounds.quantile_days,
+        campaign.mechanism.bounds.quantile_days,
     )
     factor = sensitivity_factor(campaign)
     matrix = workload_matrix(campaign, base_dir)
-    try:
-        scales = solve_scales(matrix, campaign.objective, float(budget.rho1) / factor)
-    except ValueError as error:
-        raise ConfigError(f"objective: {error}") from None
+    scales = campaign_scales(campaign.objective, matrix, float(budget.rho1) / factor)
     allotments = gaussian_allotments(budget.rho1.value, scales.variances)
     sigma_bar = tuple(_sigma_for_allotment(1.0, g, factor) for g in allotments)
-    _check_sigma_range(campaign.bounds, sigma_bar)
+    _check_sigma_range(campaign.mechanism.bounds, sigma_bar)
     query_std = np.sqrt((matrix**2) @ np.square(sigma_bar))
     return AdsbpcPlan(
         campaign=campaign.name,
@@ -196,7 +275,7 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> A
         sigma_bar=sigma_bar,
         queries=matrix,
         query_std=tuple(float(s) for s in query_std),
-        bounds=campaign.bounds,
+        bounds=campaign.mechanism.bounds,
         rho1_needed=None if scales.rho1_needed is None else scales.rho1_needed * factor,
     )
 
@@ -209,21 +288,6 @@ class BoundState:
     bounds: tuple[float, ...] = ()
     svt: SvtState | None = None
 
-    def to_json(self) -> dict:
-        return {
-            "day": self.day,
-            "bounds": list(self.bounds),
-            "svt": None if self.svt is None else self.svt.to_json(),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict) -> BoundState:
-        return cls(
-            day=int(data["day"]),
-            bounds=tuple(float(b) for b in data["bounds"]),
-            svt=None if data["svt"] is None else SvtState.from_json(data["svt"]),
-        )
-
 
 @dataclass(frozen=True)
 class BoundChoice:
@@ -233,53 +297,6 @@ class BoundChoice:
     bound: float
     method: str
     charges: dict[str, Rho]
-
-    def to_json(self) -> dict:
-        return {
-            "day": self.day,
-            "bound": self.bound,
-            "method": self.method,
-            "charges": charges_to_json(self.charges),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict) -> BoundChoice:
-        return cls(
-            day=int(data["day"]),
-            bound=float(data["bound"]),
-            method=str(data["method"]),
-            charges=charges_from_json(data["charges"]),
-        )
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """Day i's noisy per-publisher vector x[i] + N(0, σ_i² I): the write-once release."""
-
-    day: int
-    bound: float
-    sigma: float
-    values: tuple[float, ...]
-    charges: dict[str, Rho]
-
-    def to_json(self) -> dict:
-        return {
-            "day": self.day,
-            "bound": self.bound,
-            "sigma": self.sigma,
-            "values": list(self.values),
-            "charges": charges_to_json(self.charges),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict) -> Measurement:
-        return cls(
-            day=int(data["day"]),
-            bound=float(data["bound"]),
-            sigma=float(data["sigma"]),
-            values=tuple(float(v) for v in data["values"]),
-            charges=charges_from_json(data["charges"]),
-        )
 
 
 def choose_bound(
@@ -356,22 +373,6 @@ def measure(
     values = tuple(float(v) for v in noisy)
     charges = {"gaussian": plan.day_charge(choice.day)["gaussian"]}
     return Measurement(choice.day, choice.bound, sigma, values, charges)
-
-
-def answer_queries(
-    plan: AdsbpcPlan, released: list[tuple[float, ...]] | tuple[tuple[float, ...], ...]
-) -> dict[int, tuple[float, ...]]:
-    """Answers (per publisher) of every query whose support ends by day len(released).
-
-    Post-processing of released vectors only: free, and it never touches private data.
-    """
-    day = len(released)
-    if day == 0:
-        return {}
-    noisy = np.asarray(released, dtype=np.float64)  # day × publisher
-    ready = np.flatnonzero(plan.query_ends <= day)
-    values = plan.queries[ready, :day] @ noisy
-    return {int(j): tuple(float(v) for v in row) for j, row in zip(ready, values, strict=True)}
 
 
 @dataclass(frozen=True)
@@ -461,7 +462,7 @@ def step(
     """Release day ``state.day + 1``: choose the bound, clip with it, add noise, answer queries.
 
     ``clipped_sums(r)`` returns the day's per-publisher sums after clipping every user to r
-    (adsbpc.md §2), a float vector of fixed length k (the data layer supplies it).
+    (docs/algorithm.md#clipping), a float vector of fixed length k (the data layer supplies it).
     """
     source = resolve(noise)
     if state.bound_state.day != state.day:
@@ -481,7 +482,7 @@ def step(
         bound=choice.bound,
         sigma=measurement.sigma,
         values=measurement.values,
-        answers=answer_queries(plan, released),
+        answers=answer_queries(plan.queries, released),
         charges=charges,
         bound_method=choice.method,
     )
@@ -502,3 +503,88 @@ def run_stream(
         release, state = step(plan, state, histogram, clipped_sums, noise=noise)
         releases.append(release)
     return releases, state
+
+
+class AdsbpcMechanism:
+    """AdsBPC as a :class:`~dp_platform.mechanisms.base.StreamMechanism` (module doc)."""
+
+    name = "adsbpc"
+    settings = AdsbpcSettings
+    plan_type = AdsbpcPlan
+    chain = Chain(BoundChoice, BoundState)
+    carries_spend = False
+
+    def make_plan(self, campaign: CampaignConfig, base_dir: str | Path | None) -> AdsbpcPlan:
+        return make_plan(campaign, base_dir)
+
+    def bound_charges(self, plan: AdsbpcPlan, day: int) -> dict[str, Rho]:
+        return {part: rho for part, rho in plan.day_charge(day).items() if part != "gaussian"}
+
+    def bound_inputs(
+        self,
+        plan: AdsbpcPlan,
+        campaign: CampaignConfig,
+        day: date,
+        warehouse: WarehouseEngine,
+        earlier_bounds: Callable[[], list[float]],
+    ) -> BoundInputs:
+        return BoundInputs(np.asarray(warehouse.day_histogram(campaign, day), dtype=np.int64))
+
+    def choose_bound(
+        self,
+        plan: AdsbpcPlan,
+        state: BoundState,
+        inputs: BoundInputs,
+        *,
+        publishers: int,
+        noise: NoiseSource | None,
+    ) -> tuple[BoundChoice, BoundState]:
+        return choose_bound(plan, state, inputs.histogram, noise=noise)
+
+    def clip(
+        self,
+        plan: AdsbpcPlan,
+        choice: BoundChoice,
+        warehouse: WarehouseEngine,
+        campaign: CampaignConfig,
+        day: date,
+    ) -> np.ndarray:
+        return np.asarray(warehouse.clipped_vector(campaign, day, choice.bound), dtype=np.float64)
+
+    def release_charges(self, plan: AdsbpcPlan, choice: BoundChoice) -> dict[str, Rho]:
+        return {"gaussian": plan.day_charge(choice.day)["gaussian"]}
+
+    def measure(
+        self,
+        plan: AdsbpcPlan,
+        choice: BoundChoice,
+        clipped: np.ndarray,
+        *,
+        noise: NoiseSource | None,
+    ) -> Measurement:
+        return measure(plan, choice, clipped, noise=noise)
+
+    def summary(self, plan: AdsbpcPlan) -> dict[str, object]:
+        return plan.to_json()
+
+    def describe(self, plan: AdsbpcPlan) -> list[str]:
+        data = plan.to_json()
+        eps = ", ".join(f"ε={e:.3f} at δ={d}" for d, e in data["epsilon_at_delta"].items())
+        lines = [
+            f"campaign {plan.campaign}: {plan.days} days, adjacency {plan.adjacency}"
+            + (" (×2 Gaussian cost: several publishers)" if plan.factor == 2 else ""),
+            f"  ρ = {data['rho']:.6g} = ρ1 {data['rho1']:.6g} + {plan.budget.quantile_days}·ρ2 "
+            f"{data['rho2']:.6g} + ρ3 {data['rho3']:.6g}   ({eps})",
+            f"  ε quantile (per day) = {data['eps_quantile']:.4f}, ε SVT (total) = "
+            f"{data['eps_svt']:.4f}",
+            "  day  σ̄_i (r=1)   query std (r=1)",
+        ]
+        for day, sigma in enumerate(plan.sigma_bar, start=1):
+            std = plan.query_std[day - 1] if day <= len(plan.query_std) else float("nan")
+            lines.append(f"  {day:>3}  {sigma:>10.4f}   {std:>12.4f}")
+        for j in range(plan.days, len(plan.query_std)):
+            lines.append(f"  q{j + 1:<3}             {plan.query_std[j]:>12.4f}")
+        return lines
+
+
+MECHANISM = AdsbpcMechanism()

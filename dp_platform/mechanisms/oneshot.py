@@ -1,4 +1,4 @@
-"""One-shot release of a campaign (seed 001, Lemma 1): per-publisher attributed conversion
+"""One-shot release of a campaign (Delaney et al., Lemma 1): per-publisher attributed conversion
 counts or values over the whole period, with Laplace noise of scale C0·r·Δ(f)/ε.
 
 Privacy unit: the user (the ledger's unit); adjacency add/remove (or replace) of all of one
@@ -19,19 +19,30 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+from pydantic import Field
 
-from dp_platform.privacy.accounting import epsilon_for_pure_rho, pure_dp_rho_tanh
+from dp_platform.config import (
+    MAX_REACHABLE_BOUND,
+    CampaignConfig,
+    MechanismSettings,
+    check_attribution,
+)
+from dp_platform.display import round_to_noise, significant
+from dp_platform.mechanisms.base import Markdown, Shown
+from dp_platform.privacy.accounting import Rho, epsilon_for_pure_rho, pure_dp_rho_tanh
 from dp_platform.privacy.discrete import IntegerNoiseSource, resolve_integer
 from dp_platform.privacy.noise import NoiseSource, resolve
+from dp_platform.records import JsonValue
 from dp_platform.validity import check
+from dp_platform.warehouse.base import PeriodBound
 
 if TYPE_CHECKING:
-    from dp_platform.config import CampaignConfig
-    from dp_platform.warehouse.store import Warehouse
+    from dp_platform.warehouse.base import WarehouseEngine
 
 __all__ = [
     "OneShotPlan",
@@ -42,6 +53,37 @@ __all__ = [
     "validity_rule",
     "warehouse_sums",
 ]
+
+
+class OneShotSettings(MechanismSettings):
+    """``mechanism: {kind: one_shot, …}`` (or ``mode: one_shot`` with a ``one_shot:`` block):
+    one Laplace release of the whole period instead of daily releases."""
+
+    kind: Literal["one_shot"]  # required, so a dump that leaves out defaults still names it
+    enforcement: Literal["pre", "post"] = "post"
+    bound: float = Field(
+        default=1.0, gt=0, le=MAX_REACHABLE_BOUND, description="r: conversions kept per user"
+    )
+    measure: Literal["count", "value"] = "count"
+    value_cap: float = Field(
+        default=1.0, gt=0, le=MAX_REACHABLE_BOUND, description="Δ(f): largest value counted"
+    )
+    noise: Literal["laplace", "discrete_laplace"] = "laplace"
+
+    def check(self, campaign: CampaignConfig) -> None:
+        check_attribution(campaign, self.enforcement)
+        rule = campaign.attribution.rule
+        rule = "lta" if rule == "private_last_touch" else rule
+        if self.enforcement == "pre" and self.bound != int(self.bound):
+            raise ValueError("one_shot.bound: a pre-attribution bound counts conversions (integer)")
+        if self.noise == "discrete_laplace" and (
+            self.measure != "count" or self.bound != int(self.bound) or rule not in {"lta", "fta"}
+        ):
+            raise ValueError(
+                "one_shot.noise: discrete_laplace needs integer sums (measure count, an integer "
+                "bound and a single-touch rule)"
+            )
+
 
 SINGLE_TOUCH = {"lta", "fta", "private_last_touch"}
 
@@ -76,6 +118,11 @@ class OneShotPlan:
     def scale(self) -> float:
         """Laplace scale C0·r·Δ(f)/ε (per publisher)."""
         return self.l1_sensitivity / self.epsilon
+
+    @property
+    def period_bound(self) -> PeriodBound:
+        """How the warehouse bounds each user's contribution to the period's sums."""
+        return PeriodBound(self.bound, self.enforcement, self.use_value, float(self.value_cap))
 
     def to_json(self) -> dict:
         return {
@@ -141,7 +188,9 @@ def plan_one_shot(
 
 def plan_from_config(campaign: CampaignConfig) -> OneShotPlan:
     """The plan of a campaign configured ``mode: one_shot`` (its whole ρ goes to the release)."""
-    options = campaign.one_shot  # type: ignore[attr-defined]
+    options = campaign.mechanism
+    if not isinstance(options, OneShotSettings):
+        raise ValueError(f"campaign {campaign.name} is not a one-shot campaign")
     return plan_one_shot(
         rho=campaign.privacy.rho,
         rule=campaign.attribution.rule,
@@ -222,36 +271,85 @@ def release_one_shot(
     )
 
 
-def warehouse_sums(warehouse: Warehouse, campaign: CampaignConfig, plan: OneShotPlan) -> np.ndarray:
+def warehouse_sums(
+    warehouse: WarehouseEngine,
+    campaign: CampaignConfig,
+    plan: OneShotPlan,
+    publishers: list[str] | None = None,
+) -> np.ndarray:
     """True per-publisher sums of the campaign's period after the plan's bounding (PRIVATE:
     feed them to :func:`release_one_shot` only). Needs attribute_days over the whole period."""
-    rows = warehouse.sql.query(
-        "SELECT count(DISTINCT day) FROM partitions WHERE asset = 'attributed_conversions' "
-        "AND campaign = $campaign AND day BETWEEN $first AND $last",
-        campaign=campaign.name,
-        first=campaign.start,
-        last=campaign.end,
-    )
-    if int(rows[0][0]) != campaign.days:
-        from dp_platform.warehouse.store import WarehouseError
+    return warehouse.one_shot_sums(campaign, plan.period_bound, publishers=publishers)
 
-        raise WarehouseError(
-            f"one-shot release of {campaign.name} needs attributed_conversions for all "
-            f"{campaign.days} days ({int(rows[0][0])} materialised)"
+
+class OneShotMechanism:
+    """The one-shot release as a campaign-level mechanism; it replaces the daily stream."""
+
+    name = "one_shot"
+    settings = OneShotSettings
+    plan_type = OneShotPlan
+    replaces_stream = True
+    asset = "one_shot_release"
+    reads = "attributed_conversions"
+    description = (
+        "The whole period's attributed conversions per publisher with Laplace noise of scale "
+        "C0·r·Δ(f)/ε, drawn once (ledger)."
+    )
+
+    def make_plan(self, campaign: CampaignConfig) -> OneShotPlan | None:
+        return (
+            plan_from_config(campaign) if isinstance(campaign.mechanism, OneShotSettings) else None
         )
-    whole = math.floor(plan.bound)
-    with warehouse.sql.transaction():
-        _, vector = warehouse.publisher_sums(
-            campaign,
-            "oneshot_sums",
-            campaign=campaign.name,
-            advertiser=campaign.advertiser,
-            first=campaign.start,
-            last=campaign.end,
-            whole=whole,
-            fraction=float(plan.bound - whole),
-            enforcement=plan.enforcement,
-            use_value=plan.use_value,
-            value_cap=float(plan.value_cap),
+
+    def charge(self, plan: OneShotPlan) -> Rho:
+        return Rho(plan.rho)
+
+    def release(
+        self,
+        plan: OneShotPlan,
+        warehouse: WarehouseEngine,
+        campaign: CampaignConfig,
+        publishers: list[str],
+        *,
+        noise: NoiseSource | None,
+        integer_noise: IntegerNoiseSource | None,
+    ) -> dict[str, JsonValue]:
+        for offset in range(campaign.days):  # the whole period's attribution
+            warehouse.attribute_day(campaign, campaign.start + timedelta(days=offset))
+        sums = warehouse_sums(warehouse, campaign, plan, publishers)
+        release = release_one_shot(sums, publishers, plan, noise=noise, integer_noise=integer_noise)
+        return release.to_json()
+
+    def shown(self, payload: dict[str, JsonValue]) -> Shown:
+        std = float(payload["std"])
+        values: dict[str, float] = payload.get("values", {})
+        rows = [f"| {p} | {round_to_noise(v, std):g} |" for p, v in list(values.items())[:20]]
+        return {
+            "noisy_total": round_to_noise(float(payload["total"]), std * len(values) ** 0.5),
+            "noise_scale": significant(float(payload["scale"])),
+            "std_per_publisher": significant(std),
+            "epsilon": significant(float(payload["epsilon"])),
+            "rho_charged": significant(float(payload["rho_charged"])),
+            "noisy_values": Markdown(
+                "\n".join(["| publisher | noisy value |", "|---|---|", *rows])
+            ),
+        }
+
+    def summary(self, plan: OneShotPlan) -> dict[str, JsonValue]:
+        return plan.to_json()
+
+    def describe(self, plan: OneShotPlan) -> list[str]:
+        o = plan.to_json()
+        return [
+            f"  one-shot release: ρ {o['rho']:.6g} (ε {o['epsilon']:.4f}), C0 {o['c0']:g}, "
+            f"bound {o['bound']:g}, Laplace scale {o['scale']:.4g} per publisher"
+        ]
+
+    def describe_release(self, payload: dict[str, JsonValue]) -> str:
+        return (
+            f"one-shot release (whole period, ρ {payload['rho_charged']:.6g}): noisy total "
+            f"{payload['total']:.1f} ± {payload['std']:.1f} per publisher"
         )
-    return vector
+
+
+MECHANISM = OneShotMechanism()

@@ -1,0 +1,194 @@
+"""A campaign's plan rehearsed on simulated events, through the same code as a real run.
+
+``dp-platform simulate`` asks what a plan buys before any real data is touched. Rather than a
+second, simplified implementation of each mechanism, it runs the campaign's registered
+mechanism (whichever the registry names) day by day through :mod:`dp_platform.daily` — the
+functions behind every Dagster asset — on events generated for it, in a throwaway home (DuckDB
+warehouse and ledger in a temporary directory). The data is simulated, so its true answers may
+be printed next to the noisy ones; the noise is the secure sampler's, as always.
+
+The generated events use their own advertiser and publisher ids, so the rehearsed campaign is a
+copy of the configured one with those ids (same dates, privacy, workload and mechanism).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+
+import numpy as np
+
+from dp_platform.config import AccountConfig, CampaignConfig, Catalogue
+from dp_platform.daily import (
+    answers_through,
+    bound_day,
+    campaign_days,
+    campaign_release,
+    register_campaigns,
+    release_day,
+    stream_of,
+)
+from dp_platform.events import generate_campaign, write_events
+from dp_platform.ledger import Ledger
+from dp_platform.plans import campaign_plan
+from dp_platform.privacy.accounting import Rho
+from dp_platform.privacy.noise import NoiseSource
+from dp_platform.registration import Registration
+from dp_platform.warehouse import Warehouse
+
+__all__ = ["Rehearsal", "RehearsedDay", "rehearse"]
+
+_ADVERTISER = "acme"  # the generator's first advertiser
+_DEFAULT_PUBLISHERS = 5  # for ``publishers: all``
+
+
+@dataclass(frozen=True)
+class RehearsedDay:
+    """One simulated day: the DP outputs, and the simulation's truth beside them."""
+
+    day: int
+    bound: float
+    bound_method: str
+    sigma: float
+    noisy_total: float
+    true_total: float
+    query: int | None
+    noisy_answer: float | None
+    true_answer: float | None
+    rho_charged: float
+
+
+@dataclass(frozen=True)
+class Rehearsal:
+    campaign: str
+    mechanism: str | None
+    publishers: int
+    rho_planned: float
+    rho_spent: float
+    days: list[RehearsedDay]
+    campaign_level: dict[str, dict]
+
+
+def _publisher_count(campaign: CampaignConfig) -> int:
+    if isinstance(campaign.publishers, list):
+        return len(campaign.publishers)
+    return _DEFAULT_PUBLISHERS
+
+
+def _truth(warehouse: Warehouse, registration: Registration, days: list[date]) -> np.ndarray:
+    """Unclipped per-publisher attributed sums, day × publisher (simulated data only)."""
+    campaign = registration.config
+    frame = warehouse.day_frame("attributed", campaign, days)
+    sums = frame.groupby(["day", "publisher_id"])["weight"].sum()
+    table = sums.unstack(fill_value=0.0).reindex(
+        index=days, columns=registration.publishers, fill_value=0.0
+    )
+    return table.to_numpy(dtype=np.float64)
+
+
+def rehearse(
+    campaign: CampaignConfig,
+    account: AccountConfig,
+    *,
+    users: int,
+    data_seed: int,
+    base_dir: str | Path | None = None,
+    noise: NoiseSource | None = None,
+) -> Rehearsal:
+    """Run ``campaign``'s plan over ``users`` simulated users (seed ``data_seed``)."""
+    with tempfile.TemporaryDirectory(prefix="dp-rehearsal-") as scratch:
+        root = Path(scratch)
+        events = generate_campaign(
+            seed=data_seed,
+            users=users,
+            publishers=_publisher_count(campaign),
+            impressions=users * 20,
+            conversions=users * 2,
+            days=campaign.days,
+            start=campaign.start,
+            lookback_days=campaign.attribution.lookback_days,
+            advertisers=(_ADVERTISER,),
+        )
+        files = write_events(events, root / "input")
+        with (
+            Warehouse(root / "warehouse.duckdb") as warehouse,
+            Ledger(root / "ledger.db") as ledger,
+        ):
+            # the simulated events may lie in the future: ingest as of the campaign's end
+            after = datetime.combine(campaign.end + timedelta(days=1), time(), tzinfo=UTC)
+            warehouse.ingest(files.impressions, files.conversions, now=after)
+            publishers = warehouse.advertiser_publishers(_ADVERTISER)
+            rehearsed = campaign.model_copy(
+                update={"advertiser": _ADVERTISER, "publishers": publishers}
+            )
+            plan = campaign_plan(rehearsed, base_dir)
+            catalogue = Catalogue(accounts=[account], campaigns=[rehearsed])
+            registration = register_campaigns(
+                catalogue,
+                {rehearsed.name: plan},
+                ledger,
+                advertiser_publishers=warehouse.advertiser_publishers,
+                base_dir=base_dir,
+            )[rehearsed.name]
+            days = campaign_days(rehearsed)
+            for day in days:
+                warehouse.attribute_day(rehearsed, day)
+            streaming = plan.stream is not None
+            rows = _stream(warehouse, ledger, registration, days, noise) if streaming else []
+            level = {
+                name: campaign_release(warehouse, ledger, registration, name, noise=noise)[0]
+                for name in plan.releases
+            }
+            spent = ledger.campaign_budget(rehearsed.name).spent
+    return Rehearsal(
+        campaign=campaign.name,
+        mechanism=plan.mechanism,
+        publishers=len(publishers),
+        rho_planned=float(plan.total),
+        rho_spent=float(spent),
+        days=rows,
+        campaign_level=level,
+    )
+
+
+def _stream(
+    warehouse: Warehouse,
+    ledger: Ledger,
+    registration: Registration,
+    days: list[date],
+    noise: NoiseSource | None,
+) -> list[RehearsedDay]:
+    campaign = registration.config
+    _, plan = stream_of(registration)
+    ends = (plan.queries != 0)[:, ::-1].argmax(axis=1)
+    ends = plan.queries.shape[1] - ends  # the last day each query reads
+    truth = _truth(warehouse, registration, days)
+    rows = []
+    for index, day in enumerate(days, start=1):
+        warehouse.contributions_day(campaign, day)
+        choice, _ = bound_day(warehouse, ledger, registration, day, noise=noise)
+        release, _ = release_day(warehouse, ledger, registration, day, noise=noise)
+        answers = answers_through(ledger, registration, day)
+        ending = [j for j in answers.answers if ends[j] == index]
+        query = ending[-1] if ending else None
+        rows.append(
+            RehearsedDay(
+                day=index,
+                bound=release.bound,
+                bound_method=choice.method,
+                sigma=release.sigma,
+                noisy_total=float(sum(release.values)),
+                true_total=float(truth[index - 1].sum()),
+                query=query,
+                noisy_answer=None if query is None else float(sum(answers.answers[query])),
+                true_answer=None
+                if query is None
+                else float(plan.queries[query, :index] @ truth[:index].sum(axis=1)),
+                rho_charged=float(
+                    sum([*choice.charges.values(), *release.charges.values()], Rho.zero())
+                ),
+            )
+        )
+    return rows

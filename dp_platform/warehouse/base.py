@@ -1,0 +1,187 @@
+"""What the platform asks of a warehouse engine, and the registry that picks one.
+
+Two engines implement :class:`WarehouseEngine`: DuckDB (``store.Warehouse``, the embedded
+default and the reference) and Apache Spark (``spark.store.SparkWarehouse``). Both return the
+same numpy aggregates for the same events — tests/test_spark_parity.py proves it — so the
+library (``daily.py``, ``oneshot.py``, ``reach.py``), the schema checks and the commands never
+ask which engine they hold. The catalogue's ``warehouse:`` block names the engine;
+:func:`open_warehouse` is the only place that turns the name into an implementation, and it
+imports an engine's module only when that engine is chosen (a DuckDB campaign never loads
+PySpark, let alone starts a JVM).
+
+Every method that builds a per-publisher vector takes ``publishers``: the list the vector is
+over, in order. ``None`` means the campaign's current list (:meth:`campaign_publishers`); a
+caller that froze the list (e.g. at registration) passes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from datetime import date, datetime
+from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, Self
+
+import numpy as np
+import pandas as pd
+
+from dp_platform.config import CampaignConfig, ConfigError, WarehouseConfig
+
+if TYPE_CHECKING:
+    from dp_platform.home import Home
+    from dp_platform.privacy.discrete import IntegerNoiseSource
+    from dp_platform.warehouse.ingest import IngestReport
+
+__all__ = ["ENGINES", "PeriodBound", "ProfileGrid", "WarehouseEngine", "open_warehouse"]
+
+
+@dataclass(frozen=True)
+class PeriodBound:
+    """How a sum over a campaign's whole period bounds each user (the one-shot release): keep
+    at most ``bound`` conversions per user (the last one fractionally), enforced ``pre`` or
+    ``post`` attribution; with ``use_value`` sum values capped at ``value_cap`` instead."""
+
+    bound: float
+    enforcement: str
+    use_value: bool
+    value_cap: float
+
+
+@dataclass(frozen=True)
+class ProfileGrid:
+    """Public log-spaced bins for a histogram of per-user profiles T ∈ (0, cap²]: ``bins`` bins
+    from ``low``·cap² to cap² (the AdsBPC+ mechanism owns its grid; engines only apply it)."""
+
+    low: float
+    bins: int
+
+    def sql_parameters(self, cap: int) -> dict[str, float | int]:
+        """The grid as the profile SQL takes it (same on every engine)."""
+        return {
+            "low": self.low * cap * cap,
+            "step": float(np.log(1.0 / self.low) / self.bins),
+            "bins": self.bins,
+        }
+
+
+class WarehouseEngine(Protocol):
+    """The warehouse methods the platform calls; aggregates out, never user-level rows
+    (``day_frame`` is for schema checks only)."""
+
+    engine: str
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def ingest(
+        self, impressions: str | Path, conversions: str | Path, *, now: datetime | None = None
+    ) -> IngestReport: ...
+
+    def table_rows(self, table: str) -> int: ...
+
+    def day_frame(self, table: str, campaign: CampaignConfig, days: list[date]) -> pd.DataFrame: ...
+
+    def advertiser_publishers(self, advertiser: str) -> list[str]: ...
+
+    def campaign_publishers(self, campaign: CampaignConfig) -> list[str]: ...
+
+    def attribute_days(
+        self,
+        campaign: CampaignConfig,
+        first: date,
+        last: date,
+        *,
+        publishers: list[str] | None = None,
+        noise: IntegerNoiseSource | None = None,
+    ) -> dict: ...
+
+    def attribute_day(self, campaign: CampaignConfig, day: date) -> dict: ...
+
+    def contributions_days(self, campaign: CampaignConfig, first: date, last: date) -> dict: ...
+
+    def contributions_day(self, campaign: CampaignConfig, day: date) -> dict: ...
+
+    def day_histogram(self, campaign: CampaignConfig, day: date) -> np.ndarray: ...
+
+    def capped_histogram(self, campaign: CampaignConfig, day: date, cap: int) -> np.ndarray: ...
+
+    def clipped_vector(
+        self,
+        campaign: CampaignConfig,
+        day: date,
+        bound: float,
+        *,
+        publishers: list[str] | None = None,
+    ) -> np.ndarray: ...
+
+    def plus_clipped_vector(
+        self,
+        campaign: CampaignConfig,
+        day: date,
+        bound: float,
+        sigma: float,
+        cap: float,
+        *,
+        publishers: list[str] | None = None,
+    ) -> np.ndarray: ...
+
+    def plus_profile_histogram(
+        self,
+        campaign: CampaignConfig,
+        days: list[date],
+        bounds: list[float],
+        factors: list[float],
+        cap: int,
+        *,
+        grid: ProfileGrid,
+        publishers: list[str] | None = None,
+    ) -> np.ndarray: ...
+
+    def plus_spend_summary(self, campaign: CampaignConfig) -> dict: ...
+
+    def one_shot_sums(
+        self,
+        campaign: CampaignConfig,
+        bounding: PeriodBound,
+        *,
+        publishers: list[str] | None = None,
+    ) -> np.ndarray: ...
+
+    def reach_histogram(
+        self,
+        campaign: CampaignConfig,
+        max_frequency: int,
+        *,
+        publishers: list[str] | None = None,
+    ) -> np.ndarray: ...
+
+
+Opener = Callable[[WarehouseConfig, "Home", bool], AbstractContextManager[WarehouseEngine]]
+
+ENGINES: dict[str, str] = {
+    "duckdb": "dp_platform.warehouse.store:open_at_home",
+    "spark": "dp_platform.warehouse.spark.store:open_at_home",
+}
+"""Engine name (the catalogue's ``warehouse.engine``) → ``module:function`` opening it at a
+platform home as ``function(settings, home, read_only)``, a context manager."""
+
+
+def _opener(engine: str) -> Opener:
+    if engine not in ENGINES:
+        raise ConfigError(f"warehouse.engine: unknown engine {engine!r} ({', '.join(ENGINES)})")
+    module, _, function = ENGINES[engine].partition(":")
+    return getattr(import_module(module), function)
+
+
+@contextmanager
+def open_warehouse(
+    settings: WarehouseConfig, home: Home, *, read_only: bool = False
+) -> Iterator[WarehouseEngine]:
+    """The engine the catalogue chose, open at ``home`` for one use (closed after it)."""
+    with _opener(settings.engine)(settings, home, read_only) as warehouse:
+        yield warehouse

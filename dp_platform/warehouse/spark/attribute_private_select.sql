@@ -1,0 +1,23 @@
+-- Private last touch, step 2 of 3 (DuckDB twin: the first statement of
+-- ../attribute_private_select.sql): per conversion drawn now, the candidate minimising
+-- ln(E) - a, E its Exp(1) draw (view race_noise, registered from Python) and
+-- a = eps * score / (2 * sensitivity): the exponential race. Scores relative to the conversion
+-- (age in hours): time: -age; exp_time: exp(-age); inverse_gap: -1/max(age, alpha). The
+-- winners are written as batch :batch of private_touch_choices, which counts once the catalog
+-- commits it (catalog.py); step 3 (attribute_private_stored.sql) attributes from the choices.
+INSERT INTO private_touch_choices
+WITH
+keyed AS (
+    SELECT
+        p.conversion_key, p.publisher_key,
+        ln(n.e) - :eps_half_over_delta * CASE :score
+            WHEN 'time' THEN -p.age_hours
+            WHEN 'exp_time' THEN exp(-p.age_hours)
+            WHEN 'inverse_gap' THEN -1.0D / greatest(p.age_hours, :alpha_hours)
+        END AS race_key
+    FROM private_candidates AS p
+    JOIN race_noise AS n ON n.idx = p.idx
+)
+SELECT conversion_key, min_by(publisher_key, race_key), :campaign, CAST(:batch AS BIGINT)
+FROM keyed
+GROUP BY conversion_key;

@@ -1,0 +1,296 @@
+"""Loading event files into the Spark warehouse: the same checks, keys, tie order and quarantine
+as the DuckDB ingest (../ingest.py), all or nothing.
+
+Two halves, split where the work stops being a function of the file alone:
+
+1. *File and row checks* read only the file: the DuckDB ingest's own reader and
+   ``ingest_check_<kind>.sql`` run on the driver in an embedded, empty DuckDB and write the
+   checked rows (with their reason, row number and UTC microseconds) to a staged Parquet file.
+   One reader and one set of rules for both engines, so a file's rows are read, numbered and
+   judged identically (malformed CSV records, unparsable times, future times…).
+2. *Everything that needs the warehouse* runs as Spark SQL (``ingest_*.sql`` here): duplicates
+   against loaded ids, surrogate keys, the tie order of impressions, inserts, quarantine.
+
+All or nothing without transactions: rows are tagged with their load id, the impression days
+the file touches are rewritten from a staged copy, and the catalog (catalog.py) records the
+ingest ``started`` → ``staged`` (counts and directory moves) → ``committed``. A crash before
+``staged`` is rolled back on the next open (the load's partitions dropped), one after it rolled
+forward (the moves redone) — see :func:`recover`.
+
+Messages and reports name files, columns, reasons and counts — never ids or values.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlparse
+
+import duckdb
+
+from dp_platform.config import ConfigError
+from dp_platform.warehouse.ingest import (
+    TIE_ROOM,
+    IngestError,
+    IngestReport,
+    KindReport,
+    WarehouseWriteError,
+    check_rows,
+    drop_temporaries,
+    ingest_moment,
+    reading_file,
+    rows_read,
+    stage_file,
+    write_cause,
+)
+from dp_platform.warehouse.ingest_sources import Source, inspect, shown
+from dp_platform.warehouse.runner import SqlRunner
+
+if TYPE_CHECKING:
+    from dp_platform.warehouse.spark.store import SparkWarehouse
+
+__all__ = ["APPEND_TABLES", "ingest_files", "recover"]
+
+APPEND_TABLES = ("users", "publishers", "advertisers", "advertiser_publishers", "quarantine")
+"""Tables partitioned by load_id (conversions too, under its day partitions)."""
+
+_ID = {"impressions": "impression_id", "conversions": "conversion_id"}
+
+
+@dataclass(frozen=True)
+class _Staged:
+    checked: str
+    malformed: str
+    rows: int
+
+
+def _local_directory(uri: str) -> Path:
+    """The staging directory as a local path (the driver's DuckDB writes it)."""
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("", "file"):
+        raise ConfigError(
+            f"warehouse.spark.path {uri}: ingest stages checked files from the driver, so the "
+            "tables' root must be a local or mounted path"
+        )
+    return Path(parsed.path)
+
+
+def _check_file(runner: SqlRunner, source: Source, now: datetime, directory: Path) -> _Staged:
+    """Row checks of one file in the embedded DuckDB (the DuckDB ingest's own functions);
+    staged as Parquet: every row with its reason (NULL: passed), ids and values only for the
+    rows that passed, and the malformed records."""
+    con, kind = runner.con, source.kind
+    with reading_file(source):
+        stage_file(con, source)
+    with reading_file(source, "could not be loaded"):
+        check_rows(runner, source, now)
+    interaction = "t.interaction" if kind == "impressions" else "CAST(NULL AS VARCHAR)"
+    value = "t.value" if kind == "conversions" else "CAST(NULL AS DOUBLE)"
+    passed = "r.reason IS NULL"
+    directory.mkdir(parents=True, exist_ok=True)
+    checked, malformed = directory / "checked.parquet", directory / "malformed.parquet"
+    con.execute(
+        "COPY (SELECT t.source_row, "
+        + ", ".join(
+            f"CASE WHEN {passed} THEN {column} END AS {name}"
+            for column, name in (
+                ("t.id", "id"),
+                ("t.user_id", "user_id"),
+                ("t.publisher_id", "publisher_id"),
+                ("t.advertiser_id", "advertiser_id"),
+                ("epoch_us(t.ts)", "ts_us"),
+                (interaction, "interaction"),
+                (value, "value"),
+            )
+        )
+        + ", r.reason FROM typed AS t LEFT JOIN rejected AS r ON r.source_row = t.source_row) "
+        f"TO '{_quoted(checked)}' (FORMAT parquet)"
+    )
+    con.execute(
+        "COPY (SELECT CAST(source_row AS BIGINT) AS source_row, reason FROM malformed) "
+        f"TO '{_quoted(malformed)}' (FORMAT parquet)"
+    )
+    rows = rows_read(runner)
+    drop_temporaries(con)
+    return _Staged(str(checked), str(malformed), rows)
+
+
+def _quoted(path: Path) -> str:
+    """A path inside a SQL string literal."""
+    return str(path).replace("'", "''")
+
+
+def _load(
+    warehouse: SparkWarehouse, source: Source, staged: _Staged, load_id: int, staging: str
+) -> tuple[KindReport, list[tuple[str, str]]]:
+    """Spark half of one file; returns its report and the impression-day moves still to do."""
+    spark, sql, kind = warehouse.spark, warehouse.sql, source.kind
+    spark.read.parquet(staged.checked).createOrReplaceTempView("checked_raw")
+    spark.read.parquet(staged.malformed).createOrReplaceTempView("malformed")
+    spark.sql(f"SELECT {_ID[kind]} AS id FROM {kind}").createOrReplaceTempView("loaded_ids")
+    sql.run("ingest_duplicates")
+    sql.run("ingest_keys", load_id=load_id)
+    sql.run(f"ingest_insert_{kind}", load_id=load_id, tie_room=TIE_ROOM, max_tie=TIE_ROOM)
+    moves: list[tuple[str, str]] = []
+    if kind == "impressions":
+        days = [row[0] for row in sql.query("SELECT DISTINCT day FROM new_impressions")]
+        target = f"{staging}/rewritten_impressions"
+        spark.table("rewritten_impressions").write.partitionBy("day").parquet(target)
+        moves = [
+            (f"{target}/day={day.isoformat()}", f"{warehouse.root}/impressions/day={day}")
+            for day in sorted(days)
+        ]
+    reasons = sql.run("ingest_quarantine", load_id=load_id, kind=kind, source_file=str(source.path))
+    report = KindReport(source_file=str(source.path), rows=staged.rows)
+    report.reasons = {reason: int(n) for reason, n in reasons}
+    report.quarantined = sum(report.reasons.values())
+    report.accepted = report.rows - report.quarantined
+    sql.release()
+    return report, moves
+
+
+def _apply_moves(warehouse: SparkWarehouse, moves: list[tuple[str, str]]) -> None:
+    """Swap each rewritten impression day in (idempotent: a redo after a crash is safe)."""
+    for staged, target in moves:
+        if warehouse.files.exists(staged):
+            warehouse.files.delete(target)
+            warehouse.files.move(staged, target)
+
+
+def _roll_back(warehouse: SparkWarehouse, load_ids: list[int], staging: str | None) -> None:
+    """Drop every partition a load wrote (it never committed, so nothing read them)."""
+    for load_id in load_ids:
+        for table in APPEND_TABLES:
+            warehouse.files.delete(f"{warehouse.root}/{table}/load_id={load_id}")
+        for path in warehouse.files.glob(f"{warehouse.root}/conversions/day=*/load_id={load_id}"):
+            warehouse.files.delete(path)
+    if staging:
+        warehouse.files.delete(staging)
+    warehouse.refresh()
+
+
+def recover(warehouse: SparkWarehouse) -> None:
+    """Finish or undo an ingest a crash interrupted (run on every open)."""
+    for pending in warehouse.catalog.pending_ingests():
+        if pending.status == "staged":
+            _apply_moves(warehouse, pending.moves)
+            if pending.staging:
+                warehouse.files.delete(pending.staging)
+            warehouse.catalog.finish_ingest(pending.ingest_id, "committed")
+        else:
+            _roll_back(warehouse, pending.load_ids, pending.staging)
+            warehouse.catalog.finish_ingest(pending.ingest_id, "aborted")
+        warehouse.refresh()
+
+
+def ingest_files(
+    warehouse: SparkWarehouse,
+    impressions: str | Path,
+    conversions: str | Path,
+    *,
+    now: datetime | None = None,
+) -> IngestReport:
+    """Check both files, then load both (all or nothing); the DuckDB ingest's report, and its
+    one-line refusals (the same file and row checks run first)."""
+    moment = ingest_moment(now)
+    staging = f"{warehouse.root}/_staging/{uuid.uuid4().hex}"
+    checks = _local_directory(staging) / "checks"  # the driver's files; the moves stay
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute("SET enable_progress_bar = false")
+        con.execute(f"SET temp_directory = '{_quoted(checks / 'duckdb_tmp')}'")
+        runner = SqlRunner(con)
+        runner.run("schema")  # empty tables: the checks' views refer to them
+        sources = [
+            inspect(con, "impressions", impressions),
+            inspect(con, "conversions", conversions),
+        ]
+        reports = {s.kind: KindReport(source_file=str(s.path)) for s in sources}
+        todo = [s for s in sources if not warehouse.catalog.loaded(s.kind, s.sha256)]
+        for source in sources:
+            reports[source.kind].already_loaded = source not in todo
+        if todo:
+            with _writing(warehouse):
+                _load_all(warehouse, runner, todo, moment, staging, reports)
+    finally:
+        con.close()
+        # only the checked files: a crash after the catalog's "staged" record leaves the
+        # rewritten days in the staging directory for recover() to move in
+        shutil.rmtree(checks, ignore_errors=True)
+        with suppress(OSError):
+            checks.parent.rmdir()  # nothing else was staged (refused or already loaded)
+    return IngestReport(impressions=reports["impressions"], conversions=reports["conversions"])
+
+
+def _load_all(
+    warehouse: SparkWarehouse,
+    runner: SqlRunner,
+    todo: list[Source],
+    moment: datetime,
+    staging: str,
+    reports: dict[str, KindReport],
+) -> None:
+    """Check every file, then record, load, stage and commit them (see module doc)."""
+    checks = _local_directory(staging) / "checks"
+    staged = [_check_file(runner, s, moment, checks / f"checked_{s.kind}") for s in todo]
+    load_ids = warehouse.catalog.begin_ingest(
+        [(s.kind, str(s.path), s.sha256) for s in todo], staging
+    )
+    ingest = warehouse.catalog.ingest_of(load_ids[0])
+    moves: list[tuple[str, str]] = []
+    try:
+        for source, files, load_id in zip(todo, staged, load_ids, strict=True):
+            report, more = _load(warehouse, source, files, load_id, staging)
+            reports[source.kind] = report
+            moves += more
+        counts = [
+            (reports[s.kind].rows, reports[s.kind].accepted, reports[s.kind].quarantined)
+            for s in todo
+        ]
+        warehouse.catalog.stage_ingest(load_ids, counts, moves)
+    except BaseException:
+        warehouse.sql.release()
+        _roll_back(warehouse, load_ids, staging)
+        warehouse.catalog.finish_ingest(ingest, "aborted")
+        raise
+    _apply_moves(warehouse, moves)
+    warehouse.files.delete(staging)
+    warehouse.catalog.finish_ingest(ingest, "committed")
+    warehouse.refresh()
+
+
+def _engine_error(error: BaseException) -> bool:
+    """An error raised by Spark (through Py4J) or by the embedded DuckDB."""
+    module = type(error).__module__
+    return isinstance(error, duckdb.Error) or module.startswith(("pyspark", "py4j"))
+
+
+@contextmanager
+def _writing(warehouse: SparkWarehouse) -> Iterator[None]:
+    """A failed write is one line naming the tables' root and the operating system's reason,
+    as DuckDB's ingest says it; any other engine failure is one line naming its kind. The
+    engines' own texts (which may quote values from the files) are never shown. The load was
+    rolled back before this runs, so nothing was loaded."""
+    try:
+        yield
+    except (IngestError, FileNotFoundError):
+        raise
+    except Exception as error:
+        if not _engine_error(error) and not isinstance(error, OSError):
+            raise
+        where = shown(warehouse.root)
+        cause = write_cause(error)
+        if cause is not None:
+            raise WarehouseWriteError(
+                f"warehouse {where}: could not write ({cause}); nothing was loaded"
+            ) from None
+        raise IngestError(
+            f"warehouse {where}: ingest failed ({type(error).__name__}); nothing was loaded"
+        ) from None

@@ -1,0 +1,125 @@
+"""Runs the Spark SQL files of this package on one SparkSession (the twin of ../runner.py).
+
+A file holds statements ending with ``;`` at the end of a line; parameters are Spark's named
+parameter markers (``:day``), bound by Spark (never pasted into the text). Two statement forms
+are the runner's, because Spark binds no parameters inside a view's definition:
+
+* ``CREATE OR REPLACE TEMP VIEW name AS query`` — the query bound to this call's parameters,
+  registered as a temporary view;
+* ``CACHE TABLE name AS query`` — the same, evaluated once and checkpointed (later statements
+  read the stored result, not a re-evaluation); freed by :meth:`SparkSqlRunner.release`.
+
+``{{name}}`` in a file is replaced by a fixed setting of the warehouse (the tables' root in
+schema.sql), never by a user value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from dp_platform.warehouse.runner import statements
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["SparkSqlRunner", "load_spark_sql"]
+
+_QUOTED = re.compile(r"'(?:[^']|'')*'")
+_COMMENT = re.compile(r"--[^\n]*")
+_PARAM = re.compile(r"(?<![:\w]):([A-Za-z_][A-Za-z0-9_]*)")
+_VIEW = re.compile(
+    r"^\s*(CREATE\s+OR\s+REPLACE\s+TEMP\s+VIEW|CACHE\s+TABLE)\s+(\w+)\s+AS\s+(.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+_QUERY = re.compile(r"^\s*(SELECT|WITH)\b", re.IGNORECASE)
+ParamValue = object
+
+
+@cache
+def load_spark_sql(name: str) -> str:
+    """The text of ``dp_platform/warehouse/spark/<name>.sql``."""
+    return resources.files("dp_platform.warehouse.spark").joinpath(f"{name}.sql").read_text()
+
+
+def parameter_names(statement: str) -> set[str]:
+    """Named parameter markers of a statement (outside string literals and comments)."""
+    return set(_PARAM.findall(_QUOTED.sub("''", _COMMENT.sub("", statement))))
+
+
+class SparkSqlRunner:
+    """Named Spark SQL files on one session; ``substitutions`` fill ``{{name}}``."""
+
+    def __init__(self, spark: SparkSession, substitutions: Mapping[str, str]) -> None:
+        self.spark = spark
+        self.substitutions = dict(substitutions)
+        self._cached: dict[str, DataFrame] = {}
+
+    def _text(self, name: str) -> str:
+        text = load_spark_sql(name)
+        for key, value in self.substitutions.items():
+            text = text.replace("{{" + key + "}}", value)
+        return text
+
+    def _bind(self, statement: str, params: Mapping[str, ParamValue]) -> dict[str, ParamValue]:
+        names = parameter_names(statement)
+        missing = names - set(params)
+        if missing:
+            raise KeyError(f"SQL parameter(s) not given: {', '.join(sorted(missing))}")
+        return {name: params[name] for name in names}
+
+    def execute(self, statement: str, params: Mapping[str, ParamValue]) -> DataFrame | None:
+        """One statement: a view or cache statement registers its query; a query returns its
+        (lazy) DataFrame; anything else (DDL, INSERT) runs now and returns None."""
+        statement = _COMMENT.sub("", statement).strip()
+        view = _VIEW.match(statement)
+        if view is not None:
+            kind, name, query = view.groups()
+            frame = self.spark.sql(query, args=self._bind(query, params) or None)
+            if kind.upper().startswith("CACHE"):
+                self._drop_cached(name)
+                frame = frame.localCheckpoint(eager=True)
+                self._cached[name] = frame
+            frame.createOrReplaceTempView(name)
+            return None
+        frame = self.spark.sql(statement, args=self._bind(statement, params) or None)
+        return frame if _QUERY.match(statement) else None
+
+    def run(self, name: str, **params: ParamValue) -> list[tuple]:
+        """Execute every statement of ``<name>.sql``; return the last query's rows."""
+        result: list[tuple] = []
+        for statement in statements(self._text(name)):
+            frame = self.execute(statement, params)
+            result = [tuple(row) for row in frame.collect()] if frame is not None else []
+        return result
+
+    def frame(self, name: str, **params: ParamValue) -> pd.DataFrame:
+        """Execute ``<name>.sql``; its last statement (a query) as a pandas DataFrame."""
+        parts = statements(self._text(name))
+        for statement in parts[:-1]:
+            self.execute(statement, params)
+        frame = self.execute(parts[-1], params)
+        if frame is None:
+            raise ValueError(f"{name}.sql does not end with a query")
+        return frame.toPandas()
+
+    def query(self, sql: str, **params: ParamValue) -> list[tuple]:
+        """One inline statement (small bookkeeping queries only)."""
+        frame = self.execute(sql, params)
+        return [tuple(row) for row in frame.collect()] if frame is not None else []
+
+    def _drop_cached(self, name: str) -> None:
+        frame = self._cached.pop(name, None)
+        if frame is not None:
+            self.spark.catalog.dropTempView(name)
+            frame.unpersist()
+
+    def release(self) -> None:
+        """Free every checkpointed view (they can be a file's or a day's size)."""
+        for name in list(self._cached):
+            self._drop_cached(name)

@@ -1,0 +1,66 @@
+-- The Spark warehouse's tables (the DuckDB schema.sql, as Parquet). Idempotent: run on every
+-- open. {{root}} is the tables' root directory (any Hadoop file system URI).
+--
+-- Events are partitioned by day (UTC date of ts). Tables an ingest appends to are partitioned
+-- by load_id too, so a load that never committed is removed by dropping its directories (the
+-- catalog, catalog.py, records which loads committed). Impressions are partitioned by day
+-- only: a load rewrites the days it touches (their tie order, ord_key, may change) through a
+-- staged copy and a redo log. Derived tables are partitioned by (campaign, day); the catalog's
+-- partitions table says which partitions exist.
+
+CREATE TABLE IF NOT EXISTS users (
+    user_key INT, user_id STRING, load_id BIGINT
+) USING parquet PARTITIONED BY (load_id) LOCATION '{{root}}/users';
+
+CREATE TABLE IF NOT EXISTS publishers (
+    publisher_key INT, publisher_id STRING, load_id BIGINT
+) USING parquet PARTITIONED BY (load_id) LOCATION '{{root}}/publishers';
+
+CREATE TABLE IF NOT EXISTS advertisers (
+    advertiser_key INT, advertiser_id STRING, load_id BIGINT
+) USING parquet PARTITIONED BY (load_id) LOCATION '{{root}}/advertisers';
+
+CREATE TABLE IF NOT EXISTS advertiser_publishers (
+    advertiser_key INT, publisher_key INT, load_id BIGINT
+) USING parquet PARTITIONED BY (load_id) LOCATION '{{root}}/advertiser_publishers';
+
+-- ord_key = epoch_us(ts) * 1024 + tie, as in DuckDB's schema.sql.
+CREATE TABLE IF NOT EXISTS impressions (
+    impression_id STRING, user_key INT, publisher_key INT, advertiser_key INT, ts TIMESTAMP,
+    interaction STRING, ord_key BIGINT, load_id BIGINT, source_row BIGINT, day DATE
+) USING parquet PARTITIONED BY (day) LOCATION '{{root}}/impressions';
+
+CREATE TABLE IF NOT EXISTS conversions (
+    conversion_key BIGINT, conversion_id STRING, user_key INT, advertiser_key INT,
+    ts TIMESTAMP, value DOUBLE, source_row BIGINT, day DATE, load_id BIGINT
+) USING parquet PARTITIONED BY (day, load_id) LOCATION '{{root}}/conversions';
+
+CREATE TABLE IF NOT EXISTS quarantine (
+    kind STRING, source_file STRING, source_row BIGINT, reason STRING, load_id BIGINT
+) USING parquet PARTITIONED BY (load_id) LOCATION '{{root}}/quarantine';
+
+CREATE TABLE IF NOT EXISTS attributed_conversions (
+    conversion_key BIGINT, user_key INT, user_rank INT, publisher_key INT, weight DOUBLE,
+    campaign STRING, day DATE
+) USING parquet PARTITIONED BY (campaign, day) LOCATION '{{root}}/attributed_conversions';
+
+-- private_last_touch: each conversion's drawn touch, written once per conversion in a batch
+-- of the run that drew it and never deleted once the catalog committed the batch (catalog.py):
+-- re-attributing a day returns the same rows and each conversion's epsilon is spent once.
+CREATE TABLE IF NOT EXISTS private_touch_choices (
+    conversion_key BIGINT, publisher_key INT, campaign STRING, batch BIGINT
+) USING parquet PARTITIONED BY (campaign, batch) LOCATION '{{root}}/private_touch_choices';
+
+CREATE TABLE IF NOT EXISTS user_day_contributions (
+    user_key INT, conversions INT, campaign STRING, day DATE
+) USING parquet PARTITIONED BY (campaign, day) LOCATION '{{root}}/user_day_contributions';
+
+CREATE TABLE IF NOT EXISTS clipped_daily_vectors (
+    bound DOUBLE, position INT, publisher_id STRING, value DOUBLE, campaign STRING, day DATE
+) USING parquet PARTITIONED BY (campaign, day) LOCATION '{{root}}/clipped_daily_vectors';
+
+-- AdsBPC+ per-user spend (secret): cost of the day and running spend after it, per user with
+-- a positive cost (plus_schema.sql of DuckDB). Which days count is the catalog's record.
+CREATE TABLE IF NOT EXISTS plus_user_spend (
+    user_key INT, cost DOUBLE, spend DOUBLE, campaign STRING, day DATE
+) USING parquet PARTITIONED BY (campaign, day) LOCATION '{{root}}/plus_user_spend';

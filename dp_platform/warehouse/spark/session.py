@@ -1,0 +1,121 @@
+"""The SparkSession the platform runs on: private by configuration.
+
+Spark's web UI, its event log, the SQL tab and any listener show exact row counts per operator
+and per job — for a query over one day of one campaign, those are private values (how many
+users converted, how many conversions were attributed). DuckDB never exposes them; on Spark the
+session must not either. :data:`PRIVATE_CONF` turns each exposure off and :func:`check_private`
+refuses a session where one is on (e.g. one started elsewhere with the UI). The catalogue cannot
+override these keys (config.SparkSettings refuses them). docs/operators.md ("Spark") tells
+cluster operators what else to keep closed (history server, executor logs at DEBUG).
+
+Start-up: a JVM per process, 20-35 s on two cores; ``-XX:TieredStopAtLevel=1
+-XX:+UseSerialGC`` shortens it for the short jobs of a local session (:data:`FAST_START`, only
+for ``local`` masters; a cluster keeps its defaults).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from typing import TYPE_CHECKING
+
+from dp_platform.config import ConfigError, SparkSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["FAST_START", "PRIVATE_CONF", "check_private", "java_version", "private_session"]
+
+PRIVATE_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",  # no web UI (jobs, stages, SQL tab with per-operator rows)
+    "spark.ui.showConsoleProgress": "false",  # no progress bars on the console
+    "spark.eventLog.enabled": "false",  # no event log for a history server
+    "spark.sql.ui.retainedExecutions": "0",  # keep no SQL executions (and their metrics)
+    "spark.ui.retainedJobs": "0",
+    "spark.ui.retainedStages": "0",
+    "spark.ui.retainedTasks": "0",
+    "spark.ui.retainedDeadExecutors": "0",
+    "spark.sql.streaming.ui.enabled": "false",
+    "spark.extraListeners": "",  # no listener sees task metrics
+    "spark.sql.queryExecutionListeners": "",
+    # storage format, not privacy: UTC days, a day rewritten without touching the others,
+    # partitions found by listing the table's directories (the catalog.py record says which
+    # count), not registered in Spark's own session catalog
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.sources.partitionOverwriteMode": "dynamic",
+    "spark.sql.hive.manageFilesourcePartitions": "false",
+}
+"""Fixed settings of every platform session (the catalogue may not change them)."""
+
+FAST_START: dict[str, str] = {
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+"""Defaults for a ``local`` master (short jobs, two cores); the catalogue's conf overrides."""
+
+_MIN_JAVA = 17
+_RUNTIME = (
+    "spark.sql.session.timeZone",
+    "spark.sql.sources.partitionOverwriteMode",
+    "spark.sql.hive.manageFilesourcePartitions",
+)
+
+
+def java_version() -> int | None:
+    """Major version of the ``java`` on PATH, or None if there is none."""
+    java = shutil.which("java")
+    if java is None:
+        return None
+    try:
+        output = subprocess.run(
+            [java, "-version"], capture_output=True, text=True, timeout=60, check=False
+        ).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', output)
+    if match is None:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major
+
+
+def check_private(spark: SparkSession) -> None:
+    """Refuse a session whose UI, event log or listeners would show private counts."""
+    conf = spark.sparkContext.getConf()
+    if conf.get("spark.ui.enabled", "true").lower() != "false" or spark.sparkContext.uiWebUrl:
+        raise ConfigError("the Spark session has its web UI on; the platform needs it off")
+    if conf.get("spark.eventLog.enabled", "false").lower() != "false":
+        raise ConfigError("the Spark session writes an event log; the platform needs it off")
+    if conf.get("spark.extraListeners", "").strip():
+        raise ConfigError("the Spark session has extra listeners; the platform allows none")
+    if spark.conf.get("spark.sql.session.timeZone") != "UTC":
+        raise ConfigError("the Spark session's time zone must be UTC (event days are UTC)")
+
+
+def private_session(settings: SparkSettings) -> SparkSession:
+    """The process's SparkSession with the platform's settings (started on first use)."""
+    version = java_version()
+    if version is None or version < _MIN_JAVA:
+        found = "no java on PATH" if version is None else f"java {version}"
+        raise ConfigError(
+            f"warehouse.engine spark needs Java {_MIN_JAVA} or newer ({found}); install a JDK "
+            "(e.g. `apt-get install -y openjdk-17-jre-headless`) or use engine duckdb"
+        )
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise ConfigError(
+            "warehouse.engine spark needs PySpark: pip install -e '.[spark]'"
+        ) from None
+    defaults = FAST_START if settings.master.startswith("local") else {}
+    builder = SparkSession.builder.master(settings.master).appName("dp_platform")
+    for key, value in {**defaults, **settings.conf, **PRIVATE_CONF}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    for key in _RUNTIME:  # a session started earlier in the process keeps its static settings
+        spark.conf.set(key, PRIVATE_CONF[key])
+    check_private(spark)
+    return spark

@@ -1,0 +1,31 @@
+"""The Spark session of a test run: one ``local[2]`` session for the whole run (JVM start-up is
+20-35 s here), shared by every Spark test through the session-scoped ``spark`` fixture.
+
+Spark tests skip only when Spark cannot run at all (no Java 17+, no PySpark), and say why; under
+CI (``CI`` set) they fail instead, so a green CI run has really run them.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from dp_platform.config import ConfigError, SparkSettings
+
+TEST_SETTINGS = SparkSettings(
+    master="local[2]",
+    conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
+)
+
+
+def start_test_session():
+    """The platform's private session with small-data settings, or skip/fail loudly."""
+    from dp_platform.warehouse.spark.session import private_session
+
+    try:
+        return private_session(TEST_SETTINGS)
+    except ConfigError as error:
+        if os.environ.get("CI"):
+            pytest.fail(f"Spark cannot run in CI: {error}")
+        pytest.skip(f"SPARK TESTS NOT RUN: {error}")

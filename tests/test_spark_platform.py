@@ -1,0 +1,118 @@
+"""The platform on Spark: a campaign through Dagster with releases identical to DuckDB's, a
+session that keeps private counts out of Spark's UI and event log, and engines chosen by the
+catalogue alone (a DuckDB catalogue never loads PySpark)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import date
+
+import dagster as dg
+import numpy as np
+import pytest
+import yaml
+
+from assets.runner import run_campaigns
+from dp_platform.config import ConfigError, parse_catalogue
+from dp_platform.ledger import Ledger
+from tests.platform_fixtures import RoutedNoise, catalogue, make_home
+
+TODAY = date(2026, 11, 22)
+CAMPAIGN_DAYS = 10
+
+
+def _releases(home) -> tuple[list, object]:
+    with Ledger.at_home(home.root) as ledger:
+        return ledger.releases("spring"), ledger.campaign_budget("spring")
+
+
+@pytest.fixture(scope="module")
+def homes(spark, tmp_path_factory):
+    """The same generated events ingested into a DuckDB home and a Spark home."""
+    root = tmp_path_factory.mktemp("engines")
+    return {
+        engine: make_home(root / engine, seed=9, users=200, days=CAMPAIGN_DAYS, engine=engine)
+        for engine in ("duckdb", "spark")
+    }
+
+
+def test_ten_day_campaign_through_dagster_releases_the_same_on_both_engines(homes):
+    for home in homes.values():
+        runs = run_campaigns(
+            home.root / "campaigns.yaml",
+            home.root,
+            noise=RoutedNoise(11, 12),
+            instance=dg.DagsterInstance.ephemeral(),
+            today=TODAY,
+        )
+        assert [len(r.days) for r in runs] == [CAMPAIGN_DAYS]
+    (duck, duck_budget), (spark, spark_budget) = (_releases(h) for h in homes.values())
+    assert [r.day for r in duck] == [r.day for r in spark] == list(range(1, CAMPAIGN_DAYS + 1))
+    for left, right in zip(duck, spark, strict=True):
+        assert left.bound == right.bound  # chosen from identical histograms
+        assert left.sigma == right.sigma
+        assert left.charges == right.charges
+        np.testing.assert_allclose(left.values, right.values, rtol=0, atol=1e-9)
+    assert duck_budget.spent == spark_budget.spent == duck_budget.planned
+
+
+def test_spark_releases_are_write_once(homes):
+    home = homes["spark"]
+    before, spent = _releases(home)
+    assert before, "the campaign ran first (test above)"
+    again = run_campaigns(
+        home.root / "campaigns.yaml",
+        home.root,
+        noise=RoutedNoise(99, 98),  # different noise: a re-draw would show
+        instance=dg.DagsterInstance.ephemeral(),
+        today=TODAY,
+    )
+    assert [r.days for r in again] == [[]]  # nothing due
+    after, spent_after = _releases(home)
+    assert after == before  # frozen dataclasses: every field, values included
+    assert spent_after.spent == spent.spent
+
+
+def test_platform_session_shows_no_ui_event_log_or_listener(spark, homes):
+    from dp_platform.warehouse.spark.session import PRIVATE_CONF, check_private
+
+    conf = spark.sparkContext.getConf()
+    assert spark.sparkContext.uiWebUrl is None  # no web UI is serving
+    for key in ("spark.ui.enabled", "spark.eventLog.enabled", "spark.ui.showConsoleProgress"):
+        assert conf.get(key) == "false", key
+    assert conf.get("spark.sql.ui.retainedExecutions") == "0"
+    assert not conf.get("spark.extraListeners", "").strip()
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    check_private(spark)
+    assert all(conf.get(key) == value for key, value in PRIVATE_CONF.items() if value)
+    assert not list(homes["spark"].root.rglob("*eventlog*"))  # nothing written by the run
+
+
+def test_catalogue_cannot_turn_the_spark_ui_or_event_log_back_on():
+    document = catalogue(engine="spark")
+    for key in ("spark.ui.enabled", "spark.eventLog.enabled", "spark.extraListeners"):
+        document["warehouse"]["spark"]["conf"] = {key: "true"}
+        with pytest.raises(ConfigError, match=rf"warehouse\.spark\.conf: {key} is fixed"):
+            parse_catalogue(document)
+
+
+def test_a_duckdb_catalogue_never_imports_pyspark(tmp_path):
+    """The Dagster resource of a DuckDB catalogue opens DuckDB only: no PySpark, no JVM."""
+    home = make_home(tmp_path / "home", users=100, days=CAMPAIGN_DAYS)
+    script = (
+        "import sys\n"
+        "from assets.resources import WarehouseResource\n"
+        "from dp_platform.config import load_catalogue\n"
+        f"path = {str(home.root / 'campaigns.yaml')!r}\n"
+        f"resource = WarehouseResource(home={str(home.root)!r}, catalogue=path)\n"
+        "with resource.open() as warehouse:\n"
+        "    campaign = load_catalogue(path).campaigns[0]\n"
+        "    assert warehouse.campaign_publishers(campaign)\n"
+        "    print(warehouse.engine, 'pyspark' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["duckdb", "False"]
+    spark_doc = yaml.safe_load((home.root / "campaigns.yaml").read_text())
+    assert spark_doc["warehouse"] == {"engine": "duckdb"}
