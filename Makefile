@@ -6,7 +6,7 @@ HOME_DIR ?= .dp_home
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-fast ui ui-screenshots browser lint format bench results clean
+.PHONY: demo test test-fast ui ui-screenshots browser postgres lint format bench results clean
 
 $(BIN)/dp-platform: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +33,7 @@ demo: $(BIN)/dp-platform
 	$(BIN)/dp-platform plan examples/campaigns.yaml
 	$(BIN)/dp-platform demo --home $(HOME_DIR)
 
-test: $(BIN)/dp-platform browser $(VENV)/.spark
+test: $(BIN)/dp-platform browser postgres $(VENV)/.spark
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest -q -n 2 --dist loadfile  # both cores; a test file stays on one worker
@@ -48,6 +48,12 @@ test-fast: $(BIN)/dp-platform
 browser:
 	@command -v chromium >/dev/null 2>&1 || \
 	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium)
+
+# The PostgreSQL server binaries (initdb, pg_ctl): the tests start a throwaway server of their
+# own (tests/postgres_server.py) for the ledger and Dagster's instance on PostgreSQL.
+postgres:
+	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+	  ($(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql)
 
 # The Dagster UI on http://127.0.0.1:3000 over the demo's home (runs the demo first if needed);
 # Ctrl-C stops it within 10 s.
