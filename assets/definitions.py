@@ -42,7 +42,7 @@ def build_definitions(
     resources = dg.Definitions(
         resources={
             "warehouse": WarehouseResource(home=root, catalogue=str(config_path)),
-            "ledger": LedgerResource(home=root),
+            "ledger": LedgerResource(home=root, catalogue=str(config_path)),
             "catalogue": CatalogueResource(path=str(config_path)),
         }
     )

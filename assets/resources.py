@@ -43,11 +43,14 @@ class WarehouseResource(dg.ConfigurableResource):
 
 
 class LedgerResource(dg.ConfigurableResource):
-    """The privacy ledger (SQLite): budgets, write-once releases, secret bound state."""
+    """The privacy ledger the catalogue names (the home's SQLite file by default): budgets,
+    write-once releases, secret bound state."""
 
     home: str
+    catalogue: str | None = None  # the catalogue's path; None: whatever the home records
 
     @contextmanager
     def open(self) -> Iterator[Ledger]:
-        with Ledger.at_home(self.home) as ledger:
+        declared = load_catalogue(self.catalogue).ledger if self.catalogue else None
+        with Ledger.at_home(self.home, declared=declared) as ledger:
             yield ledger

@@ -179,7 +179,7 @@ def run_campaigns(
         with open_warehouse(catalogue.warehouse, home_dir) as warehouse:
             return warehouse.advertiser_publishers(advertiser)
 
-    with Ledger.at_home(home_dir.root) as ledger:
+    with Ledger.at_home(home_dir.root, declared=catalogue.ledger) as ledger:
         chosen = catalogue.model_copy(update={"campaigns": selected})
         registered = register_campaigns(
             chosen, plans, ledger, advertiser_publishers=advertiser_publishers, base_dir=config_dir
@@ -208,7 +208,7 @@ def run_campaigns(
             run_id = _execute(definitions, daily_job_name(name), instance, tags, log_level, keys)
         final = _has_job(definitions, final_job_name(name))
         finished = final and today > end and (through is None or through >= end)
-        with Ledger.at_home(home_dir.root) as ledger:
+        with Ledger.at_home(home_dir.root, declared=catalogue.ledger) as ledger:
             final_due = finished and _final_missing(ledger, registration)
         if final_due:
             _execute(definitions, final_job_name(name), instance, owner, log_level, {})

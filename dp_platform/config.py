@@ -13,6 +13,7 @@ from datetime import date, timedelta
 from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import (
@@ -421,10 +422,37 @@ class WarehouseConfig(_Strict):
     spark: SparkSettings = SparkSettings()
 
 
+class LedgerConfig(_Strict):
+    """Where the privacy ledger lives: the home's SQLite file (no ``url``, the default) or a
+    PostgreSQL database (docs/operators.md, "A ledger on PostgreSQL")."""
+
+    url: str | None = Field(default=None, description="postgresql://user@host:port/database")
+
+    @field_validator("url")
+    @classmethod
+    def _postgres_without_password(cls, url: str | None) -> str | None:
+        if url is None:
+            return url
+        parts = urlsplit(url)
+        if parts.scheme not in ("postgresql", "postgres"):
+            raise ValueError(
+                "must be a postgresql:// URL (leave `ledger:` out for the home's SQLite file)"
+            )
+        if parts.password is not None or "password=" in parts.query:
+            raise ValueError(
+                "a password in the URL is refused (the home records the URL and errors show "
+                "it); set PGPASSWORD or use ~/.pgpass"
+            )
+        if not parts.path.strip("/"):
+            raise ValueError("must name a database (postgresql://user@host:port/database)")
+        return url
+
+
 class Catalogue(_Strict):
     accounts: list[AccountConfig] = Field(min_length=1)
     campaigns: list[CampaignConfig] = Field(min_length=1)
     warehouse: WarehouseConfig = WarehouseConfig()
+    ledger: LedgerConfig = LedgerConfig()
 
     @model_validator(mode="after")
     def _references(self) -> Catalogue:

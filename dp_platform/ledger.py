@@ -1,5 +1,6 @@
 """The privacy ledger: budget accounts, reservations, per-day charges, write-once releases, and
-the secret state of the bound chain. SQLite, one ``BEGIN IMMEDIATE`` transaction per release.
+the secret state of the bound chain. One write transaction per release, on SQLite (the default,
+``<home>/ledger.sqlite``) or PostgreSQL (dp_platform/ledger_backends/: how each locks).
 
 Why a ledger and not Dagster's own storage: re-runs are normal (retries, backfills, resumed runs,
 two processes racing), and a release re-drawn with fresh noise would let anyone average the noise
@@ -13,20 +14,20 @@ and the day is drawn afresh (for the first and only time that counts) on the nex
 
 Amounts of ρ are stored as exact fractions ("p/q" text), so sums never drift. The bound chain's
 state (bound list, SVT noisy thresholds) is secret: it is stored here and never returned to a UI.
+The SQL below is written once, with ``?`` placeholders, in the subset both databases share; the
+schema is the migration files of dp_platform/ledger_backends/migrations/.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import quote
 
-from dp_platform.config import AccountConfig
+from dp_platform.config import AccountConfig, LedgerConfig
 from dp_platform.errors import (
     BudgetExceeded,
     CampaignEnded,
@@ -35,10 +36,11 @@ from dp_platform.errors import (
     PlanMismatch,
     StorageError,
 )
+from dp_platform.ledger_backends import home_ledger, open_backend
+from dp_platform.ledger_backends.base import LedgerBackend, Session, migrations, storage_error
 from dp_platform.mechanisms.base import Chain, ChoiceT, Measurement, StateT
 from dp_platform.privacy.accounting import Rho
 from dp_platform.records import from_record, to_record
-from dp_platform.sqlite_files import open_shared
 
 __all__ = [
     "BudgetExceeded",
@@ -51,63 +53,8 @@ __all__ = [
     "StorageError",
 ]
 
-SCHEMA_VERSION = 2
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS accounts (
-    name TEXT PRIMARY KEY,
-    rho_cap TEXT NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS campaigns (
-    name TEXT PRIMARY KEY,
-    account TEXT NOT NULL REFERENCES accounts(name),
-    planned TEXT NOT NULL,
-    days INTEGER NOT NULL,
-    declared_json TEXT NOT NULL,
-    config_json TEXT NOT NULL,
-    plan_json TEXT NOT NULL,
-    registered_at TEXT NOT NULL,
-    ended_at TEXT
-);
-CREATE TABLE IF NOT EXISTS campaign_history (
-    campaign TEXT NOT NULL REFERENCES campaigns(name),
-    at TEXT NOT NULL,
-    action TEXT NOT NULL,
-    planned_before TEXT,
-    planned_after TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS bound_choices (
-    campaign TEXT NOT NULL REFERENCES campaigns(name),
-    day INTEGER NOT NULL,
-    choice_json TEXT NOT NULL,
-    secret_state_json TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (campaign, day)
-);
-CREATE TABLE IF NOT EXISTS releases (
-    campaign TEXT NOT NULL REFERENCES campaigns(name),
-    day INTEGER NOT NULL,
-    release_json TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (campaign, day)
-);
-CREATE TABLE IF NOT EXISTS campaign_releases (
-    campaign TEXT NOT NULL REFERENCES campaigns(name),
-    kind TEXT NOT NULL,
-    release_json TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (campaign, kind)
-);
-CREATE TABLE IF NOT EXISTS charges (
-    campaign TEXT NOT NULL REFERENCES campaigns(name),
-    day INTEGER NOT NULL,
-    part TEXT NOT NULL,
-    rho TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (campaign, day, part)
-);
-"""
+SCHEMA_VERSION = len(migrations())
+"""The schema version this code writes (the last migration file's number)."""
 
 
 def _text(value: object) -> str:
@@ -165,71 +112,45 @@ class CampaignBudget:
 
 
 class Ledger:
-    """One SQLite file; every method is safe to call from several processes at once."""
+    """One ledger database; every method is safe to call from several processes at once."""
 
     def __init__(
-        self, path: str | Path, *, timeout: float = 300.0, read_only: bool = False
+        self, where: str | Path, *, timeout: float = 300.0, read_only: bool = False
     ) -> None:
-        """``read_only``: opened with SQLite's ``mode=ro`` (the views ``budget`` and
-        ``releases``): nothing is created or written, so they work on a read-only home."""
-        self.path = Path(path)
-        with self._storage("open"):
-            self._db = self._open_read_only(timeout) if read_only else self._open(timeout)
-            columns = {row[1] for row in self._db.execute("PRAGMA table_info(campaigns)")}
-        if "config_json" not in columns:
-            self._db.close()
-            raise LedgerError(
-                f"{self.path}: written by an earlier version of dp-platform (no registered "
-                "configurations); keep it for the record and start a new home"
-            )
-        if not read_only:
-            with self._storage("open"):
-                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
-    def _open(self, timeout: float) -> sqlite3.Connection:
-        db = open_shared(self.path, timeout=timeout)
-        db.execute("PRAGMA foreign_keys=ON")
-        db.executescript(_SCHEMA)  # idempotent DDL; safe if two processes race here
-        return db
-
-    def _open_read_only(self, timeout: float) -> sqlite3.Connection:
-        """``mode=ro``; in a directory where SQLite cannot create its shared-memory file, and
-        with no write-ahead log left to replay, ``immutable=1`` (no writer can exist there)."""
-        if not self.path.is_file():
-            raise StorageError(f"{self.path}: no ledger here (nothing was registered in this home)")
-        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
-        db = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
-        try:
-            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return db
-        except sqlite3.OperationalError:
-            db.close()
-            wal = self.path.with_name(self.path.name + "-wal")
-            if wal.exists() and wal.stat().st_size > 0:
-                raise
-        db = sqlite3.connect(f"{uri}&immutable=1", uri=True, isolation_level=None)
-        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return db
+        """``where``: a SQLite file's path or a ``postgresql://`` URL. ``read_only``: for the
+        views ``budget`` and ``releases``: nothing is created, written or migrated, so they
+        work on a read-only home (and on a read-only database role)."""
+        self.path = where
+        self._backend: LedgerBackend = open_backend(where, timeout=timeout, read_only=read_only)
+        self._db: Session = self._backend.session
 
     @contextmanager
     def _storage(self, doing: str) -> Iterator[None]:
-        """SQLite's storage faults (disk full, read-only, vanished file) as one StorageError
-        naming the ledger; rule errors (LedgerError) pass through unchanged."""
+        """The backend's storage faults (disk full, read-only, vanished file, server gone) as
+        one StorageError naming the ledger; rule errors (LedgerError) pass through unchanged."""
         try:
             yield
-        except sqlite3.OperationalError as error:
-            raise StorageError(f"{self.path}: cannot {doing} the ledger ({error})") from None
-        except OSError as error:
-            raise StorageError(
-                f"{self.path}: cannot {doing} the ledger ({error.strerror or error})"
-            ) from None
+        except LedgerError:
+            raise
+        except self._backend.storage_errors as error:
+            raise storage_error(self._backend.where, doing, error) from None
 
     @classmethod
-    def at_home(cls, home: str | Path, *, read_only: bool = False) -> Ledger:
-        return cls(Path(home) / "ledger.sqlite", read_only=read_only)
+    def at_home(
+        cls, home: str | Path, *, read_only: bool = False, declared: LedgerConfig | None = None
+    ) -> Ledger:
+        """The ledger a platform home uses (dp_platform/ledger_backends: ``home_ledger``).
+        ``declared``: the catalogue's ``ledger:`` block, from commands that run a catalogue."""
+        return cls(home_ledger(home, declared, read_only=read_only), read_only=read_only)
+
+    def backup(self, destination: str | Path) -> None:
+        """A consistent copy of the whole ledger at ``destination`` while others may write:
+        SQLite's backup API (a SQLite file), or ``pg_dump --format=custom`` (for pg_restore)."""
+        with self._storage("back up"):
+            self._backend.backup(Path(destination))
 
     def close(self) -> None:
-        self._db.close()
+        self._backend.close()
 
     def __enter__(self) -> Ledger:
         return self
@@ -238,19 +159,19 @@ class Ledger:
         self.close()
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE: takes the write lock up front, so check-then-write cannot race.
-        A storage fault (disk full, …) rolls back and is raised as one StorageError."""
-        with self._storage("write"):
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise
-            else:
-                self._db.execute("COMMIT")
+    def _transaction(self) -> Iterator[Session]:
+        """The backend's write transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: the account
+        row locked FOR UPDATE by :meth:`_lock`), so check-then-write cannot race. A storage
+        fault (disk full, …) rolls back and is raised as one StorageError."""
+        with self._storage("write"), self._backend.transaction() as db:
+            yield db
+
+    def _lock(
+        self, db: Session, *, account: str | None = None, campaign: str | None = None
+    ) -> None:
+        """Hold the budget account (by name, or the campaign's) until commit: every write
+        transaction that reads a budget does this first."""
+        self._backend.lock_account(db, account=account, campaign=campaign)
 
     # -- accounts and campaigns -------------------------------------------------------------
 
@@ -262,10 +183,14 @@ class Ledger:
                 "SELECT rho_cap FROM accounts WHERE name = ?", (account.name,)
             ).fetchone()
             if row is None:
-                db.execute(
-                    "INSERT INTO accounts VALUES (?, ?, ?)", (account.name, cap.to_json(), _now())
+                db.execute(  # ON CONFLICT: another process may create it at the same moment
+                    "INSERT INTO accounts VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
+                    (account.name, cap.to_json(), _now()),
                 )
-            elif Rho.from_json(row[0]) != cap:
+                row = db.execute(
+                    "SELECT rho_cap FROM accounts WHERE name = ?", (account.name,)
+                ).fetchone()
+            if Rho.from_json(row[0]) != cap:
                 stored = float(Rho.from_json(row[0]))
                 raise LedgerError(
                     f"account {account.name}: the ledger's cap is ρ = {stored:g} "
@@ -277,6 +202,7 @@ class Ledger:
         """Change an account's cap; refused if it would fall below what is already reserved."""
         cap = Rho.of(rho_cap)
         with self._transaction() as db:
+            self._lock(db, account=account)
             if db.execute("SELECT 1 FROM accounts WHERE name = ?", (account,)).fetchone() is None:
                 raise LedgerError(f"account {account} is not in the ledger")
             reserved = self._reserved(db, account)
@@ -288,7 +214,7 @@ class Ledger:
             db.execute("UPDATE accounts SET rho_cap = ? WHERE name = ?", (cap.to_json(), account))
 
     @staticmethod
-    def _reserved(db: sqlite3.Connection, account: str) -> Rho:
+    def _reserved(db: Session, account: str) -> Rho:
         rows = db.execute("SELECT planned FROM campaigns WHERE account = ?", (account,)).fetchall()
         return sum((Rho.from_json(r[0]) for r in rows), Rho.zero())
 
@@ -302,6 +228,7 @@ class Ledger:
             raise LedgerError(f"campaign {record.name} belongs to account {record.account}")
         self.ensure_account(account)
         with self._transaction() as db:
+            self._lock(db, account=account.name)
             if db.execute("SELECT 1 FROM campaigns WHERE name = ?", (record.name,)).fetchone():
                 return False
             cap = self._cap(db, account.name)
@@ -362,6 +289,7 @@ class Ledger:
         ended campaign can never lose more than it was charged.
         """
         with self._transaction() as db:
+            self._lock(db, campaign=campaign)
             _, planned, _ = self._campaign_row(db, campaign)
             ended = db.execute("SELECT ended_at FROM campaigns WHERE name = ?", (campaign,))
             when = ended.fetchone()[0]
@@ -401,9 +329,10 @@ class Ledger:
 
     def campaign_history(self, campaign: str) -> list[dict]:
         """Registration, end and cancellation of a campaign, oldest first (the officer's audit)."""
+        # registration, then at most one end or cancellation: ordered without SQLite's rowid
         rows = self._db.execute(
             "SELECT at, action, planned_before, planned_after FROM campaign_history "
-            "WHERE campaign = ? ORDER BY rowid",
+            "WHERE campaign = ? ORDER BY CASE action WHEN 'registered' THEN 0 ELSE 1 END, at",
             (campaign,),
         )
         return [
@@ -417,11 +346,11 @@ class Ledger:
         ]
 
     @staticmethod
-    def _cap(db: sqlite3.Connection, account: str) -> Rho:
+    def _cap(db: Session, account: str) -> Rho:
         row = db.execute("SELECT rho_cap FROM accounts WHERE name = ?", (account,)).fetchone()
         return Rho.from_json(row[0])
 
-    def _campaign_row(self, db: sqlite3.Connection, campaign: str) -> tuple[str, Rho, int]:
+    def _campaign_row(self, db: Session, campaign: str) -> tuple[str, Rho, int]:
         row = db.execute(
             "SELECT account, planned, days FROM campaigns WHERE name = ?", (campaign,)
         ).fetchone()
@@ -430,13 +359,11 @@ class Ledger:
         return row[0], Rho.from_json(row[1]), int(row[2])
 
     @staticmethod
-    def _spent(db: sqlite3.Connection, campaign: str) -> Rho:
+    def _spent(db: Session, campaign: str) -> Rho:
         rows = db.execute("SELECT rho FROM charges WHERE campaign = ?", (campaign,)).fetchall()
         return sum((Rho.from_json(r[0]) for r in rows), Rho.zero())
 
-    def _check_budget(
-        self, db: sqlite3.Connection, campaign: str, day: int, charges: dict[str, Rho]
-    ) -> None:
+    def _check_budget(self, db: Session, campaign: str, day: int, charges: dict[str, Rho]) -> None:
         account, planned, days = self._campaign_row(db, campaign)
         ended = db.execute("SELECT ended_at FROM campaigns WHERE name = ?", (campaign,)).fetchone()
         if ended[0] is not None:
@@ -467,7 +394,7 @@ class Ledger:
             )
 
     @staticmethod
-    def _charge(db: sqlite3.Connection, campaign: str, day: int, charges: dict[str, Rho]) -> None:
+    def _charge(db: Session, campaign: str, day: int, charges: dict[str, Rho]) -> None:
         db.executemany(
             "INSERT INTO charges VALUES (?, ?, ?, ?, ?)",
             [(campaign, day, part, rho.to_json(), _now()) for part, rho in charges.items()],
@@ -489,6 +416,7 @@ class Ledger:
         ``chain`` names the mechanism's choice and state types, stored as records.
         """
         with self._transaction() as db:
+            self._lock(db, campaign=campaign)
             row = db.execute(
                 "SELECT choice_json FROM bound_choices WHERE campaign = ? AND day = ?",
                 (campaign, day),
@@ -510,7 +438,7 @@ class Ledger:
             return choice, True
 
     def _bound_state(
-        self, db: sqlite3.Connection, campaign: str, day: int, chain: Chain[ChoiceT, StateT]
+        self, db: Session, campaign: str, day: int, chain: Chain[ChoiceT, StateT]
     ) -> StateT:
         if day == 0:
             return chain.state()
@@ -540,6 +468,7 @@ class Ledger:
         ``publishers`` must be the keys frozen at registration: every day releases the same k.
         """
         with self._transaction() as db:
+            self._lock(db, campaign=campaign)
             stored = self._release(db, campaign, day)
             if stored is not None:
                 return stored, False
@@ -569,7 +498,7 @@ class Ledger:
             return measurement, True
 
     @staticmethod
-    def _check_publishers(db: sqlite3.Connection, campaign: str, publishers: list[str]) -> None:
+    def _check_publishers(db: Session, campaign: str, publishers: list[str]) -> None:
         """The release is over the publisher keys frozen at registration, in their order."""
         row = db.execute("SELECT config_json FROM campaigns WHERE name = ?", (campaign,)).fetchone()
         if row is None:
@@ -594,7 +523,7 @@ class Ledger:
         }
 
     @staticmethod
-    def _release(db: sqlite3.Connection, campaign: str, day: int) -> Measurement | None:
+    def _release(db: Session, campaign: str, day: int) -> Measurement | None:
         row = db.execute(
             "SELECT release_json FROM releases WHERE campaign = ? AND day = ?", (campaign, day)
         ).fetchone()
@@ -611,6 +540,7 @@ class Ledger:
         the charge is booked on day 0 under the part ``kind``.
         """
         with self._transaction() as db:
+            self._lock(db, campaign=campaign)
             row = db.execute(
                 "SELECT release_json FROM campaign_releases WHERE campaign = ? AND kind = ?",
                 (campaign, kind),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -84,3 +85,29 @@ def spark():
     session = start_test_session()
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A throwaway PostgreSQL server for the session (one per xdist worker), then removed."""
+    from tests.postgres_server import throwaway_postgres
+
+    with throwaway_postgres() as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.system)])
+def new_ledger_location(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], str]:
+    """A factory of fresh, empty ledger locations on the parametrised backend: a SQLite file
+    under the test's directory, or a new database on the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        return lambda: str(tmp_path / f"ledger_{uuid.uuid4().hex[:8]}" / "ledger.sqlite")
+    server = request.getfixturevalue("postgres_server")
+    prefix = re.sub(r"\W", "_", request.node.originalname.lower())[:40]
+    return lambda: server.create_database(f"{prefix}_{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture
+def ledger_location(new_ledger_location: Callable[[], str]) -> str:
+    """One fresh ledger location on each backend (SQLite, PostgreSQL)."""
+    return new_ledger_location()

@@ -1,4 +1,7 @@
-"""The ledger: reservations against caps, write-once chains, exact totals, races and crashes."""
+"""The ledger: reservations against caps, write-once chains, exact totals, races and crashes.
+
+Every test runs on both backends (the ``ledger_location`` fixture of tests/conftest.py: a SQLite
+file, and a fresh database on a throwaway PostgreSQL server)."""
 
 from __future__ import annotations
 
@@ -74,8 +77,8 @@ def run_day(ledger: Ledger, plan, day: int, noise, calls: list | None = None):
 
 
 @pytest.fixture
-def ledger(tmp_path):
-    with Ledger(tmp_path / "ledger.sqlite") as opened:
+def ledger(ledger_location: str):
+    with Ledger(ledger_location) as opened:
         yield opened
 
 
@@ -147,8 +150,8 @@ def _race(path: str, seed: int, barrier) -> None:
 
 
 @pytest.mark.system
-def test_two_processes_racing_release_once(tmp_path) -> None:
-    path = str(tmp_path / "ledger.sqlite")
+def test_two_processes_racing_release_once(ledger_location: str) -> None:
+    path = ledger_location
     context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(2)
     workers = [context.Process(target=_race, args=(path, s, barrier)) for s in (1, 2)]
@@ -180,8 +183,8 @@ def _die_mid_release(path: str) -> None:
 
 
 @pytest.mark.system
-def test_sigkill_mid_transaction_leaves_nothing_and_restart_finishes(tmp_path) -> None:
-    path = str(tmp_path / "ledger.sqlite")
+def test_sigkill_mid_transaction_leaves_nothing_and_restart_finishes(ledger_location: str) -> None:
+    path = ledger_location
     worker = multiprocessing.get_context("spawn").Process(target=_die_mid_release, args=(path,))
     worker.start()
     worker.join(60)
@@ -206,11 +209,12 @@ def _open_fresh(path: str, barrier) -> str:
 
 
 @pytest.mark.system
-def test_many_processes_opening_a_fresh_ledger_at_once_all_succeed(tmp_path) -> None:
+def test_many_processes_opening_a_fresh_ledger_at_once_all_succeed(new_ledger_location) -> None:
     """Two runs started together both open a new home's ledger: the WAL switch must wait, not fail.
 
     Before the fix about one start in twenty answered ``database is locked`` (SQLite refuses the
     journal-mode switch without consulting the busy timeout); 40 rounds of 6 openers caught it.
+    On PostgreSQL the openers race to create the schema (an advisory lock makes them take turns).
     """
     # spawn, not fork: forking a test process that holds other threads (a Spark gateway,
     # Dagster's) can leave a child deadlocked on a lock copied mid-use.
@@ -218,7 +222,39 @@ def test_many_processes_opening_a_fresh_ledger_at_once_all_succeed(tmp_path) -> 
     failures: list[str] = []
     with context.Manager() as manager, context.Pool(6) as pool:
         for round_ in range(40):
-            path = str(tmp_path / f"round{round_}" / "ledger.sqlite")
+            path = new_ledger_location()
             barrier = manager.Barrier(6)
             failures += [r for r in pool.starmap(_open_fresh, [(path, barrier)] * 6) if r != "ok"]
     assert failures == []
+
+
+def _register_then_report(path: str, name: str, barrier) -> str:
+    with Ledger(path) as ledger:
+        barrier.wait()
+        try:
+            register(ledger, campaign(name, rho=1.5))
+            return "registered"
+        except BudgetExceeded:
+            return "refused"
+
+
+@pytest.mark.system
+def test_two_processes_racing_for_the_last_of_an_accounts_cap_one_wins(ledger_location) -> None:
+    """Cap 2, two campaigns of ρ 1.5 registered at the same instant: each fits alone, not both.
+    Without the account lock both would read "0 reserved" and both reserve (overspend)."""
+    with Ledger(ledger_location) as ledger:
+        ledger.ensure_account(ACCOUNT)
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager, context.Pool(2) as pool:
+        for round_ in range(5):
+            barrier = manager.Barrier(2)
+            names = [f"r{round_}a", f"r{round_}b"]
+            outcomes = pool.starmap(
+                _register_then_report, [(ledger_location, n, barrier) for n in names]
+            )
+            assert sorted(outcomes) == ["refused", "registered"]
+            with Ledger(ledger_location) as ledger:
+                winner = names[outcomes.index("registered")]
+                ledger.end_campaign(winner, cancel=True)  # its reservation returns for the next
+                report = ledger.budget_report()["accounts"]["users"]
+                assert report["reserved"] == 0.0
