@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from dp_platform.config import LedgerConfig, parse_catalogue
-from dp_platform.errors import ConfigError, LedgerError
+from dp_platform.errors import ConfigError, LedgerError, StorageError
 from dp_platform.ledger import Ledger
 from dp_platform.ledger_backends import LEDGER_RECORD, home_ledger
 from dp_platform.ledger_backends.base import migrations
@@ -117,6 +117,19 @@ def test_both_backends_have_the_same_tables_and_columns(tmp_path: Path, postgres
     for location in (sqlite_path, postgres_url):
         Ledger(location).close()
     assert columns(sqlite_path) == columns(postgres_url)
+
+
+def test_the_views_open_read_only_and_write_nothing(ledger_location: str) -> None:
+    with pytest.raises(StorageError, match="no ledger here"):
+        Ledger(ledger_location, read_only=True)  # nothing created by looking
+    with Ledger(ledger_location) as ledger:
+        register(ledger, campaign())
+    with Ledger(ledger_location, read_only=True) as ledger:
+        assert ledger.campaigns() == ["spring"]
+        with pytest.raises(StorageError, match="cannot write the ledger"):
+            ledger.set_cap("users", 3.0)
+    with Ledger(ledger_location, read_only=True) as ledger:
+        assert ledger.budget_report()["accounts"]["users"]["rho_cap"] == ACCOUNT.rho_cap
 
 
 def _user_version_2_ledger(path: Path) -> None:

@@ -95,6 +95,8 @@ def check_version(where: str, version: int, *, read_only: bool) -> None:
     """Refuse a ledger this code cannot use: newer than it knows, or older while read-only
     (the views never write, so they do not upgrade)."""
     latest = len(migrations())
+    if read_only and version == 0:
+        raise StorageError(f"{where}: no ledger here (nothing was registered in it)")
     if version > latest:
         raise LedgerError(
             f"{where}: ledger schema version {version} is newer than this dp-platform knows "

@@ -81,7 +81,8 @@ def _pg_dump() -> str:
 
 
 class PostgresBackend(LedgerBackend):
-    storage_errors = (psycopg.OperationalError, OSError)
+    # ReadOnlySqlTransaction: a write through a read-only opening (SQLite's is an OperationalError)
+    storage_errors = (psycopg.OperationalError, psycopg.errors.ReadOnlySqlTransaction, OSError)
 
     def __init__(self, url: str, *, timeout: float = 300.0, read_only: bool = False) -> None:
         self.url = url
@@ -105,8 +106,6 @@ class PostgresBackend(LedgerBackend):
             if not read_only:
                 self._migrate()
             version = self.schema_version()
-            if read_only and version == 0:
-                raise StorageError(f"{url}: no ledger here (nothing was registered in it)")
             check_version(self.where, version, read_only=read_only)
         except self.storage_errors as error:
             self._connection.close()
