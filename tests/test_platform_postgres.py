@@ -91,3 +91,8 @@ def test_run_on_a_postgres_ledger_matches_the_sqlite_run(prepared, tmp_path, pos
 
     run(postgres_home)  # nothing is due: the stored releases are returned, nothing is drawn
     assert views(postgres_home) == (releases_postgres, budget_postgres)
+    ended = json.loads(
+        cli("campaign", "end", "spring", "--home", str(postgres_home.root), "--json")
+    )
+    assert ended["returned"] == 0.0  # a finished campaign spent its whole plan
+    assert views(postgres_home)[1]["campaigns"]["spring"]["status"] == "ended"
