@@ -15,6 +15,7 @@ import dagster as dg
 
 from dp_platform.config import Catalogue, WarehouseConfig, load_catalogue
 from dp_platform.home import Home
+from dp_platform.journal import ReleaseJournal
 from dp_platform.ledger import Ledger
 from dp_platform.warehouse.base import WarehouseEngine, open_warehouse
 
@@ -43,11 +44,19 @@ class WarehouseResource(dg.ConfigurableResource):
 
 
 class LedgerResource(dg.ConfigurableResource):
-    """The privacy ledger (SQLite): budgets, write-once releases, secret bound state."""
+    """The privacy ledger (SQLite): budgets, write-once releases, secret bound state.
+
+    Every asset that reads or draws opens the ledger here, so this is the one place every path
+    (a run, a single-asset materialisation, a retry, a backfill) goes through: the ledger is
+    checked against the release journal before use (a stale restore is refused before anything
+    is drawn) and what the step drew is journaled on the way out (dp_platform/journal.py)."""
 
     home: str
 
     @contextmanager
     def open(self) -> Iterator[Ledger]:
-        with Ledger.at_home(self.home) as ledger:
+        with (
+            Ledger.at_home(self.home) as ledger,
+            ReleaseJournal.at_home(self.home).guarding(ledger),
+        ):
             yield ledger
