@@ -27,7 +27,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,10 +42,10 @@ _KINDS = ("bound", "release", "campaign_release")
 
 
 def record_hash(stored_json: str) -> str:
-    """SHA-256 of a stored record in canonical JSON (sorted keys, no spaces): the same for a
-    record however a backend spaced or ordered its JSON text."""
-    canonical = json.dumps(json.loads(stored_json), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    """SHA-256 of a record's JSON text exactly as the ledger stored it (written once by
+    ``json.dumps`` and never rewritten; a backend must keep the text verbatim). Hashing the text,
+    not a re-serialised form, keeps the check at a few microseconds a record."""
+    return hashlib.sha256(stored_json.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -82,13 +82,22 @@ class JournalEntry:
 
     @classmethod
     def from_line(cls, line: str) -> JournalEntry:
-        document = json.loads(line)
-        if document.get("record") not in _KINDS or not isinstance(document.get("sha256"), str):
+        return cls.from_document(json.loads(line))
+
+    @classmethod
+    def from_document(cls, document: dict[str, object]) -> JournalEntry:
+        """An entry from a parsed line; ValueError if the line is not one."""
+        campaign, record = document.get("campaign"), document.get("record")
+        digest, day, name = document.get("sha256"), document.get("day"), document.get("kind")
+        if not (isinstance(campaign, str) and isinstance(record, str) and record in _KINDS):
             raise ValueError("not a journal entry")
-        day, name = document.get("day"), document.get("kind")
-        if (day is None) == (name is None) or not isinstance(document.get("campaign"), str):
+        if not isinstance(digest, str):
             raise ValueError("not a journal entry")
-        return cls(document["campaign"], document["record"], day, name, document["sha256"])
+        if isinstance(day, int) and name is None:
+            return cls(campaign, record, day, None, digest)
+        if day is None and isinstance(name, str):
+            return cls(campaign, record, None, name, digest)
+        raise ValueError("not a journal entry")
 
 
 class ReleaseJournal:
@@ -113,21 +122,25 @@ class ReleaseJournal:
             return []
         except OSError as error:
             raise StorageError(f"{self.path}: cannot read the release journal ({error})") from None
-        lines = text.split("\n")
-        entries = []
-        for number, line in enumerate(lines, start=1):
-            if not line:
-                continue
-            try:
-                entries.append(JournalEntry.from_line(line))
-            except (ValueError, TypeError):
-                if number == len(lines):  # no newline after it: the append was cut short
-                    continue
-                raise LedgerError(
-                    f"{self.path}: line {number} is not a release-journal entry; the journal "
-                    "is append-only and must not be edited (restore it from its own copy)"
-                ) from None
+        *body, last = text.split("\n")  # last: "" after a final newline, else unterminated
+        try:  # one parse for the whole file; line by line only to name a bad line
+            documents = json.loads("[" + ",".join(line for line in body if line) + "]")
+            entries = [JournalEntry.from_document(d) for d in documents]
+        except (ValueError, TypeError, AttributeError):
+            entries = [self._line(number, line) for number, line in enumerate(body, 1) if line]
+        if last:  # complete but its newline lost, or cut short by a crash: never a record
+            with suppress(ValueError, TypeError, AttributeError):
+                entries.append(JournalEntry.from_line(last))
         return entries
+
+    def _line(self, number: int, line: str) -> JournalEntry:
+        try:
+            return JournalEntry.from_line(line)
+        except (ValueError, TypeError, AttributeError):
+            raise LedgerError(
+                f"{self.path}: line {number} is not a release-journal entry; the journal "
+                "is append-only and must not be edited (restore it from its own copy)"
+            ) from None
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -174,28 +187,36 @@ class ReleaseJournal:
         """Append the ledger's records that the journal lacks (a crash after a commit), then
         refuse if the journal holds a record the ledger lacks or stores differently. Returns the
         entries appended. Draws nothing and reveals no value."""
-        published = [JournalEntry.of(p) for p in ledger.published_records()]
+        return self._reconcile(ledger)[0]
+
+    def _reconcile(self, ledger: Ledger) -> tuple[list[JournalEntry], set[tuple]]:
+        published = {e.key: e for e in map(JournalEntry.of, ledger.published_records())}
         with self._locked():
-            journaled = {e.key: e for e in self.entries()}
-            new = [e for e in published if e.key not in journaled]
+            journaled = self.entries()
+            known = {e.key for e in journaled}
+            new = [e for key, e in published.items() if key not in known]
             if new:
                 self._append(new)
-        self._refuse_if_missing(journaled, {e.key: e for e in published})
-        return new
+        self._refuse_if_missing(journaled, published)
+        return new, set(published)
 
     def check(self, ledger: Ledger) -> None:
         """Refuse (PublishedReleaseMissing) unless the ledger holds every journaled record with
         the same hash; appends nothing (a restore checks a file before any run trusts it)."""
         published = {e.key: e for e in map(JournalEntry.of, ledger.published_records())}
-        self._refuse_if_missing({e.key: e for e in self.entries()}, published)
+        self._refuse_if_missing(self.entries(), published)
 
-    def record(self, ledger: Ledger) -> list[JournalEntry]:
+    def record(self, ledger: Ledger, *, known: set[tuple] | None = None) -> list[JournalEntry]:
         """Append what the ledger has and the journal lacks (after a step that may have drawn);
-        never refuses, so it is safe on the way out of a failing step."""
-        published = [JournalEntry.of(p) for p in ledger.published_records()]
+        never refuses, so it is safe on the way out of a failing step. ``known``: keys already
+        journaled (from :meth:`reconcile`): only records outside it are hashed."""
+        records = ledger.published_records()
+        fresh = [p for p in records if known is None or _key(p) not in known]
+        if not fresh:
+            return []
         with self._locked():
             journaled = {e.key for e in self.entries()}
-            new = [e for e in published if e.key not in journaled]
+            new = [e for e in map(JournalEntry.of, fresh) if e.key not in journaled]
             if new:
                 self._append(new)
         return new
@@ -204,23 +225,21 @@ class ReleaseJournal:
     def guarding(self, ledger: Ledger) -> Iterator[Ledger]:
         """Use ``ledger`` only if it holds every journaled record (refused otherwise, before
         anything is drawn); journal what was drawn on the way out, whatever happened."""
-        self.reconcile(ledger)
+        _, known = self._reconcile(ledger)
         try:
             yield ledger
         finally:
-            self.record(ledger)
+            self.record(ledger, known=known)
 
     # -- the check --------------------------------------------------------------------------
 
     def _refuse_if_missing(
-        self,
-        journaled: dict[tuple, JournalEntry],
-        in_ledger: dict[tuple, JournalEntry],
+        self, journaled: list[JournalEntry], in_ledger: dict[tuple, JournalEntry]
     ) -> None:
         missing: dict[str, list[JournalEntry]] = {}
         changed: dict[str, list[JournalEntry]] = {}
-        for key, entry in journaled.items():
-            stored = in_ledger.get(key)
+        for entry in journaled:  # a key journaled twice with two hashes: one of them differs
+            stored = in_ledger.get(entry.key)
             if stored is None:
                 missing.setdefault(entry.campaign, []).append(entry)
             elif stored.sha256 != entry.sha256:
@@ -241,6 +260,10 @@ class ReleaseJournal:
             "records (`dp-platform ledger restore`): re-drawing a published day would break its "
             "privacy guarantee (docs/operators.md, 'Backups and the release journal')"
         )
+
+
+def _key(published: PublishedRecord) -> tuple[str, str, int | None, str | None]:
+    return (published.campaign, published.record, published.day, published.name)
 
 
 def _after_tail(fd: int) -> str:
@@ -267,6 +290,17 @@ def _records_text(entries: list[JournalEntry]) -> str:
     levels = sorted({e.name for e in entries if e.name is not None})
     texts = []
     if days:
-        texts.append(f"{'day' if len(days) == 1 else 'days'} {', '.join(map(str, days))}")
+        texts.append(f"{'day' if len(days) == 1 else 'days'} {_ranges(days)}")
     texts += [f"the campaign-level {name} release" for name in levels]
     return " and ".join(texts)
+
+
+def _ranges(days: list[int]) -> str:
+    """[1, 2, 3, 5, 7, 8] → '1-3, 5, 7, 8': a long outage stays one short line."""
+    runs: list[list[int]] = []
+    for day in days:
+        if runs and day == runs[-1][-1] + 1:
+            runs[-1].append(day)
+        else:
+            runs.append([day])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import sqlite3
@@ -11,7 +12,7 @@ import pytest
 
 from dp_platform.cli import main
 from dp_platform.errors import PublishedReleaseMissing
-from dp_platform.journal import JournalEntry, ReleaseJournal, record_hash
+from dp_platform.journal import JournalEntry, ReleaseJournal
 from dp_platform.ledger import Ledger, LedgerError
 from dp_platform.ledger_backup import backup_sqlite_ledger, restore_sqlite_ledger
 from dp_platform.mechanisms.adsbpc import make_plan
@@ -50,7 +51,10 @@ def test_every_drawn_record_is_journaled_once_with_the_hash_of_what_the_ledger_s
     assert journaled_days(journal) == [1, 2, 3]
     assert journaled_days(journal, "bound") == [1, 2, 3]
     with Ledger.at_home(home) as ledger:
-        stored = {(p.record, p.day): record_hash(p.stored_json) for p in ledger.published_records()}
+        stored = {
+            (p.record, p.day): hashlib.sha256(p.stored_json.encode()).hexdigest()
+            for p in ledger.published_records()
+        }
         values = [v for r in ledger.releases("spring") for v in r.values]
     assert {(e.record, e.day): e.sha256 for e in journal.entries()} == stored
     text = journal.path.read_text()
@@ -110,11 +114,6 @@ def test_a_changed_release_or_a_missing_campaign_level_release_refuses(home: Pat
     assert "missing the campaign-level final_total release; changed day 2" in str(refused.value)
 
 
-def test_the_same_record_spaced_differently_has_the_same_hash() -> None:
-    assert record_hash('{"a": 1, "b": [0.5, 2]}') == record_hash('{"b":[0.5,2],"a":1}')
-    assert record_hash('{"a": 1}') != record_hash('{"a": 2}')
-
-
 def test_a_crash_after_the_commit_leaves_the_journal_behind_and_the_next_open_catches_up(
     home: Path,
 ) -> None:
@@ -142,6 +141,15 @@ def test_a_torn_last_line_is_skipped_and_a_corrupt_line_refuses(home: Path) -> N
     journal.path.write_text("\n".join(lines) + "\n")
     with pytest.raises(LedgerError, match="line 2 is not a release-journal entry"):
         journal.entries()
+
+
+def test_a_long_outage_is_named_as_ranges_of_days(home: Path, tmp_path: Path) -> None:
+    run_days(home, range(1, 2))
+    backup = backup_sqlite_ledger(home / "ledger.sqlite", tmp_path / "day1.sqlite")
+    run_days(home, range(2, 11))
+    restore_sqlite_ledger(backup, home / "ledger.sqlite")
+    with pytest.raises(PublishedReleaseMissing, match="missing days 2-10;"):
+        run_days(home, range(2, 3))
 
 
 def test_journal_lines_round_trip() -> None:
