@@ -2,6 +2,7 @@
 
     <home>/warehouse.duckdb   DuckDB warehouse (events, attribution, contributions, clipping)
     <home>/ledger.sqlite      privacy ledger, write-once releases, secret bound state
+    <home>/journal/           append-only list of published draws (dp_platform/journal.py)
     <home>/dagster/           DAGSTER_HOME (Dagster's own SQLite storage)
     <home>/plots/             PNG charts written by `dp-platform demo`
 
