@@ -193,11 +193,13 @@ class ReleaseJournal:
         published = {e.key: e for e in map(JournalEntry.of, ledger.published_records())}
         with self._locked():
             journaled = self.entries()
+            # refuse before appending: a ledger from another home or an old backup must not
+            # add its records to this journal (restoring the right ledger would then fail)
+            self._refuse_if_missing(journaled, published)
             known = {e.key for e in journaled}
             new = [e for key, e in published.items() if key not in known]
             if new:
                 self._append(new)
-        self._refuse_if_missing(journaled, published)
         return new, set(published)
 
     def check(self, ledger: Ledger) -> None:

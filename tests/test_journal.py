@@ -85,8 +85,19 @@ def test_restoring_an_old_backup_refuses_names_the_days_and_draws_nothing(
         assert sorted(ledger.campaign_budget("spring").per_day) == [1, 2, 3]
     assert journaled_days(ReleaseJournal.at_home(home)) == [1, 2, 3, 4, 5]  # never rewritten
 
+    # a ledger from another home (campaign "other") is refused without joining this journal
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with Ledger.at_home(elsewhere) as ledger:
+        register(ledger, campaign("other"))
+        run_day(ledger, make_plan(campaign("other")), 1, SeededNoise(1))
+    restore_sqlite_ledger(elsewhere / "ledger.sqlite", home / "ledger.sqlite")
+    with pytest.raises(PublishedReleaseMissing, match="missing days 1-5"):
+        run_days(home, range(1, 2))
+    assert {e.campaign for e in ReleaseJournal.at_home(home).entries()} == {"spring"}
+
     # the newest backup holds every published day: runs carry on, drawing only new days
-    restore_sqlite_ledger(home / sorted_kept(home)[0], home / "ledger.sqlite")
+    restore_sqlite_ledger(home / sorted_kept(home)[0], home / "ledger.sqlite")  # the oldest
     run_days(home, range(1, 7), calls)
     assert calls == [("bound", 6), ("release", 6)]
     with Ledger.at_home(home) as ledger:
