@@ -15,6 +15,7 @@ import dagster as dg
 
 from dp_platform.config import Catalogue, WarehouseConfig, load_catalogue
 from dp_platform.home import Home
+from dp_platform.journal import ReleaseJournal
 from dp_platform.ledger import Ledger
 from dp_platform.warehouse.base import WarehouseEngine, open_warehouse
 
@@ -44,7 +45,12 @@ class WarehouseResource(dg.ConfigurableResource):
 
 class LedgerResource(dg.ConfigurableResource):
     """The privacy ledger the catalogue names (the home's SQLite file by default): budgets,
-    write-once releases, secret bound state."""
+    write-once releases, secret bound state.
+
+    Every asset that reads or draws opens the ledger here, so this is the one place every path
+    (a run, a single-asset materialisation, a retry, a backfill) goes through: the ledger is
+    checked against the release journal before use (a stale restore is refused before anything
+    is drawn) and what the step drew is journaled on the way out (dp_platform/journal.py)."""
 
     home: str
     catalogue: str | None = None  # the catalogue's path; None: whatever the home records
@@ -52,5 +58,8 @@ class LedgerResource(dg.ConfigurableResource):
     @contextmanager
     def open(self) -> Iterator[Ledger]:
         declared = load_catalogue(self.catalogue).ledger if self.catalogue else None
-        with Ledger.at_home(self.home, declared=declared) as ledger:
+        with (
+            Ledger.at_home(self.home, declared=declared) as ledger,
+            ReleaseJournal.at_home(self.home).guarding(ledger),
+        ):
             yield ledger

@@ -23,6 +23,7 @@ from assets.partitions import daily_job_name, final_job_name
 from dp_platform.config import ConfigError, load_catalogue
 from dp_platform.daily import campaign_days, register_campaigns
 from dp_platform.home import Home
+from dp_platform.journal import ReleaseJournal
 from dp_platform.ledger import Ledger, LedgerError
 from dp_platform.plans import campaign_plans
 from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
@@ -180,6 +181,7 @@ def run_campaigns(
             return warehouse.advertiser_publishers(advertiser)
 
     with Ledger.at_home(home_dir.root, declared=catalogue.ledger) as ledger:
+        ReleaseJournal.at_home(home_dir.root).reconcile(ledger)  # a stale restore: refused here
         chosen = catalogue.model_copy(update={"campaigns": selected})
         registered = register_campaigns(
             chosen, plans, ledger, advertiser_publishers=advertiser_publishers, base_dir=config_dir

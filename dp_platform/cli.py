@@ -40,6 +40,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "dp_platform.commands.campaign",
         "end or cancel a registered campaign (returns its unspent reservation)",
     ),
+    "ledger": (
+        "dp_platform.commands.ledger",
+        "back up the privacy ledger consistently, or restore a backup (checked against the "
+        "release journal)",
+    ),
     "evaluate": (
         "dp_platform.commands.evaluate",
         "compare AdsBPC with the paper's baselines on the paper's datasets",

@@ -13,6 +13,7 @@ __all__ = [
     "LedgerError",
     "MissingPreviousDay",
     "PlanMismatch",
+    "PublishedReleaseMissing",
     "StorageError",
 ]
 
@@ -44,3 +45,9 @@ class StorageError(LedgerError):
 
 class CampaignEnded(LedgerError):
     """The campaign was ended (or cancelled): it releases nothing more."""
+
+
+class PublishedReleaseMissing(LedgerError):
+    """The release journal holds a published record the ledger lacks or stores differently (a
+    ledger restored from an old backup): nothing may be drawn until a newer backup is restored.
+    The message names campaigns and days, never a value (dp_platform/journal.py)."""

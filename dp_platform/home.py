@@ -3,6 +3,7 @@
     <home>/warehouse.duckdb   DuckDB warehouse (events, attribution, contributions, clipping)
     <home>/ledger.sqlite      privacy ledger, write-once releases, secret bound state
     <home>/ledger.json        which ledger the home uses (its SQLite file or a PostgreSQL URL)
+    <home>/journal/           append-only list of published draws (dp_platform/journal.py)
     <home>/dagster/           DAGSTER_HOME (Dagster's own SQLite storage)
     <home>/plots/             PNG charts written by `dp-platform demo`
 

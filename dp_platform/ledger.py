@@ -50,6 +50,7 @@ __all__ = [
     "LedgerError",
     "MissingPreviousDay",
     "PlanMismatch",
+    "PublishedRecord",
     "StorageError",
 ]
 
@@ -82,6 +83,18 @@ class CampaignRecord:
     config: dict
     plan: dict
     ended_at: str | None = None
+
+
+@dataclass(frozen=True)
+class PublishedRecord:
+    """A write-once record as stored: a day's bound choice or release (``day``) or a
+    campaign-level release (``name``). DP outputs only — never the chain's secret state."""
+
+    campaign: str
+    record: str  # "bound", "release" or "campaign_release"
+    day: int | None
+    name: str | None
+    stored_json: str
 
 
 @dataclass(frozen=True)
@@ -585,6 +598,24 @@ class Ledger:
             (campaign, through if through is not None else 1 << 30),
         ).fetchall()
         return [from_record(Measurement, json.loads(r[0])) for r in rows]
+
+    def published_records(self) -> list[PublishedRecord]:
+        """Every write-once record of every campaign, for the release journal
+        (dp_platform/journal.py). One read transaction, so the three tables agree."""
+        with self._storage("read"):
+            self._db.execute("BEGIN")
+            try:
+                bounds = self._db.execute("SELECT campaign, day, choice_json FROM bound_choices")
+                records = [PublishedRecord(c, "bound", d, None, j) for c, d, j in bounds]
+                daily = self._db.execute("SELECT campaign, day, release_json FROM releases")
+                records += [PublishedRecord(c, "release", d, None, j) for c, d, j in daily]
+                level = self._db.execute(
+                    "SELECT campaign, kind, release_json FROM campaign_releases"
+                )
+                records += [PublishedRecord(c, "campaign_release", None, k, j) for c, k, j in level]
+            finally:
+                self._db.execute("COMMIT")
+        return records
 
     def campaigns(self) -> list[str]:
         return [r[0] for r in self._db.execute("SELECT name FROM campaigns ORDER BY name")]

@@ -185,8 +185,10 @@ def test_warehouse_draw_matches_lta_at_large_epsilon_and_spreads_at_small(tmp_pa
 
 def test_re_attributing_a_day_returns_the_stored_draws(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Each conversion's touch is drawn once (secure source, as in production): materialising
-    the same days again gives the same attributed table. At ε = 1e-3 over 2–4 candidates a fresh
-    draw would agree on all 300 conversions with probability < (2/3)^300."""
+    the same days again gives the same attributed table. Every conversion has 4 candidates aged
+    1–95 h; at ε = 1e-3 (Δ = 1) none is picked with probability above 0.259, so a fresh draw
+    agrees with last touch on all 300 (``differs`` false: a false failure) w.p. < 0.259^300 <
+    1e-170 (tests/sampler_laws.py lists every unseeded statistical check)."""
     with Warehouse(tmp_path / "w.duckdb") as wh:
         wh.ingest(*_events(tmp_path, users=300), now=FAR_FUTURE)
         camp = _campaign(1e-3)

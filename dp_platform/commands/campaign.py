@@ -17,6 +17,7 @@ import argparse
 import json
 
 from dp_platform.home import Home
+from dp_platform.journal import ReleaseJournal
 from dp_platform.ledger import Ledger
 
 
@@ -31,7 +32,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with Ledger.at_home(Home.existing(args.home).root) as ledger:
+    home = Home.existing(args.home).root
+    with Ledger.at_home(home) as ledger:
+        # a ledger restored from an old backup lacks charges: ending would return spent ρ
+        ReleaseJournal.at_home(home).reconcile(ledger)
         before, after = ledger.end_campaign(args.name, cancel=args.action == "cancel")
     returned = before - after
     if args.json:

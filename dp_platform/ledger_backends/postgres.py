@@ -161,6 +161,8 @@ class PostgresBackend(LedgerBackend):
 
     def backup(self, destination: Path) -> None:
         """``pg_dump --format=custom`` (one consistent snapshot; restore with pg_restore)."""
+        if destination.exists():
+            raise StorageError(f"{destination}: exists; a backup never overwrites a file")
         done = subprocess.run(
             [_pg_dump(), "--format=custom", f"--file={destination}", f"--dbname={self.url}"],
             capture_output=True,

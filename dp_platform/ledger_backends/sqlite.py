@@ -149,12 +149,11 @@ class SqliteBackend(LedgerBackend):
         """Nothing to do: BEGIN IMMEDIATE already excludes every other writer."""
 
     def backup(self, destination: Path) -> None:
-        """SQLite's online backup API: a consistent copy even while a run writes."""
-        target = sqlite3.connect(destination)
-        try:
-            self._db.backup(target)
-        finally:
-            target.close()
+        """SQLite's online backup API: a consistent copy even while a run writes
+        (dp_platform/ledger_backup.py: integrity-checked, never over an existing file)."""
+        from dp_platform.ledger_backup import backup_sqlite_ledger
+
+        backup_sqlite_ledger(self.path, destination)
 
     def close(self) -> None:
         self._db.close()
