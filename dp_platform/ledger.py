@@ -602,19 +602,13 @@ class Ledger:
     def published_records(self) -> list[PublishedRecord]:
         """Every write-once record of every campaign, for the release journal
         (dp_platform/journal.py). One read transaction, so the three tables agree."""
-        with self._storage("read"):
-            self._db.execute("BEGIN")
-            try:
-                bounds = self._db.execute("SELECT campaign, day, choice_json FROM bound_choices")
-                records = [PublishedRecord(c, "bound", d, None, j) for c, d, j in bounds]
-                daily = self._db.execute("SELECT campaign, day, release_json FROM releases")
-                records += [PublishedRecord(c, "release", d, None, j) for c, d, j in daily]
-                level = self._db.execute(
-                    "SELECT campaign, kind, release_json FROM campaign_releases"
-                )
-                records += [PublishedRecord(c, "campaign_release", None, k, j) for c, k, j in level]
-            finally:
-                self._db.execute("COMMIT")
+        with self._storage("read"), self._backend.snapshot() as db:
+            bounds = db.execute("SELECT campaign, day, choice_json FROM bound_choices")
+            records = [PublishedRecord(c, "bound", d, None, j) for c, d, j in bounds]
+            daily = db.execute("SELECT campaign, day, release_json FROM releases")
+            records += [PublishedRecord(c, "release", d, None, j) for c, d, j in daily]
+            level = db.execute("SELECT campaign, kind, release_json FROM campaign_releases")
+            records += [PublishedRecord(c, "campaign_release", None, k, j) for c, k, j in level]
         return records
 
     def campaigns(self) -> list[str]:

@@ -135,6 +135,10 @@ class LedgerBackend(ABC):
         every other writer that could change what it read (see :meth:`lock_account`)."""
 
     @abstractmethod
+    def snapshot(self) -> AbstractContextManager[Session]:
+        """A read-only transaction whose statements all see one committed state."""
+
+    @abstractmethod
     def lock_account(
         self, db: Session, *, account: str | None = None, campaign: str | None = None
     ) -> None:

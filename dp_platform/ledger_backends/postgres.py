@@ -146,6 +146,13 @@ class PostgresBackend(LedgerBackend):
         with self._connection.transaction():
             yield self._session
 
+    @contextmanager
+    def snapshot(self) -> Iterator[Session]:
+        """REPEATABLE READ, READ ONLY: every statement reads the transaction's first snapshot."""
+        with self._connection.transaction():
+            self._session.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield self._session
+
     def lock_account(
         self, db: Session, *, account: str | None = None, campaign: str | None = None
     ) -> None:

@@ -143,6 +143,15 @@ class SqliteBackend(LedgerBackend):
         else:
             self._db.execute("COMMIT")
 
+    @contextmanager
+    def snapshot(self) -> Iterator[Session]:
+        """A deferred read transaction: in WAL mode it reads one snapshot until it ends."""
+        self._db.execute("BEGIN")
+        try:
+            yield self._db
+        finally:
+            self._db.execute("COMMIT")
+
     def lock_account(
         self, db: Session, *, account: str | None = None, campaign: str | None = None
     ) -> None:
