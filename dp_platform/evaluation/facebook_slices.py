@@ -41,7 +41,14 @@ from dp_platform.consistency import (
 from dp_platform.events.facebook import AdGroups
 from dp_platform.privacy.noise import NoiseSource
 
-__all__ = ["SliceRelease", "SliceSettings", "facebook_slices", "period_table", "slice_layout"]
+__all__ = [
+    "MEASURES",
+    "SliceRelease",
+    "SliceSettings",
+    "facebook_slices",
+    "period_table",
+    "slice_layout",
+]
 
 MEASURES = ("approved_conversions", "spent")
 _ROUND_UP = 1.0 + 1e-9  # σ a hair above the exact value: OpenDP's map is checked on a grid
@@ -168,12 +175,15 @@ def facebook_slices(groups: AdGroups, settings: SliceSettings, noise: NoiseSourc
     return SliceRelease(layout, settings, noisy, sigmas, clipped, unclipped, charged)
 
 
-def period_table(release: SliceRelease) -> list[dict[str, object]]:
-    """Rows of the whole-period age × gender table with totals (for the docs and JSON)."""
+def period_table(release: SliceRelease, day: int | None = None) -> list[dict[str, object]]:
+    """Rows of the age × gender table with its totals: the whole period, or day ``day``."""
     rows: list[dict[str, object]] = []
     layout = release.layout
-    truth_cells = release.clipped.sum(axis=0)
-    raw_cells = release.unclipped.sum(axis=0)
+    if day is None:
+        truth_cells = release.clipped.sum(axis=0)
+        raw_cells = release.unclipped.sum(axis=0)
+    else:
+        truth_cells, raw_cells = release.clipped[day], release.unclipped[day]
     ages = dict(layout.dimensions)["age"]
     genders = dict(layout.dimensions)["gender"]
     for over, label in (
@@ -182,7 +192,7 @@ def period_table(release: SliceRelease) -> list[dict[str, object]]:
         ((PUBLISHER, "age"), lambda i: ("all", genders[i[0]])),
         ((PUBLISHER, "age", "gender"), lambda i: ("all", "all")),
     ):
-        totals = release.period_totals(over)
+        totals = release.period_totals(over) if day is None else release.day_totals(day, over)
         low, high = normal_interval(totals.values, totals.standard_errors)
         summed = tuple(layout.summed_axes(over))
         clipped = truth_cells.sum(axis=summed)
