@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 import scipy.optimize
@@ -125,15 +125,20 @@ class CellLayout:
 
     def aggregation(self, over: Sequence[str]) -> scipy.sparse.csr_matrix:
         """The 0/1 matrix mapping flat cells to flat totals over ``over`` (C order both)."""
-        summed = self.summed_axes(over)
-        index = np.indices(self.shape).reshape(len(self.shape), -1)
-        kept_axes = [a for a in range(len(self.shape)) if a not in summed]
-        kept_shape = tuple(self.shape[a] for a in kept_axes)
-        rows = np.ravel_multi_index(tuple(index[a] for a in kept_axes), kept_shape)
-        ones = np.ones(self.size)
-        return scipy.sparse.csr_matrix(
-            (ones, (rows, np.arange(self.size))), shape=(int(np.prod(kept_shape)), self.size)
-        )
+        return _aggregation(self, self.summed_axes(over))
+
+
+@lru_cache(maxsize=256)
+def _aggregation(layout: CellLayout, summed: tuple[int, ...]) -> scipy.sparse.csr_matrix:
+    """Built once per (layout, summed axes): every day of a campaign reuses it (read-only)."""
+    index = np.indices(layout.shape).reshape(len(layout.shape), -1)
+    kept_axes = [a for a in range(len(layout.shape)) if a not in summed]
+    kept_shape = tuple(layout.shape[a] for a in kept_axes)
+    rows = np.ravel_multi_index(tuple(index[a] for a in kept_axes), kept_shape)
+    ones = np.ones(layout.size)
+    return scipy.sparse.csr_matrix(
+        (ones, (rows, np.arange(layout.size))), shape=(int(np.prod(kept_shape)), layout.size)
+    )
 
 
 def _positive_sigmas(layout: CellLayout, sigmas: np.ndarray, what: str) -> np.ndarray:
@@ -292,6 +297,13 @@ def isotonic_cumulative(series: np.ndarray, sigmas: np.ndarray) -> np.ndarray:
     return np.maximum(fitted, 0.0).reshape(values.shape)
 
 
+@lru_cache(maxsize=16)
+def _normal_quantile(level: float) -> float:
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    return float(scipy.stats.norm.ppf((1.0 + level) / 2.0))
+
+
 def normal_interval(
     value: np.ndarray | float, se: np.ndarray | float, level: float = 0.95
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -300,9 +312,7 @@ def normal_interval(
     Exact coverage for a Gaussian estimate with standard error ``se`` — noise only: clipping
     bias is not covered.
     """
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
-    z = float(scipy.stats.norm.ppf((1.0 + level) / 2.0))
+    z = _normal_quantile(level)
     centre = np.asarray(value, dtype=np.float64)
     half = z * np.asarray(se, dtype=np.float64)
     return centre - half, centre + half

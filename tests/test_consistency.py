@@ -159,22 +159,22 @@ def test_wls_refuses_measurements_without_the_cells() -> None:
 
 @pytest.mark.slow
 def test_wls_variance_formula_matches_a_seeded_simulation() -> None:
-    """1500 draws: the sample variance of each WLS total is within 20 % of b(AᵀWA)⁻¹bᵀ.
+    """1000 draws: the sample variance of each WLS total is within 25 % of b(AᵀWA)⁻¹bᵀ.
 
-    The relative sd of a sample variance over 1500 normal draws is √(2/1499) ≈ 3.7 %, so 20 %
-    is > 5 sd for each of the 8 totals checked.
+    The relative sd of a sample variance over 1000 normal draws is √(2/999) ≈ 4.5 %, so 25 %
+    is > 5.5 sd for each of the 8 totals checked.
     """
     rng = np.random.default_rng(5)
     layout, measurements = _hierarchy(rng)
     over = (PUBLISHER, "gender")
     formula = wls_combine(layout, measurements).totals(over).standard_errors ** 2
     draws = []
-    for _ in range(1500):
+    for _ in range(1000):
         noisy = [
             Measured(m.over, m.values + rng.normal(0, m.sigmas), m.sigmas) for m in measurements
         ]
         draws.append(wls_combine(layout, noisy).totals(over).values)
-    np.testing.assert_allclose(np.var(draws, axis=0, ddof=1), formula, rtol=0.20)
+    np.testing.assert_allclose(np.var(draws, axis=0, ddof=1), formula, rtol=0.25)
     # and it is smaller than the variance of the same totals summed from the cells alone
     from_cells = derived_totals(layout, measurements[0].values, measurements[0].sigmas, over)
     assert np.all(formula < from_cells.standard_errors**2)
