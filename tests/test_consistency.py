@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import cvxpy as cp
 import numpy as np
@@ -20,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dp_platform.consistency import (
+    GRID,
     MEASURE,
     PUBLISHER,
     CellLayout,
@@ -27,6 +29,7 @@ from dp_platform.consistency import (
     derived_totals,
     isotonic_cumulative,
     normal_interval,
+    on_grid,
     wls_combine,
 )
 
@@ -73,11 +76,15 @@ def test_every_derived_total_equals_the_sum_of_its_slices(case) -> None:
     slices = derived_totals(layout, values, sigmas, over)
     total = derived_totals(layout, values, sigmas, (*over, slice_axis))
     summed, variance = _sum_axis(slices, slice_axis)
-    np.testing.assert_allclose(total.values, summed, rtol=1e-12, atol=1e-9)
+    np.testing.assert_array_equal(total.values, summed)  # exact: cells on the grid
     np.testing.assert_allclose(total.standard_errors**2, variance, rtol=1e-12)
     # and the grand total per measure is the sum of every cell
     grand = derived_totals(layout, values, sigmas, [n for n in layout.axis_names if n != MEASURE])
-    np.testing.assert_allclose(grand.values, values.reshape(-1, len(layout.measures)).sum(axis=0))
+    every_cell = on_grid(values).reshape(-1, len(layout.measures)).sum(axis=0)
+    np.testing.assert_array_equal(grand.values, every_cell)
+    np.testing.assert_allclose(
+        grand.values, values.reshape(-1, len(layout.measures)).sum(0), atol=GRID * values.size
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -99,7 +106,7 @@ def test_wls_totals_equal_the_sum_of_their_slices(case) -> None:
     slices = combined.totals(over)
     total = combined.totals((*over, slice_axis))
     summed, _ = _sum_axis(slices, slice_axis)
-    np.testing.assert_allclose(total.values, summed, rtol=1e-9, atol=1e-7)
+    np.testing.assert_array_equal(total.values, summed)  # exact: cells on the grid
 
 
 def _dense_gls(layout: CellLayout, measurements: list[Measured]) -> tuple[np.ndarray, np.ndarray]:
@@ -331,3 +338,18 @@ def test_layout_aggregation_orders_cells_in_c_order() -> None:
         row = np.ravel_multi_index((p, g, m), (3, 2, 2))
         cells = [np.ravel_multi_index((p, age, g, m), layout.shape) for age in range(4)]
         assert sorted(np.flatnonzero(a[row])) == sorted(cells)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(-1e9, 1e9), min_size=2, max_size=200), st.randoms())
+def test_sums_of_gridded_values_do_not_depend_on_the_order(values: list[float], rnd) -> None:
+    gridded = on_grid(np.asarray(values))
+    assert np.all(np.abs(gridded - np.asarray(values)) <= GRID / 2)
+    shuffled = list(gridded)
+    rnd.shuffle(shuffled)
+    assert float(np.sum(gridded)) == sum(shuffled) == math.fsum(gridded)
+
+
+def test_on_grid_refuses_cells_too_large_for_exact_sums() -> None:
+    with pytest.raises(ValueError, match="2\\^42"):
+        on_grid(np.array([2.0**41, 2.0**41]))
