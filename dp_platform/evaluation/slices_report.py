@@ -120,7 +120,7 @@ def facebook_report(
     lines += [
         "",
         f"Largest |total − Σ slices| over all {settings.days} days, levels and measures: "
-        f"{worst:.2e} (floating-point rounding; the totals are sums of the same cells).",
+        f"{worst:g} (the totals are sums of the same cells, on a 2⁻¹⁰ grid: exact).",
         f"Campaign-to-date totals: the projection changed {changed} of {raw.size} values.",
         "",
         f"Coverage of the period intervals over {coverage_runs} seeded runs (all levels):",
