@@ -33,12 +33,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 import numpy as np
+import scipy.linalg
 import scipy.optimize
 import scipy.sparse
-import scipy.sparse.linalg
 import scipy.stats
 
 __all__ = [
@@ -222,73 +222,106 @@ class Measured:
 class Combined:
     """The WLS cells consistent with every measurement, and exact standard errors of totals.
 
-    ``precision`` is AᵀWA (sparse): the inverse covariance of the estimated cells.
+    With the cells measured directly (precision D = diag Σ1/σ²) and totals M x measured with
+    weights W, the cells' covariance is N⁻¹ = (D + MᵀWM)⁻¹ = D⁻¹ − D⁻¹Mᵀ S⁻¹ M D⁻¹ with
+    S = W⁻¹ + M D⁻¹ Mᵀ (Woodbury): one dense Cholesky of size (measured totals)², never of
+    size cells², so a grand total over every cell costs no fill-in. S⁻¹ is kept (dense,
+    (measured totals)²) because every standard error reads it.
     """
 
     layout: CellLayout
     values: np.ndarray
-    precision: scipy.sparse.csc_matrix
+    cell_variance: np.ndarray  # D⁻¹, flat
+    totals_matrix: scipy.sparse.csr_matrix | None  # M: the measured totals (None: no totals)
+    schur_inverse: np.ndarray | None  # S⁻¹ (None: no totals measured)
 
-    @cached_property
-    def _solve(self) -> scipy.sparse.linalg.SuperLU:
-        return scipy.sparse.linalg.splu(self.precision)
+    def _correction(self, b: scipy.sparse.csr_matrix) -> scipy.sparse.csr_matrix:
+        """Gᵀ = B D⁻¹ Mᵀ (sparse: a total meets one measured total per level)."""
+        if self.totals_matrix is None:
+            raise ValueError("no totals were measured: nothing to correct")
+        return (b @ scipy.sparse.diags(self.cell_variance) @ self.totals_matrix.T).tocsr()
 
     def covariance(self, over: Sequence[str] = ()) -> np.ndarray:
-        """Full covariance B(AᵀWA)⁻¹Bᵀ of the totals over ``over`` (small layouts: dense)."""
+        """Full covariance B N⁻¹ Bᵀ of the totals over ``over`` (small layouts: dense)."""
         b = self.layout.aggregation(over)
-        return b @ self._solve.solve(b.T.toarray())
+        base = (b @ scipy.sparse.diags(self.cell_variance) @ b.T).toarray()
+        if self.schur_inverse is None:
+            return base
+        g_t = self._correction(b)
+        return base - g_t @ (g_t @ self.schur_inverse).T
 
     def totals(self, over: Sequence[str] = ()) -> Totals:
         """Totals of the WLS cells over ``over`` with their exact standard errors.
 
-        Var of total t = b_tᵀ(AᵀWA)⁻¹b_t: solved a block of columns at a time, so memory stays
-        at cells × 256 floats whatever the number of totals.
+        Var of total t = b_tᵀD⁻¹b_t − g_tᵀS⁻¹g_t with g_t sparse, a block of totals at a time:
+        cost ∝ (non-zeros of G) × (measured totals), memory (measured totals) × 256 floats.
         """
         b = self.layout.aggregation(over)
-        variances = np.empty(b.shape[0])
-        for start in range(0, b.shape[0], _SOLVE_COLUMNS):
-            block = b[start : start + _SOLVE_COLUMNS]
-            solved = self._solve.solve(block.T.toarray())
-            variances[start : start + block.shape[0]] = np.einsum(
-                "ij,ji->i", block.toarray(), solved
-            )
-        kept = self.layout.kept_shape(over)
-        summed = self.layout.summed_axes(over)
+        variances = b @ self.cell_variance  # b is 0/1: b_tᵀ D⁻¹ b_t = Σ over its cells
+        if self.schur_inverse is not None:
+            for start in range(0, b.shape[0], _SOLVE_COLUMNS):
+                g_t = self._correction(b[start : start + _SOLVE_COLUMNS])
+                quadratic = g_t.multiply(g_t @ self.schur_inverse).sum(axis=1)
+                variances[start : start + g_t.shape[0]] -= np.asarray(quadratic).ravel()
         return Totals(
             axes=self.layout.kept(over),
-            values=on_grid(self.values).sum(axis=summed),
-            standard_errors=np.sqrt(variances).reshape(kept),
+            values=on_grid(self.values).sum(axis=self.layout.summed_axes(over)),
+            standard_errors=np.sqrt(np.maximum(variances, 0.0)).reshape(
+                self.layout.kept_shape(over)
+            ),
         )
+
+
+def _checked(layout: CellLayout, k: int, measured: Measured) -> tuple[np.ndarray, np.ndarray]:
+    shape = layout.kept_shape(measured.over)
+    what = f"measurement {k} (over {list(measured.over)})"
+    y = np.asarray(measured.values, dtype=np.float64)
+    sigma = np.asarray(measured.sigmas, dtype=np.float64)
+    if y.shape != shape or sigma.shape != shape:
+        raise ValueError(f"{what}: values and sigmas must be shaped {shape}")
+    if not (np.all(sigma > 0) and np.all(np.isfinite(sigma)) and np.all(np.isfinite(y))):
+        raise ValueError(f"{what}: σ must be > 0 and every value finite")
+    return y.ravel(), sigma.ravel()
 
 
 def wls_combine(layout: CellLayout, measurements: Sequence[Measured]) -> Combined:
     """Weighted least squares of the cells from every measurement (the cells must be one).
 
     Minimises Σ_k Σ_t (y_kt − (A_k x)_t)² / σ_kt² over cell vectors x, A_k summing cells over
-    measurement k's axes: x̂ = (AᵀWA)⁻¹AᵀWy, a generic sparse solve (any set of marginals, a
-    hierarchy included). Linear in y, so Cov(x̂) = (AᵀWA)⁻¹ exactly when the σ's are the true
-    noise scales; x̂ is unbiased for the clipped cells; with the cells alone it returns them.
+    measurement k's axes: x̂ = (AᵀWA)⁻¹AᵀWy for any set of marginals (a hierarchy included),
+    solved through :class:`Combined`'s Woodbury form. Linear in y, so Cov(x̂) = (AᵀWA)⁻¹
+    exactly when the σ's are the true noise scales; x̂ is unbiased for the clipped cells; with
+    the cells alone it returns them.
     """
     if not any(len(m.over) == 0 for m in measurements):
         raise ValueError("wls_combine needs the cells themselves among the measurements (over=())")
-    precision = scipy.sparse.csc_matrix((layout.size, layout.size))
+    precision = np.zeros(layout.size)
     rhs = np.zeros(layout.size)
+    blocks, totals, weights = [], [], []
     for k, measured in enumerate(measurements):
+        y, sigma = _checked(layout, k, measured)
         a = layout.aggregation(measured.over)
-        shape = layout.kept_shape(measured.over)
-        what = f"measurement {k} (over {list(measured.over)})"
-        y = np.asarray(measured.values, dtype=np.float64)
-        sigma = np.asarray(measured.sigmas, dtype=np.float64)
-        if y.shape != shape or sigma.shape != shape:
-            raise ValueError(f"{what}: values and sigmas must be shaped {shape}")
-        if not (np.all(sigma > 0) and np.all(np.isfinite(sigma)) and np.all(np.isfinite(y))):
-            raise ValueError(f"{what}: σ must be > 0 and every value finite")
-        weight = scipy.sparse.diags(1.0 / sigma.ravel() ** 2)
-        precision = precision + (a.T @ weight @ a).tocsc()
-        rhs += a.T @ (y.ravel() / sigma.ravel() ** 2)
-    precision = scipy.sparse.csc_matrix(precision)
-    estimate = scipy.sparse.linalg.splu(precision).solve(rhs)
-    return Combined(layout, estimate.reshape(layout.shape), precision)
+        rhs += a.T @ (y / sigma**2)
+        if measured.over:
+            blocks.append(a)
+            totals.append(y)
+            weights.append(1.0 / sigma**2)
+        else:
+            precision += 1.0 / sigma**2
+    cell_variance = 1.0 / precision
+    if not blocks:
+        return Combined(
+            layout, (cell_variance * rhs).reshape(layout.shape), cell_variance, None, None
+        )
+    m = scipy.sparse.vstack(blocks).tocsr()
+    w = np.concatenate(weights)
+    m_scaled = m @ scipy.sparse.diags(cell_variance)
+    schur_matrix = (m_scaled @ m.T).toarray() + np.diag(1.0 / w)
+    schur = scipy.linalg.cho_factor(schur_matrix)
+    first = cell_variance * rhs
+    estimate = first - cell_variance * (m.T @ scipy.linalg.cho_solve(schur, m @ first))
+    schur_inverse = np.ascontiguousarray(scipy.linalg.cho_solve(schur, np.eye(len(w))))
+    return Combined(layout, estimate.reshape(layout.shape), cell_variance, m, schur_inverse)
 
 
 def isotonic_cumulative(series: np.ndarray, sigmas: np.ndarray) -> np.ndarray:
