@@ -53,6 +53,7 @@ __all__ = [
     "isotonic_cumulative",
     "normal_interval",
     "on_grid",
+    "slice_rows",
     "wls_combine",
 ]
 
@@ -372,3 +373,41 @@ def normal_interval(
     centre = np.asarray(value, dtype=np.float64)
     half = z * np.asarray(se, dtype=np.float64)
     return centre - half, centre + half
+
+
+ALL = "all"  # the label of a summed axis in slice_rows
+
+
+def slice_rows(
+    layout: CellLayout,
+    values: np.ndarray,
+    sigmas: np.ndarray,
+    levels: Sequence[Sequence[str]],
+    level: float = 0.95,
+) -> list[dict[str, str | float]]:
+    """Every released number of one day at the requested levels, with its interval.
+
+    One row per total: each axis's label (``"all"`` where the level sums it), ``value``, ``se``,
+    ``ci_low``, ``ci_high``. All levels are sums of the same gridded cells
+    (:func:`derived_totals`), so any row equals the sum of the rows it splits into. The one
+    call a release needs to publish cells and totals consistently.
+    """
+    rows: list[dict[str, str | float]] = []
+    for over in levels:
+        totals = derived_totals(layout, values, sigmas, over)
+        low, high = totals.interval(level)
+        summed = set(over)
+        for index in np.ndindex(totals.values.shape):
+            labels = iter(index)
+            row: dict[str, str | float] = {
+                name: ALL if name in summed else axis_labels[next(labels)]
+                for name, axis_labels in layout.axes
+            }
+            row.update(
+                value=float(totals.values[index]),
+                se=float(totals.standard_errors[index]),
+                ci_low=float(low[index]),
+                ci_high=float(high[index]),
+            )
+            rows.append(row)
+    return rows

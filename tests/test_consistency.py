@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dp_platform.consistency import (
+    ALL,
     GRID,
     MEASURE,
     PUBLISHER,
@@ -30,6 +31,7 @@ from dp_platform.consistency import (
     isotonic_cumulative,
     normal_interval,
     on_grid,
+    slice_rows,
     wls_combine,
 )
 
@@ -353,3 +355,25 @@ def test_sums_of_gridded_values_do_not_depend_on_the_order(values: list[float], 
 def test_on_grid_refuses_cells_too_large_for_exact_sums() -> None:
     with pytest.raises(ValueError, match="2\\^42"):
         on_grid(np.array([2.0**41, 2.0**41]))
+
+
+def test_slice_rows_label_summed_axes_and_add_up() -> None:
+    layout = CellLayout(("p0", "p1"), (("age", ("a", "b", "c")),), ("count",))
+    values = np.arange(6.0).reshape(2, 3, 1) + 0.25
+    sigmas = np.full((2, 3, 1), 2.0)
+    rows = slice_rows(layout, values, sigmas, [(), ("age",), (PUBLISHER, "age")])
+    assert len(rows) == 6 + 2 + 1
+    assert rows[0] == {
+        PUBLISHER: "p0",
+        "age": "a",
+        MEASURE: "count",
+        "value": 0.25,
+        "se": 2.0,
+        "ci_low": pytest.approx(0.25 - 1.959963984540054 * 2),
+        "ci_high": pytest.approx(0.25 + 1.959963984540054 * 2),
+    }
+    p1_total = next(r for r in rows if r[PUBLISHER] == "p1" and r["age"] == ALL)
+    assert p1_total["value"] == sum(r["value"] for r in rows[3:6])
+    assert p1_total["se"] == pytest.approx(2.0 * math.sqrt(3))
+    grand = rows[-1]
+    assert grand[PUBLISHER] == grand["age"] == ALL and grand["value"] == float(values.sum())
