@@ -31,6 +31,7 @@ from fractions import Fraction
 import numpy as np
 
 from dp_platform.consistency import (
+    MEASURE,
     PUBLISHER,
     CellLayout,
     Totals,
@@ -105,14 +106,13 @@ class SliceRelease:
 
     def period_totals(self, over: tuple[str, ...]) -> Totals:
         """Totals of the whole period over ``over``: sums over days and axes of the same cells."""
-        summed = derived_totals(
+        return derived_totals(
             self.layout, self.noisy.sum(axis=0), np.sqrt((self.sigmas**2).sum(axis=0)), over
         )
-        return summed
 
     def cumulative(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Campaign-to-date totals per measure (measure × day): raw, projected, and their SE."""
-        over = tuple(name for name in self.layout.axis_names if name != "measure")
+        over = tuple(name for name in self.layout.axis_names if name != MEASURE)
         daily = np.stack([self.day_totals(d, over).values for d in range(len(self.noisy))], 1)
         variances = np.stack(
             [self.day_totals(d, over).standard_errors ** 2 for d in range(len(self.noisy))], 1
