@@ -94,6 +94,9 @@ def test_every_total_equals_the_sum_of_its_slices(tmp_path: Path) -> None:
         total = release.day_totals(day, (PUBLISHER, "age", "gender")).values
         np.testing.assert_array_equal(by_age, cells.sum(axis=1))  # exact, not up to rounding
         np.testing.assert_array_equal(total, by_age.sum(axis=0))
+    period = release.period_totals((PUBLISHER, "age", "gender")).values
+    daily = [release.day_totals(d, (PUBLISHER, "age", "gender")).values for d in range(6)]
+    np.testing.assert_array_equal(period, np.sum(daily, axis=0))  # period = Σ days, exactly
     rows = period_table(release)
     for measure in ("approved_conversions", "spent"):
         slices = [

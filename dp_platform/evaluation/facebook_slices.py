@@ -38,6 +38,7 @@ from dp_platform.consistency import (
     derived_totals,
     isotonic_cumulative,
     normal_interval,
+    on_grid,
 )
 from dp_platform.events.facebook import AdGroups
 from dp_platform.privacy.noise import NoiseSource
@@ -106,8 +107,9 @@ class SliceRelease:
 
     def period_totals(self, over: tuple[str, ...]) -> Totals:
         """Totals of the whole period over ``over``: sums over days and axes of the same cells."""
+        daily = on_grid(self.noisy)  # the released daily cells: the period sums them exactly
         return derived_totals(
-            self.layout, self.noisy.sum(axis=0), np.sqrt((self.sigmas**2).sum(axis=0)), over
+            self.layout, daily.sum(axis=0), np.sqrt((self.sigmas**2).sum(axis=0)), over
         )
 
     def cumulative(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
