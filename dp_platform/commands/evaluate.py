@@ -41,6 +41,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--ci", action="store_true", help="with --all: tiny data and grids (seconds, for CI)"
     )
+    parser.add_argument(
+        "--slices",
+        choices=("age,gender",),
+        help="with --dataset facebook: daily noisy age × gender slices with intervals",
+    )
+    parser.add_argument(
+        "--consistency",
+        action="store_true",
+        help="what isotonic projection and WLS gain (docs/slices.md; a few minutes)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(handler=run)
@@ -131,9 +141,34 @@ def _need(args: argparse.Namespace, *names: str) -> None:
         raise SystemExit(2)
 
 
+def _slices(args: argparse.Namespace) -> int:
+    """The consistency gains, or the Facebook age × gender demo (docs/slices.md)."""
+    from dp_platform.evaluation.facebook_slices import SliceSettings
+    from dp_platform.evaluation.slices_report import consistency_report, facebook_report
+    from dp_platform.events.facebook import facebook_ad_groups
+
+    if args.consistency:
+        text, payload = consistency_report(seed=args.seed)
+    else:
+        if args.dataset != "facebook":
+            print("dp-platform evaluate: --slices needs --dataset facebook", file=sys.stderr)
+            raise SystemExit(2)
+        try:
+            groups = facebook_ad_groups()
+            settings = SliceSettings(days=args.days, rho=args.rho)
+        except (OSError, ValueError) as error:
+            print(f"dp-platform evaluate: {error}", file=sys.stderr)
+            raise SystemExit(2) from None
+        text, payload = facebook_report(groups, settings)
+    print(json.dumps(payload) if args.json else text)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     show = False if args.quiet else None
     out = Path(args.out)
+    if args.slices or args.consistency:
+        return _slices(args)
     if args.all:
         scale = Scale(args.users, args.publishers, args.repeats, args.seed)
         if args.ci:

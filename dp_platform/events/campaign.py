@@ -4,6 +4,14 @@
   and convert often — the reason contribution bounding exists.
 * Publishers have Zipf-like popularity; each impression is a view or, with ``click_rate``, a
   click. Impressions cover the campaign's days and the look-back window before its start.
+* Every conversion has an order value: log-normal with median ``value_median`` (e³ ≈ 20.09 by
+  default) and log-scale spread ``value_sigma_log`` (1.0: the middle 50 % of orders lie within
+  a factor e^0.674 ≈ 1.96 of the median, and the mean is e^0.5 ≈ 1.65 × the median), rounded to
+  cents: a few large baskets, many small ones.
+* Optional breakdown dimensions (``dimensions=True``): each user has a ``region`` and a
+  ``device`` (public value lists :data:`REGIONS`, :data:`DEVICES`, illustrative shares), and
+  every conversion carries its user's. They are drawn from a separate seeded stream after
+  everything else, so every other output is identical with or without them.
 * Conversions follow an impression of the same user and advertiser after a log-normal lag
   (median ``median_lag_hours``, long tail: some fall outside the look-back window); clicks are
   ``click_weight`` times likelier to lead to one. A share ``unattributed_share`` are organic:
@@ -15,13 +23,25 @@ out sorted by time, as a log would be.
 
 from __future__ import annotations
 
+import math
 from datetime import date, timedelta
 
 import numpy as np
 
 from dp_platform.events.model import US_PER_DAY, EventSet, epoch_us
 
-__all__ = ["generate_campaign"]
+__all__ = ["DEVICES", "REGIONS", "generate_campaign"]
+
+# Public breakdown values and their shares of users (illustrative, not measured).
+REGIONS: dict[str, float] = {
+    "north_america": 0.30,
+    "europe": 0.28,
+    "asia_pacific": 0.27,
+    "latin_america": 0.09,
+    "middle_east_africa": 0.06,
+}
+DEVICES: dict[str, float] = {"mobile": 0.62, "desktop": 0.31, "tablet": 0.07}
+_DIMENSION_STREAM = 1  # spawn key of the dimensions' generator: independent of the main stream
 
 _US_PER_HOUR = 3_600_000_000
 
@@ -92,6 +112,19 @@ def _seeded_conversions(
     return user[seeds], advertiser[seeds], conv_ts
 
 
+def _user_dimensions(
+    seed: int, users: int, conv_user: np.ndarray
+) -> dict[str, tuple[tuple[str, ...], np.ndarray]]:
+    """Each user's region and device, as each conversion's (value list, int codes)."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_DIMENSION_STREAM,)))
+    out: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
+    for name, shares in (("region", REGIONS), ("device", DEVICES)):
+        labels = tuple(shares)
+        per_user = rng.choice(len(labels), size=users, p=np.fromiter(shares.values(), float))
+        out[name] = (labels, per_user.astype(np.int16)[conv_user])
+    return out
+
+
 def generate_campaign(
     *,
     seed: int,
@@ -109,10 +142,15 @@ def generate_campaign(
     unattributed_share: float = 0.1,
     activity_sigma: float = 1.0,
     publisher_skew: float = 0.8,
+    value_median: float = math.exp(3.0),
+    value_sigma_log: float = 1.0,
+    dimensions: bool = False,
 ) -> EventSet:
     """Impressions over [start − lookback, end] and conversions over the campaign's days."""
     if min(users, publishers, days) < 1 or not advertisers:
         raise ValueError("users, publishers, days and advertisers must be >= 1")
+    if not (value_median > 0 and value_sigma_log >= 0):
+        raise ValueError("value_median must be > 0 and value_sigma_log >= 0")
     if impressions < 0 or conversions < 0 or not 0 <= unattributed_share <= 1:
         raise ValueError("counts must be >= 0 and unattributed_share in [0, 1]")
     rng = np.random.default_rng(seed)
@@ -146,19 +184,21 @@ def generate_campaign(
     )
     conv_ts = np.concatenate([seeded[2], rng.integers(c0, c1, organic, dtype=np.int64)])
     order = np.argsort(conv_ts, kind="stable")
-    value = np.round(rng.lognormal(3.0, 1.0, size=conversions), 2)
+    value = np.round(rng.lognormal(math.log(value_median), value_sigma_log, conversions), 2)
     user, publisher, advertiser, ts, click = imp
+    conv_user = conv_user[order]
     return EventSet(
         imp_user=user,
         imp_publisher=publisher,
         imp_advertiser=advertiser,
         imp_ts=ts,
         imp_click=click,
-        conv_user=conv_user[order],
+        conv_user=conv_user,
         conv_advertiser=conv_adv[order],
         conv_ts=conv_ts[order],
         conv_value=value,
         n_users=users,
         n_publishers=publishers,
         advertisers=tuple(advertisers),
+        conv_dimensions=_user_dimensions(seed, users, conv_user) if dimensions else {},
     )

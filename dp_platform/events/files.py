@@ -119,6 +119,11 @@ def write_events(
             _dictionary(events.imp_click[lo:hi].astype(np.int32), interactions),
         ]
 
+    dimension_values = {
+        name: pa.array(list(labels), pa.string())
+        for name, (labels, _) in events.conv_dimensions.items()
+    }
+
     def conversions(lo: int, hi: int) -> list[pa.Array]:
         return [
             _names("conv", hi - lo, conv_width, lo),
@@ -126,6 +131,10 @@ def write_events(
             _dictionary(events.conv_advertiser[lo:hi], advertisers),
             pa.array(events.conv_ts[lo:hi], _TS),
             pa.array(events.conv_value[lo:hi], pa.float64()),
+            *(
+                _dictionary(codes[lo:hi], dimension_values[name])
+                for name, (_, codes) in events.conv_dimensions.items()
+            ),
         ]
 
     imp_schema = pa.schema(
@@ -145,6 +154,7 @@ def write_events(
             ("advertiser_id", text),
             ("ts", _TS),
             ("value", pa.float64()),
+            *((name, text) for name in events.conv_dimensions),  # optional breakdowns
         ]
     )
     files = EventFiles(

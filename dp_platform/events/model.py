@@ -14,7 +14,7 @@ hundred MB and every operation is vectorised.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
 import numpy as np
@@ -46,6 +46,8 @@ class EventSet:
     codes; users are ``0..n_users-1`` and publishers ``0..n_publishers-1``. Impression ``i`` is
     written as ``imp<i>`` and conversion ``j`` as ``conv<j>`` (zero-padded), so string order of
     the ids equals index order — the tie-break order of docs/data.md#1-event-files.
+
+    ``conv_dimensions`` (optional): breakdown name → (its value list, each conversion's code).
     """
 
     imp_user: np.ndarray
@@ -60,6 +62,7 @@ class EventSet:
     n_users: int
     n_publishers: int
     advertisers: tuple[str, ...] = ("acme",)
+    conv_dimensions: dict[str, tuple[tuple[str, ...], np.ndarray]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         m = len(self.imp_user)
@@ -70,6 +73,11 @@ class EventSet:
         for name in ("conv_advertiser", "conv_ts", "conv_value"):
             if len(getattr(self, name)) != c:
                 raise ValueError(f"{name} must have {c} entries like conv_user")
+        for name, (labels, codes) in self.conv_dimensions.items():
+            if len(codes) != c:
+                raise ValueError(f"dimension {name!r} must have {c} entries like conv_user")
+            if c and not 0 <= int(codes.min()) <= int(codes.max()) < len(labels):
+                raise ValueError(f"dimension {name!r} has a code outside its {len(labels)} values")
 
     @property
     def n_impressions(self) -> int:

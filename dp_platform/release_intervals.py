@@ -1,0 +1,45 @@
+"""95 % intervals for every number of a published day: ready for ``releases``, the table and the UI.
+
+A day's published numbers are its noisy per-publisher values (each value + N(0, σ_i²),
+independent across publishers) and the answers of the queries ending that day, which are linear
+in the released values: answer_p = Σ_i q_i·x̃_{p,i}, so its standard error is √(Σ_i q_i² σ_i²),
+which is :attr:`~dp_platform.publication.PublishedDay.answer_std` (the std of the total over the
+P publishers) divided by √P. Both are exact — for the noise only: the interval covers the
+*clipped* value the mechanism measured, not the clipping bias
+(docs/slices.md#confidence-intervals).
+Reads only what :class:`~dp_platform.publication.PublishedDay` holds (DP outputs and σ's).
+"""
+
+from __future__ import annotations
+
+import math
+
+from dp_platform.consistency import normal_interval
+from dp_platform.publication import PublishedDay
+
+__all__ = ["day_intervals"]
+
+Interval = dict[str, float]
+
+
+def _interval(value: float, se: float, level: float) -> Interval:
+    low, high = normal_interval(value, se, level)
+    return {"ci_low": float(low), "ci_high": float(high)}
+
+
+def day_intervals(day: PublishedDay, level: float = 0.95) -> dict[str, object]:
+    """``ci_low``/``ci_high`` of each value, the day's total, each answer and each answer total.
+
+    Shaped to sit next to :meth:`PublishedDay.to_json`: ``values_ci`` (publisher → interval),
+    ``total_ci``, ``answers_ci`` (query → publisher → interval, plus ``"total"``).
+    """
+    publishers = len(day.values)
+    values = {p: _interval(v, day.sigma, level) for p, v in day.values.items()}
+    total = _interval(sum(day.values.values()), day.sigma * math.sqrt(publishers), level)
+    answers: dict[str, dict[str, Interval]] = {}
+    for query, per_publisher in day.answers.items():
+        total_se = day.answer_std[query]
+        one_se = total_se / math.sqrt(publishers)
+        answers[query] = {p: _interval(v, one_se, level) for p, v in per_publisher.items()}
+        answers[query]["total"] = _interval(sum(per_publisher.values()), total_se, level)
+    return {"level": level, "values_ci": values, "total_ci": total, "answers_ci": answers}
