@@ -18,6 +18,13 @@ from pandera.typing import Series
 
 from dp_platform.warehouse.ingest import REASONS
 
+REASON_PATTERN = (
+    "^("
+    + "|".join(reason.replace("<dimension>", "[A-Za-z][A-Za-z0-9_]*") for reason in REASONS)
+    + ")$"
+)
+"""A quarantine reason: one of REASONS, ``<dimension>`` standing for a dimension's name."""
+
 __all__ = [
     "SCHEMAS",
     "AttributedConversions",
@@ -68,7 +75,7 @@ class QuarantinedRows(_Model):
     kind: Series[str] = pa.Field(isin=["impressions", "conversions"])
     source_file: Series[str] = pa.Field(str_length=_TEXT)
     source_row: Series[int] = pa.Field(ge=1)
-    reason: Series[str] = pa.Field(isin=list(REASONS))
+    reason: Series[str] = pa.Field(str_matches=REASON_PATTERN)
 
 
 class AttributedConversions(_Model):

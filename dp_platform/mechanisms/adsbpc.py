@@ -132,6 +132,7 @@ class AdsbpcSettings(MechanismSettings):
     kind: Literal["adsbpc"]  # required, so a dump that leaves out defaults still names it
     bounds: BoundsConfig = BoundsConfig()
     legacy_blocks: ClassVar[tuple[str, ...]] = ("bounds",)
+    releases_cells: ClassVar[bool] = True
 
     def check(self, campaign: CampaignConfig) -> None:
         super().check(campaign)
@@ -146,8 +147,10 @@ class AdsbpcSettings(MechanismSettings):
 
 
 def sensitivity_factor(campaign: CampaignConfig) -> int:
-    """How many times ½Σ r_i²/σ_i² one user can move: 2 under replace with > 1 publisher."""
-    return 2 if campaign.privacy.adjacency == "replace" and campaign.several_publishers else 1
+    """How many times ½Σ r_i²/σ_i² one user can move: 2 under replace with > 1 released cell
+    (publishers, or a breakdown / the value measure within one publisher: moving a user from
+    region A to B is the same (r, −r) move as from publisher A to B)."""
+    return 2 if campaign.privacy.adjacency == "replace" and campaign.several_cells else 1
 
 
 def _sigma_for_allotment(bound: float, allotment: Fraction, factor: int) -> float:

@@ -44,7 +44,7 @@ from datetime import date, timedelta
 from fractions import Fraction
 from pathlib import Path
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -117,6 +117,7 @@ class PlusSettings(MechanismSettings):
     """
 
     kind: Literal["adsbpc_plus"]  # required, so a dump that leaves out defaults still names it
+    releases_cells: ClassVar[bool] = True
     histogram_share: float = Field(default=0.03, ge=SHARE_FLOOR, lt=1)
     profile_share: float = Field(default=0.02, ge=0, lt=1)
     profile_days: int = Field(default=7, ge=0, description="m: days the profile is read from")

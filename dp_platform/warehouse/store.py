@@ -123,9 +123,11 @@ class Warehouse:
         conversions: str | Path,
         *,
         now: datetime | None = None,
+        dimensions: dict[str, list[str]] | None = None,
     ) -> IngestReport:
-        """Validate and load two event files (all or nothing); see :mod:`.ingest`."""
-        return ingest_files(self.sql, impressions, conversions, now=now)
+        """Validate and load two event files (all or nothing); see :mod:`.ingest`.
+        ``dimensions``: the catalogue's conversion dimensions (name → public values)."""
+        return ingest_files(self.sql, impressions, conversions, now=now, dimensions=dimensions)
 
     def table_rows(self, table: str) -> int:
         """Row count of a warehouse table (monitoring; no contents)."""
