@@ -20,11 +20,17 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from dp_platform.config import CampaignConfig
 
-__all__ = ["Cell", "CellLayout", "layout_of"]
+__all__ = ["Z95", "Cell", "CellLayout", "cell_records", "layout_of", "publisher_counts"]
+
+Z95 = 1.959964
+"""Two-sided 95 % normal quantile: a cell's interval is value ± Z95·σ."""
 
 
 @dataclass(frozen=True)
@@ -113,3 +119,44 @@ def layout_of(campaign: CampaignConfig, publishers: list[str]) -> CellLayout:
         measures=tuple(campaign.measures),
         value_cap=campaign.value_cap,
     )
+
+
+def cell_records(
+    layout: CellLayout, entries: Sequence[float], sigma: float
+) -> list[dict[str, str | float]]:
+    """A day's release as published cells: ``{"publisher", one key per dimension, "measure",
+    "value", "sigma", "ci_low", "ci_high"}`` in vector order — the released entries and σ times
+    each cell's :meth:`CellLayout.unscale` factor (post-processing of DP values only).
+
+    The one place a release becomes cells: derived totals or consistency post-processing start
+    from these records."""
+    if len(entries) != layout.size:
+        raise ValueError(f"{len(entries)} released entries for {layout.size} cells")
+    records: list[dict[str, str | float]] = []
+    names = layout.dimension_names
+    for cell, entry, factor in zip(layout.cells(), entries, layout.unscale_factors(), strict=True):
+        value, spread = float(entry) * factor, float(sigma) * factor
+        record: dict[str, str | float] = {"publisher": cell.publisher}
+        record.update(zip(names, cell.values, strict=True))
+        record.update(
+            {
+                "measure": cell.measure,
+                "value": value,
+                "sigma": spread,
+                "ci_low": value - Z95 * spread,
+                "ci_high": value + Z95 * spread,
+            }
+        )
+        records.append(record)
+    return records
+
+
+def publisher_counts(layout: CellLayout, entries: Sequence[float]) -> np.ndarray:
+    """Per publisher, the count cells summed over the breakdown, in published units: a plain
+    campaign's entries as they are; otherwise σ of each sum is σ·unscale(count)·√combinations."""
+    vector = np.asarray(entries, dtype=np.float64)
+    if layout.plain:
+        return vector
+    count = layout.measures.index("count")
+    grid = vector.reshape(len(layout.publishers), layout.combinations, len(layout.measures))
+    return grid[:, :, count].sum(axis=1) * layout.unscale("count")

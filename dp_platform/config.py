@@ -55,8 +55,9 @@ is publishers × this, drawn and stored every day."""
 EVENT_COLUMNS = frozenset(
     {"conversion_id", "impression_id", "user_id", "publisher_id", "advertiser_id", "ts"}
     | {"interaction", "value", "source_row", "load_id"}
+    | {"publisher", "measure", "sigma", "ci_low", "ci_high"}
 )
-"""Event-file columns a dimension may not be named after."""
+"""Names a dimension may not take: event-file columns and the keys of a published cell."""
 
 
 class _Strict(BaseModel):
@@ -232,7 +233,10 @@ def check_dimension_name(name: str) -> str:
             f"dimension {name!r}: a name starts with a letter and uses letters, digits and _"
         )
     if name in EVENT_COLUMNS:
-        raise ValueError(f"dimension {name!r}: the name of an event column, choose another")
+        raise ValueError(
+            f"dimension {name!r}: the name of an event column or a published cell key, "
+            "choose another"
+        )
     return name
 
 
