@@ -124,7 +124,8 @@ class UserDayContributions(_Model):
 
 
 class ClippedDailyVectors(_Model):
-    """x[i]: per-publisher sums of a day after clipping at ``bound``
+    """x[i]: per-publisher (or per-cell, docs/algorithm.md#cells: ``position`` is the cell,
+    ``publisher_id`` its publisher) sums of a day after clipping at ``bound``
     (docs/algorithm.md#clipping)."""
 
     campaign: Series[str] = pa.Field(str_length=_TEXT)
@@ -135,8 +136,8 @@ class ClippedDailyVectors(_Model):
     value: Series[float] = pa.Field(ge=0)
 
     @pa.dataframe_check
-    def one_row_per_publisher(cls, frame: pd.DataFrame) -> pd.Series:
-        return ~frame.duplicated(["campaign", "day", "publisher_id"], keep=False)
+    def one_row_per_position(cls, frame: pd.DataFrame) -> pd.Series:
+        return ~frame.duplicated(["campaign", "day", "position"], keep=False)
 
 
 SCHEMAS: dict[str, type[pa.DataFrameModel]] = {
