@@ -317,3 +317,24 @@ def test_warehouse_cells_equal_the_numpy_reference(tmp_path) -> None:
         breakdown, measures = LAYOUTS[campaign.name]
         expected = reference_cells(events, START, BOUND, dimensions=breakdown, measures=measures)
         np.testing.assert_allclose(published, expected, rtol=1e-12, atol=1e-9)
+
+
+def test_a_count_only_campaign_releases_the_same_vector_through_either_cell_path(
+    tmp_path, monkeypatch
+) -> None:
+    """Count-only without breakdown takes cell_rows_plain.sql (publisher keys, today's rows);
+    the general cell_rows.sql with the same layout (one measure, scale 1) must give the same
+    clipped vector bit for bit — so the plain path is not a second definition of the cells."""
+    from dp_platform.cells import CellLayout
+
+    events = generate(users=20, days=1, seed=8, heavy=2)
+    imp, conv = write(events, tmp_path)
+    campaign = parse_catalogue(catalogue([campaign_entry("plain")])).campaigns[0]
+    with Warehouse(":memory:") as wh:
+        wh.ingest(imp, conv, now=NOW)
+        wh.attribute_day(campaign, START)
+        plain = wh.clipped_vector(campaign, START, 2.5)
+        monkeypatch.setattr(CellLayout, "plain", property(lambda self: False))
+        general = wh.clipped_vector(campaign, START, 2.5)
+    assert plain.tolist() == general.tolist()
+    assert plain.sum() > 0

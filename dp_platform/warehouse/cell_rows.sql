@@ -1,5 +1,6 @@
 -- cell_rows(c, d0, d1): the attributed rows of campaign c, days d0..d1, as entries of the
--- released cell vector (docs/algorithm.md#cells; dp_platform/cells.py is the layout).
+-- released cell vector (docs/algorithm.md#cells; dp_platform/cells.py is the layout), keyed by
+-- cell_key = the cell's position (temp table cell_positions).
 --
 -- A row credited to publisher p with weight w becomes one entry per measure m at position
 -- (p·combinations + combo)·measures + m, combo = Σ index·stride of the conversion's dimension
@@ -34,8 +35,8 @@ SELECT
     r.day,
     r.user_key,
     r.user_rank,
-    CAST((r.position * s.combinations + coalesce(k.combo, 0)) * s.measures + m.measure AS INTEGER)
-        AS position,
+    CAST((r.position * s.combinations + coalesce(k.combo, 0)) * s.measures + m.measure AS BIGINT)
+        AS cell_key,
     r.weight * m.scale * CASE
         WHEN m.value_part
             THEN least(greatest(coalesce(v.value, 0.0), 0.0), s.value_cap) / s.value_cap
@@ -47,3 +48,8 @@ CROSS JOIN campaign_measures AS m
 LEFT JOIN combos AS k ON k.conversion_key = r.conversion_key
 LEFT JOIN valued AS v ON v.conversion_key = r.conversion_key
 WHERE s.dimensions = 0 OR k.known = s.dimensions;
+
+-- Every cell is released: a cell's key is its position.
+CREATE OR REPLACE TEMP TABLE cell_positions AS
+SELECT range AS cell_key, range AS position
+FROM range((SELECT count(*) FROM campaign_pubs) * $cells_per_publisher);

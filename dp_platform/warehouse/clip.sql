@@ -4,18 +4,19 @@
 -- (user_rank = whole), and drops the rest. Clipping is per user across all cells.
 --
 -- The rows are the day's released-vector entries (cell_rows: publishers, or cells —
--- docs/algorithm.md#cells); first the clipped rows per (user, vector position) (temp table
--- clipped_user_rows: each user's row has L2 norm <= r), then their sums by position.
+-- docs/algorithm.md#cells); first the clipped rows per (user, cell key) (temp table
+-- clipped_user_rows: each user's row has L2 norm <= r), then their sums by vector position.
 CREATE OR REPLACE TEMP TABLE clipped_user_rows AS
 SELECT
     r.user_key,
-    r.position,
+    r.cell_key,
     sum(r.weight * CASE WHEN r.user_rank < $whole THEN 1.0 ELSE $fraction END) AS value
 FROM cell_rows($campaign, $day, $day) AS r
 WHERE r.user_rank <= $whole
-GROUP BY r.user_key, r.position;
+GROUP BY r.user_key, r.cell_key;
 
-SELECT position, sum(value) AS value
-FROM clipped_user_rows
-GROUP BY position
-ORDER BY position;
+SELECT cp.position, sum(r.value) AS value
+FROM clipped_user_rows AS r
+JOIN cell_positions AS cp ON cp.cell_key = r.cell_key
+GROUP BY cp.position
+ORDER BY cp.position;

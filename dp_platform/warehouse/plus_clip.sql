@@ -12,16 +12,21 @@
 -- Once a conversion is cut, every later one has f = 0.
 CREATE OR REPLACE TEMP TABLE plus_conversions AS
 WITH rows AS (
-    SELECT r.user_key, r.user_rank, r.position, sum(r.weight) AS w
+    SELECT
+        r.user_key,
+        r.user_rank,
+        r.cell_key,
+        sum(CASE WHEN cp.cell_key IS NULL THEN 0.0 ELSE r.weight END) AS w
     FROM cell_rows($campaign, $day, $day) AS r
+    LEFT JOIN cell_positions AS cp ON cp.cell_key = r.cell_key
     WHERE r.user_rank <= $whole
-    GROUP BY r.user_key, r.user_rank, r.position
+    GROUP BY r.user_key, r.user_rank, r.cell_key
 ),
 running AS (
     SELECT
         *,
         sum(w) OVER (
-            PARTITION BY user_key, position ORDER BY user_rank
+            PARTITION BY user_key, cell_key ORDER BY user_rank
             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ) AS before
     FROM rows
@@ -75,11 +80,12 @@ FROM allowed;
 
 -- What is released: per (user, vector position) the kept weight.
 CREATE OR REPLACE TEMP TABLE plus_user_rows AS
-SELECT r.user_key, r.position, sum(r.weight * k.f) AS value
+SELECT r.user_key, cp.position, sum(r.weight * k.f) AS value
 FROM cell_rows($campaign, $day, $day) AS r
 JOIN plus_kept AS k ON k.user_key = r.user_key AND k.user_rank = r.user_rank
+JOIN cell_positions AS cp ON cp.cell_key = r.cell_key
 WHERE k.f > 0
-GROUP BY r.user_key, r.position;
+GROUP BY r.user_key, cp.position;
 
 -- The spend is charged from exactly those released rows: cost = ‖c̄_u‖₂² / (2σ²).
 INSERT INTO plus_user_spend

@@ -13,12 +13,13 @@ kept AS (
     SELECT
         r.user_key,
         r.day,
-        r.position,
+        cp.position,
         sum(r.weight * CASE WHEN r.user_rank < p.whole THEN 1.0 ELSE p.fraction END) AS value
     FROM cell_rows($campaign, $first, $last) AS r
     JOIN params AS p ON p.day = r.day
+    JOIN cell_positions AS cp ON cp.cell_key = r.cell_key
     WHERE r.user_rank <= p.whole
-    GROUP BY r.user_key, r.day, r.position
+    GROUP BY r.user_key, r.day, cp.position
 ),
 per_day AS (
     SELECT k.user_key, k.day, sum(k.value * k.value) AS norm

@@ -228,7 +228,7 @@ class Warehouse:
             dim_idx=[k[2] for k in keys] or [0],
             dim_strides=[k[3] for k in keys] or [0],
         )
-        self.sql.run("cell_rows")
+        self.sql.run("cell_rows", cells_per_publisher=layout.combinations * len(layout.measures))
         return layout
 
     def publisher_sums(
