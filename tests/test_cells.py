@@ -338,3 +338,26 @@ def test_a_count_only_campaign_releases_the_same_vector_through_either_cell_path
         general = wh.clipped_vector(campaign, START, 2.5)
     assert plain.tolist() == general.tolist()
     assert plain.sum() > 0
+
+
+def test_plan_shows_each_measures_error_per_cell(tmp_path, capsys) -> None:
+    import json
+
+    import yaml
+
+    from dp_platform.cli import main
+
+    fields = {"breakdown": ["region"], "measures": ["count", "value"], "value_cap": VALUE_CAP}
+    path = tmp_path / "catalogue.yaml"
+    path.write_text(yaml.safe_dump(catalogue([campaign_entry(**fields)])))
+    assert main(["plan", str(path), "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)["campaigns"]["cells"]
+    cells = plan["cells"]
+    assert cells["cells_per_publisher"] == 4
+    sigma_bar = plan["sigma_bar"]
+    count = cells["sigma_per_cell_at_unit_bound"]["count"]
+    value = cells["sigma_per_cell_at_unit_bound"]["value"]
+    assert count == pytest.approx([s * math.sqrt(2) for s in sigma_bar])
+    assert value == pytest.approx([s * math.sqrt(2) * VALUE_CAP for s in sigma_bar])
+    assert main(["plan", str(path)]) == 0
+    assert "cells = publishers × 4 (region; measures count, value)" in capsys.readouterr().out

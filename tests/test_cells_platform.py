@@ -20,6 +20,7 @@ import yaml
 
 from assets.runner import run_campaigns
 from dp_platform.cli import main
+from dp_platform.display import round_to_noise, significant
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger
 from dp_platform.privacy.noise import SeededNoise
@@ -95,19 +96,14 @@ def released(tmp_path_factory):
         )
         == 0
     )
-    runs = run_campaigns(
-        config,
-        home.root,
-        noise=SeededNoise(7),
-        instance=dg.DagsterInstance.ephemeral(),
-        today=TODAY,
-    )
+    instance = dg.DagsterInstance.ephemeral()
+    runs = run_campaigns(config, home.root, noise=SeededNoise(7), instance=instance, today=TODAY)
     assert [len(r.days) for r in runs] == [DAYS]
-    return events, home
+    return events, home, instance
 
 
 def test_releases_json_carries_every_cell_of_every_day(released, capsys) -> None:
-    _, home = released
+    _, home, _ = released
     capsys.readouterr()
     assert main(["releases", "--home", str(home.root), "--campaign", "sliced", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
@@ -132,7 +128,7 @@ def test_releases_json_carries_every_cell_of_every_day(released, capsys) -> None
 def test_released_cells_are_centred_on_an_independent_attribution_and_clipping(
     released,
 ) -> None:
-    events, home = released
+    events, home, _ = released
     with Ledger.at_home(home.root, read_only=True) as ledger:
         days = published_days(ledger, "sliced")
     z = []
@@ -152,3 +148,32 @@ def test_released_cells_are_centred_on_an_independent_attribution_and_clipping(
     n = z.size
     assert abs(z.mean()) < 4 / np.sqrt(n)
     assert abs(z.var() - 1) < 4 * np.sqrt(2 / n)
+
+
+def test_dagster_metadata_shows_per_cell_sigma_and_top_slices_of_noisy_cells(released) -> None:
+    _, home, instance = released
+    event = instance.get_latest_materialization_event(
+        dg.AssetKey(["sliced", "noisy_daily_release"])
+    )
+    metadata = event.asset_materialization.metadata
+    with Ledger.at_home(home.root, read_only=True) as ledger:
+        last = published_days(ledger, "sliced")[-1]
+    by_measure = {c["measure"]: c["sigma"] for c in last.cells}
+    assert metadata["cells"].value == len(last.cells)
+    assert metadata["sigma_per_count_cell"].value == significant(by_measure["count"])
+    assert metadata["sigma_per_value_cell"].value == significant(by_measure["value"])
+    table = metadata["top_value_slices"].value.splitlines()
+    assert table[0] == "| publisher | region | device | noisy value | 95 % interval |"
+    top = max((c for c in last.cells if c["measure"] == "value"), key=lambda c: c["value"])
+    shown = round_to_noise(top["value"], top["sigma"])
+    assert table[2].startswith(f"| {top['publisher']} | {top['region']} | {top['device']} | ")
+    assert f"| {shown:g} |" in table[2]
+
+
+def test_releases_table_shows_the_last_days_largest_cells(released, capsys) -> None:
+    _, home, _ = released
+    capsys.readouterr()
+    assert main(["releases", "--home", str(home.root), "--campaign", "sliced", "--cells", "3"]) == 0
+    out = capsys.readouterr().out
+    assert f"day {DAYS} cells (publisher / dimension values; value ± 95 % interval):" in out
+    assert "  count: top 3 of 18 cells" in out and "  value: top 3 of 18 cells" in out
