@@ -95,6 +95,11 @@ class CellLayout:
             for measure in self.measures
         ]
 
+    def cell_publishers(self) -> list[str]:
+        """Each cell's publisher, in vector order (cheaper than :meth:`cells` at 10⁵ cells)."""
+        per = self.combinations * len(self.measures)
+        return [publisher for publisher in self.publishers for _ in range(per)]
+
     def unscale_factors(self) -> list[float]:
         """Per cell, in vector order, the factor of :meth:`unscale`."""
         per_publisher = [self.unscale(m) for _ in range(self.combinations) for m in self.measures]
