@@ -361,3 +361,18 @@ def test_plan_shows_each_measures_error_per_cell(tmp_path, capsys) -> None:
     assert value == pytest.approx([s * math.sqrt(2) * VALUE_CAP for s in sigma_bar])
     assert main(["plan", str(path)]) == 0
     assert "cells = publishers × 4 (region; measures count, value)" in capsys.readouterr().out
+
+
+def test_simulate_refuses_a_campaign_with_cells() -> None:
+    """The simulated events carry no breakdown columns: rehearsing would release zeros."""
+    from dp_platform.rehearsal import rehearse
+
+    fields = {"breakdown": ["region"]}
+    campaign = parse_catalogue(catalogue([campaign_entry(**fields)])).campaigns[0]
+    with pytest.raises(ConfigError, match="cannot be rehearsed yet"):
+        rehearse(
+            campaign,
+            parse_catalogue(catalogue([campaign_entry()])).accounts[0],
+            users=50,
+            data_seed=1,
+        )
