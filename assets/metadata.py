@@ -60,12 +60,37 @@ def bound_metadata(bound: float, method: str, charges: dict[str, Rho], drawn_now
     }
 
 
+def cell_metadata(day: PublishedDay) -> dict[str, dg.MetadataValue]:
+    """A campaign with cells: each measure's per-cell σ and its top slices (largest noisy
+    cells), rounded to their noise — DP values only."""
+    if len(day.cells) == len(day.values):  # one count per publisher: nothing more to show
+        return {}
+    metadata: dict[str, dg.MetadataValue] = {"cells": dg.MetadataValue.int(len(day.cells))}
+    keys = [k for k in day.cells[0] if k not in {"measure", "value", "sigma", "ci_low", "ci_high"}]
+    for measure in dict.fromkeys(str(c["measure"]) for c in day.cells):
+        mine = [c for c in day.cells if c["measure"] == measure]
+        sigma = float(mine[0]["sigma"])
+        top = sorted(mine, key=lambda c: -float(c["value"]))[:_TABLE_ROWS]
+        rows = [
+            f"| {' | '.join(str(c[k]) for k in keys)} | "
+            f"{round_to_noise(float(c['value']), sigma):g} | "
+            f"{round_to_noise(float(c['ci_low']), sigma):g} .. "
+            f"{round_to_noise(float(c['ci_high']), sigma):g} |"
+            for c in top
+        ]
+        header = f"| {' | '.join(keys)} | noisy {measure} | 95 % interval |"
+        rule = "|" + "---|" * (len(keys) + 2)
+        metadata[f"sigma_per_{measure}_cell"] = dg.MetadataValue.float(significant(sigma))
+        metadata[f"top_{measure}_slices"] = dg.MetadataValue.md("\n".join([header, rule, *rows]))
+    return metadata
+
+
 def release_metadata(day: PublishedDay, drawn_now: bool) -> dict[str, dg.MetadataValue]:
     """The day's release as ``dp-platform releases`` shows it, rounded to its noise."""
     values = list(day.values.values())
-    total_std = day.sigma * len(values) ** 0.5
+    total_std = day.value_std * len(values) ** 0.5
     rows = [
-        f"| {p} | {round_to_noise(v, day.sigma):g} |"
+        f"| {p} | {round_to_noise(v, day.value_std):g} |"
         for p, v in list(day.values.items())[:_TABLE_ROWS]
     ]
     more = len(values) - _TABLE_ROWS
@@ -83,6 +108,7 @@ def release_metadata(day: PublishedDay, drawn_now: bool) -> dict[str, dg.Metadat
         "publishers": dg.MetadataValue.text(str(len(values))),
         "noisy_values": dg.MetadataValue.md(table),
         "drawn_now": dg.MetadataValue.bool(drawn_now),
+        **cell_metadata(day),
     }
 
 

@@ -22,6 +22,7 @@ from pydantic import (
     Field,
     SerializeAsAny,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -47,6 +48,17 @@ MAX_BOUND_CAP = 100_000
 """Largest Λ (contributions per user and day): the quantile scores Λ candidates a day."""
 MAX_REACHABLE_BOUND = 1e9
 """Largest bound the SVT can reach from Λ (Λ·s_up^k): every σ and count stays finite."""
+MAX_DIMENSION_VALUES = 1000
+"""Largest public value list of one dimension (stored as a small integer per event)."""
+MAX_CELLS_PER_PUBLISHER = 10_000
+"""Largest number of cells per publisher (value combinations × measures): the release vector
+is publishers × this, drawn and stored every day."""
+EVENT_COLUMNS = frozenset(
+    {"conversion_id", "impression_id", "user_id", "publisher_id", "advertiser_id", "ts"}
+    | {"interaction", "value", "source_row", "load_id"}
+    | {"publisher", "measure", "sigma", "ci_low", "ci_high"}
+)
+"""Names a dimension may not take: event-file columns and the keys of a published cell."""
 
 
 class _Strict(BaseModel):
@@ -182,6 +194,53 @@ class ObjectiveConfig(_Strict):
         return self
 
 
+class DimensionConfig(_Strict):
+    """A breakdown dimension (docs/operators.md, "Breakdowns"): an event column and its public
+    list of values, fixed in the catalogue — a key never appears because the data has it."""
+
+    source: Literal["conversions", "impressions"]
+    values: list[str] = Field(min_length=1, max_length=MAX_DIMENSION_VALUES)
+
+    @field_validator("source")
+    @classmethod
+    def _conversions_only(cls, source: str) -> str:
+        if source != "conversions":
+            raise ValueError(
+                "impressions dimensions are not supported yet (the credited impression's value "
+                "would have to flow through attribution); use a conversions column"
+            )
+        return source
+
+    @field_validator("values")
+    @classmethod
+    def _distinct(cls, values: list[str]) -> list[str]:
+        if any(not value.strip() or value != value.strip() for value in values):
+            raise ValueError("values must be non-empty text without surrounding spaces")
+        if len(set(values)) != len(values):
+            raise ValueError("values must not repeat")
+        return values
+
+
+class BreakdownDimension(DimensionConfig):
+    """A campaign's breakdown dimension as registered: its name with the catalogue's
+    definition copied in, so the registered cells never change with the catalogue."""
+
+    name: str
+
+
+def check_dimension_name(name: str) -> str:
+    if not _NAME.match(name):
+        raise ValueError(
+            f"dimension {name!r}: a name starts with a letter and uses letters, digits and _"
+        )
+    if name in EVENT_COLUMNS:
+        raise ValueError(
+            f"dimension {name!r}: the name of an event column or a published cell key, "
+            "choose another"
+        )
+    return name
+
+
 class MechanismSettings(_Strict):
     """A mechanism's block in the catalogue, ``mechanism: {kind: NAME, …}`` (or, for a release
     added beside the daily stream such as reach & frequency, a top-level block of its name).
@@ -194,6 +253,9 @@ class MechanismSettings(_Strict):
 
     kind: str
     legacy_blocks: ClassVar[tuple[str, ...]] = ()
+    releases_cells: ClassVar[bool] = False
+    """True when the mechanism releases a campaign's cell vector (breakdowns, the value
+    measure: dp_platform/cells.py); others refuse a campaign that asks for cells."""
 
     def check(self, campaign: CampaignConfig) -> None:
         """Rules that tie the block to the rest of the campaign (raise ValueError); by default
@@ -238,6 +300,41 @@ class CampaignConfig(_Strict):
     objective: ObjectiveConfig = ObjectiveConfig()
     releases: dict[str, SerializeAsAny[MechanismSettings]] = Field(default_factory=dict)
     """Campaign-level releases added beside the daily stream, by name (e.g. reach)."""
+    measures: list[Literal["count", "value"]] = Field(default_factory=lambda: ["count"])
+    """What each cell releases: ``[count]`` or ``[count, value]`` (dp_platform/cells.py)."""
+    value_cap: float | None = Field(default=None, gt=0)
+    """Public cap on one conversion's value (required iff ``value`` is measured)."""
+    breakdown: list[BreakdownDimension] = Field(default_factory=list)
+    """Dimensions crossing the publisher keys, by name from the catalogue's ``dimensions:``."""
+
+    @field_validator("measures")
+    @classmethod
+    def _measures(cls, measures: list[str]) -> list[str]:
+        if measures not in (["count"], ["count", "value"]):
+            raise ValueError("measures must be [count] or [count, value]")
+        return measures
+
+    @field_validator("breakdown", mode="before")
+    @classmethod
+    def _resolve_breakdown(cls, value: object, info: ValidationInfo) -> object:
+        """Names are looked up in the catalogue's ``dimensions:`` (passed as context); a
+        registered campaign carries the definitions themselves."""
+        if not isinstance(value, list):
+            return value
+        declared = (info.context or {}).get("dimensions")
+        resolved = []
+        for item in value:
+            if isinstance(item, str):
+                if not isinstance(declared, dict) or item not in declared:
+                    raise ValueError(
+                        f"dimension {item!r} is not declared under the catalogue's dimensions"
+                    )
+                item = {"name": item, **_block(declared[item])}
+            resolved.append(item)
+        names = [item.get("name") for item in resolved if isinstance(item, dict)]
+        if len(set(names)) != len(names):
+            raise ValueError("a dimension must not repeat")
+        return resolved
 
     @model_validator(mode="before")
     @classmethod
@@ -355,7 +452,35 @@ class CampaignConfig(_Strict):
         self.mechanism.check(self)
         for release in self.releases.values():
             release.check(self)
+        self._check_cells()
         return self
+
+    def _check_cells(self) -> None:
+        if ("value" in self.measures) != (self.value_cap is not None):
+            raise ValueError(
+                "value_cap: required when measures include value, and only then"
+                if self.value_cap is None
+                else "value_cap: only with measures [count, value]"
+            )
+        if self.value_cap is not None and not math.isfinite(self.value_cap):
+            raise ValueError("value_cap must be a finite number > 0")
+        for dimension in self.breakdown:
+            check_dimension_name(dimension.name)
+        if self.cells_per_publisher > MAX_CELLS_PER_PUBLISHER:
+            raise ValueError(
+                f"breakdown: {self.cells_per_publisher} cells per publisher (value "
+                f"combinations × measures); at most {MAX_CELLS_PER_PUBLISHER}"
+            )
+        if self.cells_per_publisher > 1 and not self.mechanism.releases_cells:
+            raise ValueError(
+                f"mechanism: {self.mechanism.kind} releases one count per publisher; breakdown "
+                "and the value measure need adsbpc or adsbpc_plus"
+            )
+
+    @property
+    def cells_per_publisher(self) -> int:
+        """Value combinations of the breakdown × measures (1 for a count-only campaign)."""
+        return math.prod(len(d.values) for d in self.breakdown) * len(self.measures)
 
     @property
     def end(self) -> date:
@@ -373,6 +498,12 @@ class CampaignConfig(_Strict):
     def several_publishers(self) -> bool:
         """Whether a user's day-i row may spread over > 1 publisher (decides `replace` cost)."""
         return self.publishers == "all" or len(self.publishers) > 1
+
+    @property
+    def several_cells(self) -> bool:
+        """Whether a user's day-i row may spread over > 1 released cell (decides `replace`
+        cost): several publishers, or several cells per publisher."""
+        return self.several_publishers or self.cells_per_publisher > 1
 
 
 # Spark settings the platform's session fixes: each shows per-operator row counts (private
@@ -450,9 +581,17 @@ class LedgerConfig(_Strict):
 
 class Catalogue(_Strict):
     accounts: list[AccountConfig] = Field(min_length=1)
+    dimensions: dict[str, DimensionConfig] = Field(default_factory=dict)
     campaigns: list[CampaignConfig] = Field(min_length=1)
     warehouse: WarehouseConfig = WarehouseConfig()
     ledger: LedgerConfig = LedgerConfig()
+
+    @field_validator("dimensions")
+    @classmethod
+    def _dimension_names(cls, dimensions: dict[str, DimensionConfig]) -> dict:
+        for name in dimensions:
+            check_dimension_name(name)
+        return dimensions
 
     @model_validator(mode="after")
     def _references(self) -> Catalogue:
@@ -467,6 +606,11 @@ class Catalogue(_Strict):
                 raise ValueError(
                     f"campaigns[{i}].account: account {campaign.account!r} is not declared "
                     "under accounts"
+                )
+            if self.warehouse.engine == "spark" and campaign.cells_per_publisher > 1:
+                raise ValueError(
+                    f"campaigns[{i}]: breakdown and the value measure run on the duckdb "
+                    "warehouse only (warehouse.engine: spark releases counts per publisher)"
                 )
         return self
 
@@ -504,9 +648,11 @@ def _describe(error: ValidationError) -> str:
 
 
 def parse_catalogue(data: object) -> Catalogue:
-    """Validate a catalogue given as plain data (the parsed YAML)."""
+    """Validate a catalogue given as plain data (the parsed YAML); campaigns' breakdown names
+    resolve against its ``dimensions:``."""
+    dimensions = data.get("dimensions") if isinstance(data, dict) else None
     try:
-        return Catalogue.model_validate(data)
+        return Catalogue.model_validate(data, context={"dimensions": dimensions or {}})
     except ValidationError as error:
         raise ConfigError(_describe(error)) from None
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dp_platform import mechanisms
+from dp_platform.cells import layout_of, publisher_counts
 from dp_platform.config import CampaignConfig, Catalogue, ConfigError
 from dp_platform.ledger import Ledger, LedgerError, MissingPreviousDay
 from dp_platform.mechanisms.base import BoundChoice, Measurement, StreamMechanism, StreamPlan
@@ -152,10 +153,10 @@ def release_day(
         return stored[-1], False
     clipped = clipped_day(warehouse, ledger, registration, day)
     publishers = registration.publishers
-    if len(publishers) != clipped.size:
+    cells = layout_of(campaign, publishers).size
+    if cells != clipped.size:
         raise LedgerError(
-            f"campaign {campaign.name}: {clipped.size} clipped values for {len(publishers)} "
-            "publishers"
+            f"campaign {campaign.name}: {clipped.size} clipped values for {cells} released cells"
         )
     choice = ledger.bound_choice(campaign.name, index, mechanism.chain)
     assert choice is not None  # clipped_day needed it
@@ -171,7 +172,8 @@ def release_day(
 
 @dataclass(frozen=True)
 class CampaignAnswers:
-    """Answers to the campaign's queries from the releases of days 1..day (post-processing)."""
+    """Answers to the campaign's queries from the releases of days 1..day (post-processing):
+    per publisher, of its count (summed over a breakdown's cells, dp_platform/cells.py)."""
 
     day: int
     publishers: list[str]
@@ -197,9 +199,11 @@ def answers_through(ledger: Ledger, registration: Registration, day: date) -> Ca
             f"through day {index} need every day before it"
         )
     publishers = registration.publishers
-    if releases and len(releases[0].values) != len(publishers):
-        raise LedgerError("publisher list and stored releases disagree in length")
-    answers = answer_queries(plan.queries, [r.values for r in releases])
+    layout = layout_of(campaign, publishers)
+    if releases and len(releases[0].values) != layout.size:
+        raise LedgerError("the registered cells and stored releases disagree in length")
+    counts = [publisher_counts(layout, r.values) for r in releases]
+    answers = answer_queries(plan.queries, counts)
     return CampaignAnswers(day=index, publishers=publishers, releases=releases, answers=answers)
 
 

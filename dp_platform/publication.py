@@ -9,15 +9,17 @@ the stored releases — so the three can never disagree. Reads only DP values (n
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from dp_platform.ledger import Ledger
+from dp_platform.cells import CellLayout, cell_records, layout_of, publisher_counts
+from dp_platform.config import parse_campaign
+from dp_platform.ledger import Ledger, LedgerError
 from dp_platform.privacy.accounting import Rho
 from dp_platform.workload import query_ends
 
-__all__ = ["PublishedDay", "published_days"]
+__all__ = ["PublishedDay", "campaign_layout", "published_days"]
 
 
 @dataclass(frozen=True)
@@ -30,9 +32,14 @@ class PublishedDay:
     rho_charged: float
     rho_spent: float  # charges of days 1..day (campaign-level releases come after the last day)
     rho_planned: float
-    values: dict[str, float]
+    values: dict[str, float]  # publisher → count (summed over a breakdown's cells)
     answers: dict[str, dict[str, float]]  # query number (1-based) → publisher → answer
     answer_std: dict[str, float]  # query number → std of its total over publishers
+    cells: list[dict[str, str | float]] = field(default_factory=list)
+    """Every released cell (dp_platform/cells.py: publisher, dimensions, measure, value, σ,
+    95 % interval); for a count-only campaign without breakdown, one count per publisher."""
+    value_std: float = 0.0
+    """σ of each entry of ``values`` (σ_i for a count-only campaign without breakdown)."""
 
     def to_json(self) -> dict:
         return {
@@ -42,7 +49,16 @@ class PublishedDay:
             "rho_charged": self.rho_charged,
             "values": self.values,
             "answers": self.answers,
+            "cells": self.cells,
         }
+
+
+def campaign_layout(ledger: Ledger, campaign: str) -> CellLayout:
+    """The registered campaign's cells (its frozen publishers × breakdown × measures)."""
+    record = ledger.campaign_record(campaign)
+    if record is None:
+        raise LedgerError(f"campaign {campaign} is not registered in the ledger")
+    return layout_of(parse_campaign(record.config), list(record.config["publishers"]))
 
 
 def published_days(ledger: Ledger, campaign: str) -> list[PublishedDay]:
@@ -54,12 +70,16 @@ def published_days(ledger: Ledger, campaign: str) -> list[PublishedDay]:
     queries = np.asarray(stream["plan"]["queries"], dtype=np.float64)
     ends = query_ends(queries)
     publishers = info["publishers"]
+    layout = campaign_layout(ledger, campaign)
+    # a count's σ in published units, and how many cells a publisher's count sums
+    unit = layout.unscale("count")
+    summed = layout.combinations
     budget = ledger.campaign_budget(campaign)
     spent = Rho.zero()
     records, history, variances = [], [], []
     for release in ledger.releases(campaign):
-        history.append(release.values)
-        variances.append(release.sigma**2)
+        history.append(publisher_counts(layout, release.values))
+        variances.append((release.sigma * unit) ** 2 * summed)
         day = release.day
         charged = sum(budget.per_day.get(day, {}).values(), Rho.zero())
         spent = spent + charged
@@ -77,12 +97,14 @@ def published_days(ledger: Ledger, campaign: str) -> list[PublishedDay]:
                 rho_charged=float(charged),
                 rho_spent=float(spent),
                 rho_planned=float(budget.planned),
-                values=dict(zip(publishers, release.values, strict=True)),
+                values=dict(zip(publishers, (float(v) for v in history[-1]), strict=True)),
                 answers={
                     str(int(j) + 1): dict(zip(publishers, (float(v) for v in row), strict=True))
                     for j, row in zip(ready, answers, strict=True)
                 },
                 answer_std=std,
+                cells=cell_records(layout, release.values, release.sigma),
+                value_std=release.sigma * unit * math.sqrt(summed),
             )
         )
     return records

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dp_platform.config import AccountConfig, CampaignConfig, Catalogue
+from dp_platform.config import AccountConfig, CampaignConfig, Catalogue, ConfigError
 from dp_platform.daily import (
     answers_through,
     bound_day,
@@ -98,6 +98,12 @@ def rehearse(
     noise: NoiseSource | None = None,
 ) -> Rehearsal:
     """Run ``campaign``'s plan over ``users`` simulated users (seed ``data_seed``)."""
+    if campaign.cells_per_publisher > 1:
+        raise ConfigError(
+            f"campaign {campaign.name}: simulate rehearses one count per publisher; the "
+            "simulated events have no breakdown columns (breakdown and the value measure "
+            "cannot be rehearsed yet)"
+        )
     with tempfile.TemporaryDirectory(prefix="dp-rehearsal-") as scratch:
         root = Path(scratch)
         events = generate_campaign(

@@ -18,6 +18,13 @@ from pandera.typing import Series
 
 from dp_platform.warehouse.ingest import REASONS
 
+REASON_PATTERN = (
+    "^("
+    + "|".join(reason.replace("<dimension>", "[A-Za-z][A-Za-z0-9_]*") for reason in REASONS)
+    + ")$"
+)
+"""A quarantine reason: one of REASONS, ``<dimension>`` standing for a dimension's name."""
+
 __all__ = [
     "SCHEMAS",
     "AttributedConversions",
@@ -68,7 +75,7 @@ class QuarantinedRows(_Model):
     kind: Series[str] = pa.Field(isin=["impressions", "conversions"])
     source_file: Series[str] = pa.Field(str_length=_TEXT)
     source_row: Series[int] = pa.Field(ge=1)
-    reason: Series[str] = pa.Field(isin=list(REASONS))
+    reason: Series[str] = pa.Field(str_matches=REASON_PATTERN)
 
 
 class AttributedConversions(_Model):
@@ -117,7 +124,8 @@ class UserDayContributions(_Model):
 
 
 class ClippedDailyVectors(_Model):
-    """x[i]: per-publisher sums of a day after clipping at ``bound``
+    """x[i]: per-publisher (or per-cell, docs/algorithm.md#cells: ``position`` is the cell,
+    ``publisher_id`` its publisher) sums of a day after clipping at ``bound``
     (docs/algorithm.md#clipping)."""
 
     campaign: Series[str] = pa.Field(str_length=_TEXT)
@@ -128,8 +136,8 @@ class ClippedDailyVectors(_Model):
     value: Series[float] = pa.Field(ge=0)
 
     @pa.dataframe_check
-    def one_row_per_publisher(cls, frame: pd.DataFrame) -> pd.Series:
-        return ~frame.duplicated(["campaign", "day", "publisher_id"], keep=False)
+    def one_row_per_position(cls, frame: pd.DataFrame) -> pd.Series:
+        return ~frame.duplicated(["campaign", "day", "position"], keep=False)
 
 
 SCHEMAS: dict[str, type[pa.DataFrameModel]] = {

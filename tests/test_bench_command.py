@@ -43,3 +43,20 @@ def test_bench_json_with_pandas_reference(tmp_path, capsys):
 def test_bench_refuses_bad_sizes(capsys):
     assert main(["bench", "--days", "1"]) == 2
     assert "--days must be >= 2" in capsys.readouterr().err
+
+
+def test_bench_with_cells_loads_dimensions_and_clips_every_cell(tmp_path, capsys):
+    argv = ["bench", "--conversions", "2000", "--impressions", "12000", "--users", "500"]
+    argv += ["--publishers", "6", "--days", "3", "--lookback-days", "7", "--cells"]
+    argv += ["--threads", "1", "--workdir", str(tmp_path), "--json"]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["cells"] is True
+    conversions = result["ingest_report"]["conversions"]
+    assert conversions["accepted"] == 2000 and conversions["quarantined"] == 0
+    assert result["seconds"]["clipping"] > 0
+
+
+def test_bench_refuses_cells_with_the_pandas_reference(capsys):
+    assert main(["bench", "--cells", "--reference", "pandas"]) == 2
+    assert "--cells runs on the duckdb engine without --reference" in capsys.readouterr().err

@@ -140,10 +140,10 @@ def test_failure_midway_rolls_back_everything(tmp_path, monkeypatch):
 
     real = ingest._load_one
 
-    def fail_on_conversions(runner, source, now):
+    def fail_on_conversions(runner, source, now, *rest):
         if source.kind == "conversions":
             raise RuntimeError("disk full")
-        return real(runner, source, now)
+        return real(runner, source, now, *rest)
 
     monkeypatch.setattr(ingest, "_load_one", fail_on_conversions)
     with Warehouse(tmp_path / "w.duckdb") as wh:

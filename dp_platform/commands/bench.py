@@ -7,7 +7,9 @@ implementation of the same stages on the same files, reports the speed-up and ch
 produce the same histograms and clipped vectors. Defaults are the full scale of the issue
 (10⁷ conversions, 5·10⁷ impressions, 10⁶ users, 1000 publishers, 31 days, LTA, 30-day look-back).
 ``--engine spark`` (or a catalogue given with ``--config`` whose ``warehouse:`` block says spark)
-times the Spark warehouse instead; docs/scale.md has measured figures for both.
+times the Spark warehouse instead; docs/scale.md has measured figures for both. ``--cells``
+releases cells instead of one count per publisher: 2 conversion dimensions of 5 values each
+(ingested and checked) × [count, value] — 50 cells per publisher (DuckDB only).
 """
 
 from __future__ import annotations
@@ -50,6 +52,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--engine", choices=("duckdb", "spark"), help="override the engine")
     parser.add_argument("--reference", choices=("none", "pandas"), default="none")
+    parser.add_argument(
+        "--cells",
+        action="store_true",
+        help="breakdown by 2 dimensions of 5 values × [count, value] (DuckDB only)",
+    )
     parser.add_argument("--workdir", help="keep data and warehouse here (default: a temp dir)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(handler=run)
@@ -66,6 +73,8 @@ def _spec(args: argparse.Namespace) -> BenchSpec:
     warehouse = load_catalogue(args.config).warehouse if args.config else None
     engine = args.engine or (warehouse.engine if warehouse else "duckdb")
     spark = warehouse.spark if warehouse else None
+    if args.cells and (engine != "duckdb" or args.reference != "none"):
+        raise ConfigError("--cells runs on the duckdb engine without --reference")
     return BenchSpec(
         conversions=args.conversions,
         impressions=args.impressions,
@@ -82,6 +91,7 @@ def _spec(args: argparse.Namespace) -> BenchSpec:
         engine=engine,
         spark_master=spark.master if spark else "local[2]",
         spark_conf=tuple(sorted(spark.conf.items())) if spark else (),
+        cells=args.cells,
     )
 
 
@@ -89,7 +99,8 @@ def render(result: dict) -> str:
     lines = [
         f"{result['conversions']:,} conversions, {result['impressions']:,} impressions, "
         f"{result['users']:,} users, {result['publishers']} publishers, {result['days']} days, "
-        f"{result['rule']}, {result['mode']}",
+        f"{result['rule']}, {result['mode']}"
+        + (", cells (2 dimensions × 5 values × [count, value])" if result.get("cells") else ""),
         f"{'stage':<14}{result['engine'] + ' s':>10}"
         + (f"{'pandas s':>10}{'speed-up':>10}" if "reference" in result else ""),
     ]

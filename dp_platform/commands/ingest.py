@@ -5,7 +5,10 @@ or an unreadable file loads nothing and exits 2 naming the file and the problem.
 the warehouse's quarantine table with a reason code; the report counts rows read, accepted and
 quarantined per reason (never showing ids or values). A file loaded before (same content) is
 skipped, so re-running an ingest adds nothing. ``--config CONFIG`` names the catalogue whose
-``warehouse:`` block chooses the engine (default: the embedded DuckDB warehouse).
+``warehouse:`` block chooses the engine (default: the embedded DuckDB warehouse) and whose
+``dimensions:`` name the breakdown columns each conversion must carry (a value outside a
+dimension's public list is quarantined as ``unknown_<dimension>_value``, an empty one as
+``missing_<dimension>``).
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--home", required=True, help="platform home directory")
     parser.add_argument(
-        "--config", help="campaign catalogue (its warehouse: block picks the engine)"
+        "--config",
+        help="campaign catalogue (its warehouse: block picks the engine, its dimensions: the "
+        "breakdown columns)",
     )
     parser.add_argument("--impressions", required=True, help="impressions file (.csv/.parquet)")
     parser.add_argument("--conversions", required=True, help="conversions file (.csv/.parquet)")
@@ -92,11 +97,19 @@ def render(report: IngestReport) -> str:
 
 def run(args: argparse.Namespace) -> int:
     now = _now(args.now)
-    settings = load_catalogue(args.config).warehouse if args.config else WarehouseConfig()
+    catalogue = load_catalogue(args.config) if args.config else None
+    settings = catalogue.warehouse if catalogue else WarehouseConfig()
+    dimensions = {
+        name: list(dimension.values)
+        for name, dimension in (catalogue.dimensions if catalogue else {}).items()
+        if dimension.source == "conversions"
+    }
     home = _home(args.home)
     try:
         with open_warehouse(settings, home) as warehouse:
-            report = warehouse.ingest(args.impressions, args.conversions, now=now)
+            report = warehouse.ingest(
+                args.impressions, args.conversions, now=now, dimensions=dimensions or None
+            )
     except (IngestError, FileNotFoundError):
         raise
     except (duckdb.Error, OSError) as error:

@@ -3,6 +3,9 @@
 Data-independent, so it can run (and be audited by the privacy officer) before anything is
 spent: the ρ split, ε of the quantile and SVT, (ε, δ) equivalents, σ̄_i per day and the expected
 standard error of every query at bound r = 1, plus each account's cap against its campaigns' plans.
+A campaign with a breakdown or the value measure also shows its cells and each measure's
+expected error per cell: σ of a cell at bound r is r·σ̄_i times the measure's public factor
+(1/s for counts, cap/s for values: docs/algorithm.md#cells).
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ import argparse
 import json
 from pathlib import Path
 
-from dp_platform.config import Catalogue, load_catalogue
+from dp_platform.cells import layout_of
+from dp_platform.config import CampaignConfig, Catalogue, load_catalogue
 from dp_platform.plans import CampaignPlan, campaign_plans
 from dp_platform.privacy.accounting import Rho
 
@@ -41,6 +45,37 @@ def account_totals(catalogue: Catalogue, plans: dict[str, CampaignPlan]) -> dict
     return totals
 
 
+def cell_errors(campaign: CampaignConfig, plan: CampaignPlan) -> dict | None:
+    """Per measure, the σ of one cell per day at bound r = 1 (public: the plan's σ̄_i times the
+    measure's unscale factor); None for a count-only campaign without breakdown."""
+    layout = layout_of(campaign, [])
+    sigma_bar = getattr(plan.stream, "sigma_bar", None)
+    if layout.plain or sigma_bar is None:
+        return None
+    return {
+        "breakdown": list(layout.dimension_names),
+        "cells_per_publisher": layout.combinations * len(layout.measures),
+        "sigma_per_cell_at_unit_bound": {
+            measure: [float(s) * layout.unscale(measure) for s in sigma_bar]
+            for measure in layout.measures
+        },
+    }
+
+
+def describe_cells(name: str, errors: dict) -> list[str]:
+    dims = " × ".join(errors["breakdown"]) or "no breakdown"
+    lines = [
+        f"campaign {name}: cells = publishers × {errors['cells_per_publisher']} "
+        f"({dims}; measures {', '.join(errors['sigma_per_cell_at_unit_bound'])})"
+    ]
+    for measure, sigmas in errors["sigma_per_cell_at_unit_bound"].items():
+        lines.append(
+            f"  σ of a {measure} cell at r = 1: day 1 {sigmas[0]:.4g}, day {len(sigmas)} "
+            f"{sigmas[-1]:.4g} (× the day's bound r_i)"
+        )
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     catalogue = load_catalogue(args.config)
     campaigns = [catalogue.campaign(args.campaign)] if args.campaign else catalogue.campaigns
@@ -48,15 +83,19 @@ def run(args: argparse.Namespace) -> int:
     plans = campaign_plans(catalogue, base_dir)
     shown = {c.name: plans[c.name] for c in campaigns}
     accounts = account_totals(catalogue, plans)
+    cells = {c.name: cell_errors(c, plans[c.name]) for c in campaigns}
     if args.json:
-        document = {
-            "campaigns": {name: plan.summary() for name, plan in shown.items()},
-            "accounts": accounts,
-        }
+        summaries = {name: plan.summary() for name, plan in shown.items()}
+        for name, errors in cells.items():
+            if errors is not None:
+                summaries[name]["cells"] = errors
+        document = {"campaigns": summaries, "accounts": accounts}
         print(json.dumps(document, indent=2))
     else:
-        for plan in shown.values():
+        for name, plan in shown.items():
             print("\n".join(plan.describe()))
+            if cells[name] is not None:
+                print("\n".join(describe_cells(name, cells[name])))
         for name, account in accounts.items():
             state = "ok" if account["within_cap"] else "OVER CAP"
             print(

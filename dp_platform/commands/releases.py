@@ -3,9 +3,12 @@
 Reads the ledger's write-once releases: per day the bound r_i, σ_i, ρ charged, the noisy value
 of every publisher and the answers of the campaign's queries that end by that day (post-
 processing of the noisy values); and the campaign-level releases (one-shot, reach and
-frequency) when there are any. This is what an advertiser may see. Releases live in the
-ledger whatever the warehouse engine: ``--config`` is accepted (and checked) for symmetry with
-the other commands, and opens no warehouse.
+frequency) when there are any. A campaign with a breakdown or the value measure publishes
+cells (publisher, dimension values, measure, value, σ, 95 % interval): ``--json`` has every
+cell of every day, the table shows the last day's largest cells per measure (``--cells N``);
+its per-publisher values and answers are counts summed over the cells. This is what an
+advertiser may see. Releases live in the ledger whatever the warehouse engine: ``--config`` is
+accepted (and checked) for symmetry with the other commands, and opens no warehouse.
 """
 
 from __future__ import annotations
@@ -21,7 +24,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--campaign", required=True, help="campaign name")
     parser.add_argument("--config", help="campaign catalogue (checked; releases need no engine)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--cells", type=int, default=10, help="cells shown per measure in the table (default 10)"
+    )
     parser.set_defaults(handler=run)
+
+
+def cell_table(cells: list[dict], per_measure: int) -> list[str]:
+    """The largest cells of each measure, value ± 1.96σ rounded to what the noise justifies."""
+    from dp_platform.display import round_to_noise
+
+    lines = []
+    keys = [k for k in cells[0] if k not in {"measure", "value", "sigma", "ci_low", "ci_high"}]
+    for measure in dict.fromkeys(c["measure"] for c in cells):
+        mine = sorted(
+            (c for c in cells if c["measure"] == measure), key=lambda c: -float(c["value"])
+        )
+        lines.append(f"  {measure}: top {min(per_measure, len(mine))} of {len(mine)} cells")
+        for cell in mine[:per_measure]:
+            label = " / ".join(str(cell[k]) for k in keys)
+            sigma = float(cell["sigma"])
+            lines.append(
+                f"    {label:<40} {round_to_noise(float(cell['value']), sigma):>12g} "
+                f"± {round_to_noise(1.959964 * sigma, sigma):g}"
+            )
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"campaign {args.campaign}: {len(records)} released days")
     print(" day    bound      σ_i   ρ charged   noisy total   answer(s) ending today (total)")
     for day in days:  # shown rounded to what the noise justifies (display.py); --json is exact
-        std = day.sigma * len(day.values) ** 0.5
+        std = day.value_std * len(day.values) ** 0.5
         total = round_to_noise(sum(day.values.values()), std)
         answers = ", ".join(
             f"q{j}={round_to_noise(sum(v.values()), day.answer_std[j]):g}"
@@ -57,4 +84,7 @@ def run(args: argparse.Namespace) -> int:
             f"{day.day:>4} {significant(day.bound):>8g} {significant(day.sigma):>8g} "
             f"{significant(day.rho_charged):>11g} {total:>13g}   {answers}"
         )
+    if days and len(days[-1].cells) != len(days[-1].values):  # a campaign with cells
+        print(f"day {days[-1].day} cells (publisher / dimension values; value ± 95 % interval):")
+        print("\n".join(cell_table(days[-1].cells, args.cells)))
     return 0

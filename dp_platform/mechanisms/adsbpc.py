@@ -14,6 +14,12 @@ the row by (r_i, −r_i), L2 norm √2·r_i); one publisher under replace is fac
 :mod:`dp_platform.privacy.scales` for the workload and objective, and is rounded up so that the
 float σ used never costs more than its exact allotment.
 
+Cells (docs/algorithm.md#cells): with a breakdown or the value measure, x[i] has one entry per
+cell and each conversion contributes a vector of L2 norm ≤ 1 (scale 1/√m for m measures), so a
+clipped user row still has L2 ≤ r_i and every figure above holds with k = the number of cells;
+``replace`` pays factor 2 as soon as there is more than one cell (tests/test_cells.py checks
+the sensitivity by removing each user in turn).
+
 Streaming: day i reads only that day's histogram and clipped vector, and the state of day i−1.
 Query answers are post-processing of released vectors (free). The state holds secret parts (the
 SVT's noisy thresholds) and is persisted by the ledger; a :class:`Release` holds DP values only.
@@ -132,6 +138,7 @@ class AdsbpcSettings(MechanismSettings):
     kind: Literal["adsbpc"]  # required, so a dump that leaves out defaults still names it
     bounds: BoundsConfig = BoundsConfig()
     legacy_blocks: ClassVar[tuple[str, ...]] = ("bounds",)
+    releases_cells: ClassVar[bool] = True
 
     def check(self, campaign: CampaignConfig) -> None:
         super().check(campaign)
@@ -146,8 +153,10 @@ class AdsbpcSettings(MechanismSettings):
 
 
 def sensitivity_factor(campaign: CampaignConfig) -> int:
-    """How many times ½Σ r_i²/σ_i² one user can move: 2 under replace with > 1 publisher."""
-    return 2 if campaign.privacy.adjacency == "replace" and campaign.several_publishers else 1
+    """How many times ½Σ r_i²/σ_i² one user can move: 2 under replace with > 1 released cell
+    (publishers, or a breakdown / the value measure within one publisher: moving a user from
+    region A to B is the same (r, −r) move as from publisher A to B)."""
+    return 2 if campaign.privacy.adjacency == "replace" and campaign.several_cells else 1
 
 
 def _sigma_for_allotment(bound: float, allotment: Fraction, factor: int) -> float:

@@ -22,6 +22,11 @@ refuses ``replace``). Budget (zCDP, exact): ρ = ρ1 + n·ρ_h + ρ_p, fixed bef
   (:mod:`dp_platform.privacy.filter`). r_i and σ_i depend only on earlier DP outputs (this
   day's noisy histogram included) and the config, never on the data directly.
 
+Cells (docs/algorithm.md#cells): with a breakdown or the value measure the filter's vector is
+the cell vector (each conversion of L2 norm ≤ 1); each user is charged ‖c̄_u‖₂²/(2σ_i²) over
+the cells they filled, and the profile reads the same vectors (tests/test_cells.py: removing a
+user changes the release by a vector whose squared norm is exactly their recorded spend ×2σ²).
+
 The day's bound r_i ∈ [1, Λ] minimises α_i·E[B(r)²]/k² + a_i·σ_i(r)²: B(r) the conversions the
 cap r cuts, estimated from the mean of the last ``pool_days`` noisy histograms, with its noise
 variance added to B̃² (so an unreadable tail is treated as a risk, not as empty); k the
@@ -44,7 +49,7 @@ from datetime import date, timedelta
 from fractions import Fraction
 from pathlib import Path
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -117,6 +122,7 @@ class PlusSettings(MechanismSettings):
     """
 
     kind: Literal["adsbpc_plus"]  # required, so a dump that leaves out defaults still names it
+    releases_cells: ClassVar[bool] = True
     histogram_share: float = Field(default=0.03, ge=SHARE_FLOOR, lt=1)
     profile_share: float = Field(default=0.02, ge=0, lt=1)
     profile_days: int = Field(default=7, ge=0, description="m: days the profile is read from")

@@ -52,6 +52,8 @@ __all__ = [
 @dataclass(frozen=True)
 class Measurement:
     """Day i's noisy per-publisher vector x[i] + N(0, σ_i² I): the write-once daily release.
+    For a campaign with cells (dp_platform/cells.py) x[i] is the scaled cell vector; published
+    values are ``values`` and ``sigma`` times each cell's public factor.
 
     DP values only — the bound, σ, the noisy values and what the release was charged."""
 

@@ -79,7 +79,12 @@ class WarehouseEngine(Protocol):
     def __exit__(self, *exc: object) -> None: ...
 
     def ingest(
-        self, impressions: str | Path, conversions: str | Path, *, now: datetime | None = None
+        self,
+        impressions: str | Path,
+        conversions: str | Path,
+        *,
+        now: datetime | None = None,
+        dimensions: dict[str, list[str]] | None = None,
     ) -> IngestReport: ...
 
     def table_rows(self, table: str) -> int: ...

@@ -42,6 +42,9 @@ __all__ = ["PIPELINE", "STAGES", "BenchSpec", "run_bench"]
 STAGES = ("ingest", "attribution", "contributions", "histogram", "clipping")
 PIPELINE = STAGES[1:]
 START = date(2026, 3, 1)
+BENCH_DIMS = ("region", "device")
+BENCH_DIMENSION_VALUES = 5
+BENCH_VALUE_CAP = 100.0
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,26 @@ class BenchSpec:
     engine: Literal["duckdb", "spark"] = "duckdb"
     spark_master: str = "local[2]"
     spark_conf: tuple[tuple[str, str], ...] = ()
+    cells: bool = False
+    """Release cells: publishers × 2 conversion dimensions of 5 values × [count, value]."""
+
+    def dimensions(self) -> dict[str, list[str]]:
+        """The benchmark's breakdown (empty without ``cells``): region and device, 5 each."""
+        if not self.cells:
+            return {}
+        return {name: [f"{name}{i}" for i in range(BENCH_DIMENSION_VALUES)] for name in BENCH_DIMS}
 
     def campaign(self) -> CampaignConfig:
+        cells: dict[str, object] = {}
+        if self.cells:
+            cells = {
+                "breakdown": [
+                    {"name": name, "source": "conversions", "values": values}
+                    for name, values in self.dimensions().items()
+                ],
+                "measures": ["count", "value"],
+                "value_cap": BENCH_VALUE_CAP,
+            }
         return parse_campaign(
             {
                 "name": "bench",
@@ -75,6 +96,7 @@ class BenchSpec:
                 "publishers": "all",
                 "attribution": {"rule": self.rule, "lookback_days": self.lookback_days},
                 "bounds": {"quantile_days": min(7, self.days - 1)},
+                **cells,
             }
         )
 
@@ -114,11 +136,32 @@ def generate(spec: BenchSpec, directory: str) -> dict:
         lookback_days=spec.lookback_days,
     )
     files = write_events(events, directory, fmt="parquet")
+    conversions = str(files.conversions)
+    if spec.cells:
+        conversions = _with_dimensions(spec, conversions)
     return {
         "impressions": str(files.impressions),
-        "conversions": str(files.conversions),
+        "conversions": conversions,
         "seconds": time.perf_counter() - started,
     }
+
+
+def _with_dimensions(spec: BenchSpec, path: str) -> str:
+    """The conversions file with one column per benchmark dimension, each row's value picked
+    by a hash of its id (uniform over the 5 values, reproducible)."""
+    import duckdb
+
+    target = path.replace(".parquet", "_cells.parquet")
+    columns = ", ".join(
+        f"list_extract({values!r}, CAST(hash(conversion_id || '{name}') % {len(values)} AS "
+        f"INTEGER) + 1) AS {name}"
+        for name, values in spec.dimensions().items()
+    )
+    with duckdb.connect() as con:
+        con.execute(
+            f"COPY (SELECT *, {columns} FROM read_parquet('{path}')) TO '{target}' (FORMAT parquet)"
+        )
+    return target
 
 
 def _open(spec: BenchSpec, database: str):
@@ -131,7 +174,12 @@ def duckdb_ingest(spec: BenchSpec, files: dict, database: str) -> dict:
     with _open(spec, database) as warehouse:
         warehouse.sql.timings = []
         wall, cpu = time.perf_counter(), time.process_time()
-        report = warehouse.ingest(files["impressions"], files["conversions"], now=spec.now)
+        report = warehouse.ingest(
+            files["impressions"],
+            files["conversions"],
+            now=spec.now,
+            dimensions=spec.dimensions() or None,
+        )
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         profile = list(warehouse.sql.timings)
     return {
@@ -333,6 +381,7 @@ def run_bench(spec: BenchSpec, workdir: str | Path, *, reference: str | None = N
         "bound": spec.bound,
         "threads": spec.threads,
         "memory_limit": spec.memory_limit,
+        "cells": spec.cells,
         "seconds": seconds,
         "cpu_seconds": cpu_seconds,
         "load_average_before_pipeline": piped["load_average"],

@@ -76,11 +76,27 @@ REASONS = (
     "unparsable_value",
     "negative_value",
     "future_ts",
+    "missing_<dimension>",
+    "unknown_<dimension>_value",
     "duplicate_loaded",
     "duplicate_in_load",
     "too_many_at_instant",
 )
-"""Every reason a row can be quarantined for (documented in docs/data.md)."""
+"""Every reason a row can be quarantined for (documented in docs/data.md); ``<dimension>`` is
+the name of a catalogue dimension (:func:`dimension_reasons`)."""
+
+DimensionLists = dict[str, list[str]]
+"""A catalogue's conversion dimensions: name → public value list."""
+
+
+def dimension_reasons(name: str) -> tuple[str, str]:
+    """The quarantine reasons of dimension ``name``: missing, and a value not in its list."""
+    return f"missing_{name}", f"unknown_{name}_value"
+
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
 
 TS_WINDOW = (datetime(1970, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC))
 """Accepted event times [from, to): inside it ``epoch_us(ts) * TIE_ROOM`` fits in a BIGINT
@@ -126,9 +142,26 @@ class IngestReport:
         }
 
 
-def _projection(source: Source) -> str:
+def _dimension_items(source: Source, dimensions: DimensionLists) -> list[str]:
+    """Each dimension's trimmed text as ``dim_<name>``, and ``dimension_reason``: the first
+    dimension that is empty (``missing_<name>``) or not in its public list."""
+    if source.kind != "conversions" or not dimensions:
+        return ["CAST(NULL AS VARCHAR) AS dimension_reason"]
+    items, arms = [], []
+    for name, values in dimensions.items():
+        text = f'ingest_text(CAST("{name}" AS VARCHAR))'
+        missing, unknown = dimension_reasons(name)
+        listed = ", ".join(_sql_text(v) for v in values)
+        items.append(f'{text} AS "dim_{name}"')
+        arms.append(f"WHEN {text} IS NULL THEN '{missing}'")
+        arms.append(f"WHEN {text} NOT IN ({listed}) THEN '{unknown}'")
+    items.append(f"CASE {' '.join(arms)} END AS dimension_reason")
+    return items
+
+
+def _projection(source: Source, dimensions: DimensionLists | None = None) -> str:
     """Select list of the `source` view: text trimmed (empty → NULL, macro in
-    ingest_text.sql), other types kept."""
+    ingest_text.sql), other types kept; then the catalogue's dimensions."""
     items = []
     for name in (*REQUIRED[source.kind], *OPTIONAL_COLUMNS[source.kind]):
         quoted = '"' + name.replace('"', '""') + '"'
@@ -140,6 +173,7 @@ def _projection(source: Source) -> str:
             items.append(f"{quoted} AS {name}")
         else:
             items.append(f"ingest_text(CAST({quoted} AS VARCHAR)) AS {name}")
+    items += _dimension_items(source, dimensions or {})
     return ", ".join(items)
 
 
@@ -219,7 +253,9 @@ def _loaded_before(runner: SqlRunner, source: Source) -> bool:
     )
 
 
-def check_rows(runner: SqlRunner, source: Source, now: datetime) -> None:
+def check_rows(
+    runner: SqlRunner, source: Source, now: datetime, dimensions: DimensionLists | None = None
+) -> None:
     """The row checks of one file staged by :func:`stage_file`, the same for every engine
     (the Spark ingest runs them in an embedded DuckDB): views ``source`` (trimmed text),
     ``malformed`` and ``typed``; tables ``scanned`` (ids of the passing rows) and
@@ -227,7 +263,7 @@ def check_rows(runner: SqlRunner, source: Source, now: datetime) -> None:
     runner.run("ingest_text")
     runner.con.execute(
         f"CREATE OR REPLACE TEMP VIEW source AS "
-        f"SELECT source_row, {_projection(source)} FROM staged_{source.kind}"
+        f"SELECT source_row, {_projection(source, dimensions)} FROM staged_{source.kind}"
     )
     runner.con.execute(
         f"CREATE OR REPLACE TEMP VIEW malformed AS SELECT * FROM malformed_{source.kind}"
@@ -244,13 +280,33 @@ def rows_read(runner: SqlRunner) -> int:
     )
 
 
-def _load_one(runner: SqlRunner, source: Source, now: datetime) -> KindReport:
+def _insert_dimensions(runner: SqlRunner, load_id: int, dimensions: DimensionLists) -> None:
+    """The load's accepted conversions' dimension values as small integers: each listed value
+    gets a key in ``dimension_values`` once (keys never change), and each conversion one row
+    per dimension in ``conversion_dimensions``."""
+    for name, values in dimensions.items():
+        runner.run("ingest_dimension_values", dimension=name, listed=list(values))
+        runner.con.execute(
+            "INSERT INTO conversion_dimensions "
+            "SELECT c.conversion_key, $dimension, d.value_key "
+            "FROM conversions AS c "
+            "JOIN source AS s ON s.source_row = c.source_row "
+            f'JOIN dimension_values AS d ON d.dimension = $dimension AND d.value = s."dim_{name}" '
+            "WHERE c.load_id = $load_id",
+            {"dimension": name, "load_id": load_id},
+        )
+
+
+def _load_one(
+    runner: SqlRunner, source: Source, now: datetime, dimensions: DimensionLists
+) -> KindReport:
     """Check, key and insert one staged file; the caller holds the transaction."""
     report = KindReport(source_file=str(source.path))
     if _already_loaded(runner, source):
         report.already_loaded = True
         return report
-    check_rows(runner, source, now)
+    own = dimensions if source.kind == "conversions" else {}
+    check_rows(runner, source, now, own)
     load_id = runner.query("SELECT nextval('load_ids')")[0][0]
     runner.run("ingest_keys")
     runner.run(f"ingest_insert_{source.kind}", load_id=load_id, tie_room=TIE_ROOM)
@@ -260,6 +316,7 @@ def _load_one(runner: SqlRunner, source: Source, now: datetime) -> KindReport:
     runner.run("ingest_duplicates", load_id=load_id, kind=source.kind)
     if source.kind == "impressions":
         runner.run("ingest_ties", load_id=load_id, tie_room=TIE_ROOM, max_tie=TIE_ROOM)
+    _insert_dimensions(runner, load_id, own)
     reasons = runner.run(
         "ingest_quarantine", load_id=load_id, kind=source.kind, source_file=str(source.path)
     )
@@ -288,14 +345,17 @@ def ingest_files(
     conversions: str | Path,
     *,
     now: datetime | None = None,
+    dimensions: DimensionLists | None = None,
 ) -> IngestReport:
-    """Check both files, then load both in one transaction (all or nothing)."""
+    """Check both files, then load both in one transaction (all or nothing). ``dimensions``:
+    the catalogue's conversion dimensions (columns required, values checked and stored)."""
     moment = ingest_moment(now)
+    dimensions = dict(dimensions or {})
     # DuckDB's progress bar would print into the command's output (stdout is the report)
     runner.con.execute("SET enable_progress_bar = false")
     sources = [
         inspect(runner.con, "impressions", impressions),
-        inspect(runner.con, "conversions", conversions),
+        inspect(runner.con, "conversions", conversions, tuple(dimensions)),
     ]
     try:
         for source in sources:
@@ -306,7 +366,7 @@ def ingest_files(
         with _writing(runner), runner.transaction():
             for source in sources:
                 with reading_file(source, "could not be loaded"):
-                    reports.append(_load_one(runner, source, moment))
+                    reports.append(_load_one(runner, source, moment, dimensions))
     finally:
         drop_temporaries(runner.con)
     return IngestReport(impressions=reports[0], conversions=reports[1])

@@ -1,6 +1,8 @@
 -- Row-level checks of a staged conversions file (view `source`: source_row, conversion_id,
 -- user_id, advertiser_id, ts, value; value is NULL when the optional column is absent).
 -- A value is optional per row too; when present it must be a finite number >= 0.
+-- dimension_reason: the first catalogue dimension that is empty or has an unlisted value
+-- (built by ingest.py from the catalogue's public lists; NULL without dimensions).
 -- As for impressions (ingest_check_impressions.sql): only failing rows are materialised.
 CREATE OR REPLACE TEMP VIEW typed AS
 SELECT
@@ -12,7 +14,8 @@ SELECT
     ts AS ts_given,
     TRY_CAST(ts AS TIMESTAMPTZ) AS ts,
     value AS value_given,
-    TRY_CAST(value AS DOUBLE) AS value
+    TRY_CAST(value AS DOUBLE) AS value,
+    dimension_reason
 FROM source;
 
 -- One scan judges every row and, for the rows that pass, collects the distinct user,
@@ -51,6 +54,7 @@ FROM (
                 WHEN value_given IS NOT NULL AND NOT coalesce(isfinite(value), false)
                     THEN 'unparsable_value'
                 WHEN value < 0 THEN 'negative_value'
+                WHEN dimension_reason IS NOT NULL THEN dimension_reason
                 WHEN ts > $now THEN 'future_ts'
             END AS reason
         FROM typed

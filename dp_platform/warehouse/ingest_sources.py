@@ -169,10 +169,12 @@ def _csv_header(kind: Kind, path: Path) -> list[str]:
     return [name.strip() for name in names]
 
 
-def _csv_columns(kind: Kind, path: Path, names: list[str]) -> dict[str, str]:
+def _csv_columns(
+    kind: Kind, path: Path, names: list[str], dimensions: tuple[str, ...] = ()
+) -> dict[str, str]:
     """Names DuckDB reads the columns under: required names must be unique; other columns
     (ignored) get placeholder names when blank or repeated."""
-    wanted = (*REQUIRED[kind], *OPTIONAL_COLUMNS[kind])
+    wanted = (*REQUIRED[kind], *OPTIONAL_COLUMNS[kind], *dimensions)
     repeated = sorted({n for n in names if n in wanted and names.count(n) > 1})
     if repeated:
         raise IngestError(
@@ -216,9 +218,11 @@ def _parquet_columns(con: duckdb.DuckDBPyConnection, kind: Kind, path: Path) -> 
     return {str(row[0]): str(row[1]) for row in described if row[0] != "file_row_number"}
 
 
-def _check_types(kind: Kind, path: Path, columns: dict[str, str]) -> None:
+def _check_types(
+    kind: Kind, path: Path, columns: dict[str, str], dimensions: tuple[str, ...] = ()
+) -> None:
     """Parquet columns must have a type a valid value can have (CSV fields are all text)."""
-    for name in (*REQUIRED[kind], *OPTIONAL_COLUMNS[kind]):
+    for name in (*REQUIRED[kind], *OPTIONAL_COLUMNS[kind], *dimensions):
         if name not in columns:
             continue
         group = name if name in _ACCEPTED_TYPES else "id"
@@ -230,13 +234,21 @@ def _check_types(kind: Kind, path: Path, columns: dict[str, str]) -> None:
             )
 
 
-def inspect(con: duckdb.DuckDBPyConnection, kind: Kind, path: str | Path) -> Source:
-    """File-level checks; nothing is written. Raises IngestError / FileNotFoundError."""
+def inspect(
+    con: duckdb.DuckDBPyConnection,
+    kind: Kind,
+    path: str | Path,
+    dimensions: tuple[str, ...] = (),
+) -> Source:
+    """File-level checks; nothing is written. Raises IngestError / FileNotFoundError.
+
+    ``dimensions``: the catalogue's breakdown columns of this kind, required when declared (a
+    file without them would load events that no broken-down campaign can place)."""
     path = Path(path)
     size = _check_file(kind, path)
     fmt = _format(kind, path)
     if fmt == "csv":
-        columns = _csv_columns(kind, path, _csv_header(kind, path))
+        columns = _csv_columns(kind, path, _csv_header(kind, path), dimensions)
     elif size == 0:
         raise IngestError(f"{_where(kind, path)}: empty file, not Parquet")
     else:
@@ -247,5 +259,11 @@ def inspect(con: duckdb.DuckDBPyConnection, kind: Kind, path: str | Path) -> Sou
             f"{_where(kind, path)}: missing column(s) {', '.join(missing)} "
             f"(required: {', '.join(REQUIRED[kind])})"
         )
-    _check_types(kind, path, columns)
+    absent = [c for c in dimensions if c not in columns]
+    if absent:
+        raise IngestError(
+            f"{_where(kind, path)}: missing column(s) {', '.join(absent)} (declared under the "
+            "catalogue's dimensions)"
+        )
+    _check_types(kind, path, columns, dimensions)
     return Source(kind, path, fmt, columns, _sha256(path))

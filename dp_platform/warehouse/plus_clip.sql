@@ -3,8 +3,9 @@
 -- remaining budget below $residual·cap counts as spent (filter.remaining).
 --
 -- Each user's conversions of the day in (ts, conversion_id) order (user_rank). Per conversion,
--- with w its weights on the campaign's publishers (other publishers are not released: weight 0
--- for the norm), C the sum of the user's earlier conversions of the day, a = ‖w‖², b = ⟨C, w⟩,
+-- with w its entries of the released vector (cell_rows: its weights on the campaign's
+-- publishers, or its cells — docs/algorithm.md#cells; what is not released has weight 0 for
+-- the norm), C the sum of the user's earlier conversions of the day, a = ‖w‖², b = ⟨C, w⟩,
 -- q = ‖C‖² (all before any cut). Kept fraction f = min(count part, budget part): count part 1
 -- below rank ⌊r⌋, r − ⌊r⌋ at it; budget part the largest f with q + 2fb + f²a ≤ 2σ²(cap − s_u),
 -- s_u the user's spend before this day, as x/(b + √(b² + a·x)), x = room − q (no cancellation).
@@ -12,20 +13,20 @@
 CREATE OR REPLACE TEMP TABLE plus_conversions AS
 WITH rows AS (
     SELECT
-        a.user_key,
-        a.user_rank,
-        a.publisher_key,
-        sum(CASE WHEN cp.publisher_key IS NULL THEN 0.0 ELSE a.weight END) AS w
-    FROM attributed_conversions AS a
-    LEFT JOIN campaign_pubs AS cp ON cp.publisher_key = a.publisher_key
-    WHERE a.campaign = $campaign AND a.day = $day AND a.user_rank <= $whole
-    GROUP BY a.user_key, a.user_rank, a.publisher_key
+        r.user_key,
+        r.user_rank,
+        r.cell_key,
+        sum(CASE WHEN cp.cell_key IS NULL THEN 0.0 ELSE r.weight END) AS w
+    FROM cell_rows($campaign, $day, $day) AS r
+    LEFT JOIN cell_positions AS cp ON cp.cell_key = r.cell_key
+    WHERE r.user_rank <= $whole
+    GROUP BY r.user_key, r.user_rank, r.cell_key
 ),
 running AS (
     SELECT
         *,
         sum(w) OVER (
-            PARTITION BY user_key, publisher_key ORDER BY user_rank
+            PARTITION BY user_key, cell_key ORDER BY user_rank
             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ) AS before
     FROM rows
@@ -77,14 +78,14 @@ SELECT
     ) AS f
 FROM allowed;
 
--- What is released: per (user, campaign publisher) the kept weight.
+-- What is released: per (user, vector position) the kept weight.
 CREATE OR REPLACE TEMP TABLE plus_user_rows AS
-SELECT a.user_key, cp.position, sum(a.weight * k.f) AS value
-FROM attributed_conversions AS a
-JOIN plus_kept AS k ON k.user_key = a.user_key AND k.user_rank = a.user_rank
-JOIN campaign_pubs AS cp ON cp.publisher_key = a.publisher_key
-WHERE a.campaign = $campaign AND a.day = $day AND k.f > 0
-GROUP BY a.user_key, cp.position;
+SELECT r.user_key, cp.position, sum(r.weight * k.f) AS value
+FROM cell_rows($campaign, $day, $day) AS r
+JOIN plus_kept AS k ON k.user_key = r.user_key AND k.user_rank = r.user_rank
+JOIN cell_positions AS cp ON cp.cell_key = r.cell_key
+WHERE k.f > 0
+GROUP BY r.user_key, cp.position;
 
 -- The spend is charged from exactly those released rows: cost = ‖c̄_u‖₂² / (2σ²).
 INSERT INTO plus_user_spend

@@ -1,7 +1,7 @@
 -- AdsBPC+ profile histogram (adsbpc_plus.py): per user T = Σ_d φ_d ‖clip_{r_d}(c_{u,d})‖₂² over
--- the days $days (count clip at r_d = $whole[d] + $fraction[d], campaign publishers only), then
--- users per public log bin (low = $low, ratio e^$step, $bins bins). Users with T = 0 are in no
--- bin. Python receives the counts per bin only.
+-- the days $days (count clip at r_d = $whole[d] + $fraction[d], over the released vector's
+-- entries: cell_rows of $first..$last), then users per public log bin (low = $low, ratio
+-- e^$step, $bins bins). Users with T = 0 are in no bin. Python receives the counts per bin only.
 WITH params AS (
     SELECT
         unnest(CAST($days AS DATE[])) AS day,
@@ -11,15 +11,15 @@ WITH params AS (
 ),
 kept AS (
     SELECT
-        a.user_key,
-        a.day,
+        r.user_key,
+        r.day,
         cp.position,
-        sum(a.weight * CASE WHEN a.user_rank < p.whole THEN 1.0 ELSE p.fraction END) AS value
-    FROM attributed_conversions AS a
-    JOIN params AS p ON p.day = a.day
-    JOIN campaign_pubs AS cp ON cp.publisher_key = a.publisher_key
-    WHERE a.campaign = $campaign AND a.user_rank <= p.whole
-    GROUP BY a.user_key, a.day, cp.position
+        sum(r.weight * CASE WHEN r.user_rank < p.whole THEN 1.0 ELSE p.fraction END) AS value
+    FROM cell_rows($campaign, $first, $last) AS r
+    JOIN params AS p ON p.day = r.day
+    JOIN cell_positions AS cp ON cp.cell_key = r.cell_key
+    WHERE r.user_rank <= p.whole
+    GROUP BY r.user_key, r.day, cp.position
 ),
 per_day AS (
     SELECT k.user_key, k.day, sum(k.value * k.value) AS norm

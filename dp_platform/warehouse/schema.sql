@@ -74,6 +74,21 @@ CREATE TABLE IF NOT EXISTS conversions (
     source_row BIGINT NOT NULL
 );
 
+-- Breakdown dimensions (docs/operators.md, "Breakdowns"): each public value of a catalogue's
+-- dimension gets a small integer key once (ingest_dimension_values.sql); each accepted
+-- conversion of a load made with dimensions has one row per dimension.
+CREATE TABLE IF NOT EXISTS dimension_values (
+    dimension VARCHAR NOT NULL,
+    value_key SMALLINT NOT NULL,
+    value VARCHAR NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS conversion_dimensions (
+    conversion_key BIGINT NOT NULL,
+    dimension VARCHAR NOT NULL,
+    value_key SMALLINT NOT NULL
+);
+
 -- Rejected rows: where they came from and why, never their values.
 CREATE TABLE IF NOT EXISTS quarantine (
     load_id BIGINT NOT NULL,

@@ -24,6 +24,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from dp_platform.cells import CellLayout, layout_of
 from dp_platform.config import CampaignConfig, ConfigError, WarehouseConfig
 from dp_platform.privacy.filter import RESIDUAL
 from dp_platform.warehouse.ingest import TIE_ROOM, IngestReport, ingest_files
@@ -123,9 +124,11 @@ class Warehouse:
         conversions: str | Path,
         *,
         now: datetime | None = None,
+        dimensions: dict[str, list[str]] | None = None,
     ) -> IngestReport:
-        """Validate and load two event files (all or nothing); see :mod:`.ingest`."""
-        return ingest_files(self.sql, impressions, conversions, now=now)
+        """Validate and load two event files (all or nothing); see :mod:`.ingest`.
+        ``dimensions``: the catalogue's conversion dimensions (name → public values)."""
+        return ingest_files(self.sql, impressions, conversions, now=now, dimensions=dimensions)
 
     def table_rows(self, table: str) -> int:
         """Row count of a warehouse table (monitoring; no contents)."""
@@ -200,6 +203,34 @@ class Warehouse:
         self.sql.run("attribution_scope")  # temp macros over this campaign_pubs (bound now)
         return publishers
 
+    def _cell_scope(
+        self, campaign: CampaignConfig, publishers: list[str] | None = None
+    ) -> CellLayout:
+        """Put the campaign's released vector in scope: its publishers (campaign_pubs) and the
+        table macro ``cell_rows`` (cell_rows_plain.sql for a count-only campaign without
+        breakdown, cell_rows.sql with its layout tables otherwise)."""
+        layout = layout_of(campaign, self._scope(campaign, publishers))
+        if layout.plain:
+            self.sql.run("cell_rows_plain")
+            return layout
+        keys = layout.dimension_index()
+        self.sql.run(
+            "cell_layout",
+            dimensions=len(layout.dimensions),
+            combinations=layout.combinations,
+            measures=len(layout.measures),
+            value_cap=float(layout.value_cap or 1.0),
+            measure_index=list(range(len(layout.measures))),
+            value_part=[m == "value" for m in layout.measures],
+            scales=[layout.scale(m) for m in layout.measures],
+            dim_names=[k[0] for k in keys] or [""],
+            dim_values=[k[1] for k in keys] or [""],
+            dim_idx=[k[2] for k in keys] or [0],
+            dim_strides=[k[3] for k in keys] or [0],
+        )
+        self.sql.run("cell_rows", cells_per_publisher=layout.combinations * len(layout.measures))
+        return layout
+
     def publisher_sums(
         self,
         campaign: CampaignConfig,
@@ -208,14 +239,15 @@ class Warehouse:
         publishers: list[str] | None = None,
         **params: object,
     ) -> tuple[list[str], np.ndarray]:
-        """Run ``query`` (rows of (publisher position, sum)) with the publishers in scope
-        (``None``: the campaign's); returns them and the per-publisher vector in that order
-        (zeros where no row). Call inside a transaction, with whatever the query reads."""
-        publishers = self._scope(campaign, publishers)
-        vector = np.zeros(len(publishers), dtype=np.float64)
+        """Run ``query`` (rows of (vector position, sum)) with the campaign's released vector in
+        scope (``None``: the campaign's publishers); returns each entry's publisher and the
+        vector — per publisher, or per cell (dp_platform/cells.py) — zeros where no row. Call
+        inside a transaction, with whatever the query reads."""
+        layout = self._cell_scope(campaign, publishers)
+        vector = np.zeros(layout.size, dtype=np.float64)
         for position, value in self.sql.run(query, **params):
             vector[position] = value
-        return publishers, vector
+        return layout.cell_publishers(), vector
 
     @staticmethod
     def _check_range(campaign: CampaignConfig, first: date, last: date) -> None:
@@ -464,17 +496,27 @@ class Warehouse:
             day=day,
         )
         if publishers:
-            self.con.execute(
-                f"INSERT INTO {_CLIPPED} SELECT $campaign, $day, $bound, "
-                "generate_subscripts($values, 1) - 1, unnest($publishers), unnest($values)",
-                {
-                    "campaign": campaign.name,
-                    "day": day,
-                    "bound": float(bound),
-                    "publishers": publishers,
-                    "values": vector.tolist(),
-                },
-            )
+            # each entry's publisher is the campaign_pubs row of position // entries per
+            # publisher (in scope: the vector was just computed); the values go in as a frame
+            # (binding 10⁵ list parameters is slower than the clipping itself)
+            frame = pd.DataFrame({"position": np.arange(vector.size), "value": vector})
+            self.con.register("clipped_entries", frame)
+            try:
+                self.con.execute(
+                    f"INSERT INTO {_CLIPPED} "
+                    "SELECT $campaign, $day, $bound, v.position, cp.publisher_id, v.value "
+                    "FROM clipped_entries AS v "
+                    "JOIN campaign_pubs AS cp ON cp.position = v.position // $per "
+                    "ORDER BY v.position",
+                    {
+                        "campaign": campaign.name,
+                        "day": day,
+                        "bound": float(bound),
+                        "per": len(publishers) // len(set(publishers)),
+                    },
+                )
+            finally:
+                self.con.unregister("clipped_entries")
 
     # -- AdsBPC+: the individual filter's per-user spend (secret state) ------------------------
     # Separate from AdsBPC's methods above; tables in plus_schema.sql, SQL in plus_*.sql.
@@ -585,10 +627,12 @@ class Warehouse:
         whole = [int(np.floor(b)) for b in bounds]
         hist = np.zeros(grid.bins, dtype=np.int64)
         with self.sql.transaction():
-            self._scope(campaign, publishers)
+            self._cell_scope(campaign, publishers)
             rows = self.sql.run(
                 "plus_profile",
                 campaign=campaign.name,
+                first=min(days),
+                last=max(days),
                 days=list(days),
                 whole=whole,
                 fraction=[float(b - w) for b, w in zip(bounds, whole, strict=True)],

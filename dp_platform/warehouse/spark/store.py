@@ -115,9 +115,20 @@ class SparkWarehouse:
     # -- loading -------------------------------------------------------------------------
 
     def ingest(
-        self, impressions: str | Path, conversions: str | Path, *, now: datetime | None = None
+        self,
+        impressions: str | Path,
+        conversions: str | Path,
+        *,
+        now: datetime | None = None,
+        dimensions: dict[str, list[str]] | None = None,
     ) -> IngestReport:
-        """Validate and load two event files (all or nothing); see :mod:`.ingest`."""
+        """Validate and load two event files (all or nothing); see :mod:`.ingest`. Breakdown
+        dimensions are not stored on Spark (the catalogue refuses them with this engine)."""
+        if dimensions:
+            raise ConfigError(
+                "dimensions: breakdowns are loaded by the duckdb warehouse only (warehouse."
+                "engine: spark)"
+            )
         self._use()
         return ingest_files(self, impressions, conversions, now=now)
 

@@ -1,0 +1,378 @@
+"""Cells (publisher × breakdown × measure): catalogue rules, ingest of dimensions, the cell
+layout, and the sensitivity the mechanisms charge for, checked by brute force.
+
+The brute-force tests rebuild the warehouse from the event files with each user removed in turn
+and compare the clipped cell vectors: for AdsBPC the change must have L2 norm ≤ r (what σ is
+calibrated to), for AdsBPC+ its squared norm must equal the spend the filter recorded × 2σ².
+A heavy user reaches the bound exactly, so a wrong scale factor (s = 1 instead of 1/√2) fails.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from dp_platform.cells import Z95, cell_records, layout_of, publisher_counts
+from dp_platform.config import ConfigError, parse_campaign, parse_catalogue
+from dp_platform.mechanisms.adsbpc import make_plan
+from dp_platform.warehouse import Warehouse
+from tests.cells_data import (
+    ADVERTISER,
+    DEVICES,
+    PUBLISHERS,
+    REGIONS,
+    START,
+    VALUE_CAP,
+    generate,
+    reference_cells,
+    write,
+)
+
+NOW = datetime(2100, 1, 1, tzinfo=UTC)
+DIMENSIONS = {
+    "region": {"source": "conversions", "values": REGIONS},
+    "device": {"source": "conversions", "values": DEVICES},
+}
+
+
+def catalogue(campaigns: list[dict], **extra: object) -> dict:
+    return {
+        "accounts": [{"name": "acct", "rho_cap": 100}],
+        "dimensions": DIMENSIONS,
+        "campaigns": campaigns,
+        **extra,
+    }
+
+
+def campaign_entry(name: str = "cells", **fields: object) -> dict:
+    return {
+        "name": name,
+        "advertiser": ADVERTISER,
+        "account": "acct",
+        "start": START.isoformat(),
+        "days": 4,
+        "publishers": PUBLISHERS,
+        "attribution": {"rule": "lta", "lookback_days": 30},
+        "mechanism": {"kind": "adsbpc", "bounds": {"quantile_days": 2, "cap": 5}},
+        **fields,
+    }
+
+
+# -- catalogue -------------------------------------------------------------------------------
+
+
+def test_breakdown_resolves_against_the_catalogues_dimensions() -> None:
+    cat = parse_catalogue(
+        catalogue(
+            [
+                campaign_entry(
+                    breakdown=["region", "device"], measures=["count", "value"], value_cap=50
+                )
+            ]
+        )
+    )
+    campaign = cat.campaigns[0]
+    assert [d.name for d in campaign.breakdown] == ["region", "device"]
+    assert campaign.cells_per_publisher == 2 * 3 * 2
+    # the registered form carries the definitions: it parses without the catalogue
+    again = parse_campaign(campaign.model_dump(mode="json"))
+    assert again == campaign
+
+
+@pytest.mark.parametrize(
+    ("fields", "extra", "message"),
+    [
+        ({"breakdown": ["colour"]}, {}, "campaigns[0].breakdown: dimension 'colour' is not"),
+        ({"measures": ["value"]}, {}, "measures must be [count] or [count, value]"),
+        ({"measures": ["count", "value"]}, {}, "value_cap: required when measures include value"),
+        ({"value_cap": 10}, {}, "value_cap: only with measures [count, value]"),
+        ({"measures": ["count", "value"], "value_cap": 0}, {}, "value_cap: Input should be"),
+        ({"breakdown": ["region", "region"]}, {}, "a dimension must not repeat"),
+        (
+            {"breakdown": ["region"], "mechanism": {"kind": "one_shot"}},
+            {},
+            "one_shot releases one count per publisher",
+        ),
+        (
+            {"breakdown": ["region"]},
+            {"warehouse": {"engine": "spark"}},
+            "breakdown and the value measure run on the duckdb warehouse only",
+        ),
+    ],
+)
+def test_campaign_cells_are_refused_by_field_and_rule(fields, extra, message) -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_catalogue(catalogue([campaign_entry(**fields)], **extra))
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("dimensions", "message"),
+    [
+        (
+            {"creative": {"source": "impressions", "values": ["a"]}},
+            "dimensions.creative.source: impressions dimensions are not supported yet",
+        ),
+        ({"region": {"source": "conversions", "values": []}}, "dimensions.region.values"),
+        ({"region": {"source": "conversions", "values": ["a", "a"]}}, "values must not repeat"),
+        ({"value": {"source": "conversions", "values": ["a"]}}, "the name of an event column"),
+        ({"measure": {"source": "conversions", "values": ["a"]}}, "a published cell key"),
+    ],
+)
+def test_catalogue_dimensions_are_refused_by_field_and_rule(dimensions, message) -> None:
+    data = catalogue([campaign_entry()])
+    data["dimensions"] = dimensions
+    with pytest.raises(ConfigError) as error:
+        parse_catalogue(data)
+    assert message in str(error.value)
+
+
+def test_replace_with_one_publisher_and_a_breakdown_pays_factor_two() -> None:
+    """Moving a user's r from region A to region B of one publisher is an (r, −r) change."""
+    one = {"publishers": ["pubA"], "privacy": {"adjacency": "replace"}}
+    plain = parse_catalogue(catalogue([campaign_entry(**one)])).campaigns[0]
+    broken = parse_catalogue(catalogue([campaign_entry(breakdown=["region"], **one)]))
+    assert make_plan(plain).factor == 1
+    assert make_plan(broken.campaigns[0]).factor == 2
+
+
+# -- layout and published cells ----------------------------------------------------------------
+
+
+def _layout(breakdown: list[str], measures: list[str]):
+    fields: dict[str, object] = {"breakdown": breakdown, "measures": measures}
+    if "value" in measures:
+        fields["value_cap"] = VALUE_CAP
+    campaign = parse_catalogue(catalogue([campaign_entry(**fields)])).campaigns[0]
+    return campaign, layout_of(campaign, PUBLISHERS)
+
+
+def test_one_conversion_has_norm_at_most_one_whatever_its_value() -> None:
+    """The scale factors: a unit-weight conversion at or above the cap fills one count and one
+    value cell with s each, L2 norm s·√2 = 1 exactly — and never more."""
+    _, layout = _layout(["region"], ["count", "value"])
+    s_count, s_value = layout.scale("count"), layout.scale("value")
+    assert math.hypot(s_count * 1.0, s_value * 1.0) == pytest.approx(1.0, abs=1e-15)
+    assert math.hypot(s_count, s_value) <= 1.0
+    assert layout.unscale("value") == pytest.approx(VALUE_CAP * math.sqrt(2))
+    _, plain = _layout([], ["count"])
+    assert plain.plain and plain.scale("count") == 1.0 and plain.size == len(PUBLISHERS)
+
+
+def test_cell_records_rescale_value_and_sigma_and_give_the_95_interval() -> None:
+    _, layout = _layout(["region"], ["count", "value"])
+    entries = np.arange(layout.size, dtype=np.float64)
+    records = cell_records(layout, entries, 2.0)
+    assert len(records) == len(PUBLISHERS) * len(REGIONS) * 2
+    first, second = records[0], records[1]
+    assert {k: first[k] for k in ("publisher", "region", "measure")} == {
+        "publisher": "pubA",
+        "region": "north",
+        "measure": "count",
+    }
+    assert second["measure"] == "value"
+    assert second["value"] == pytest.approx(1.0 * VALUE_CAP * math.sqrt(2))
+    assert second["sigma"] == pytest.approx(2.0 * VALUE_CAP * math.sqrt(2))
+    assert second["ci_high"] - second["value"] == pytest.approx(Z95 * second["sigma"])
+    counts = publisher_counts(layout, entries)
+    assert counts[0] == pytest.approx((0 + 2) * math.sqrt(2))  # pubA: north + south counts
+
+
+# -- ingest --------------------------------------------------------------------------------------
+
+
+def test_ingest_quarantines_unknown_and_missing_dimension_values(tmp_path) -> None:
+    events = generate(users=6, days=1, seed=3)
+    imp, conv = write(events, tmp_path)
+    lines = conv.read_text().splitlines()
+    header, rows = lines[0], lines[1:]
+    rows[0] = rows[0].rsplit(",", 1)[0] + ",smartwatch"  # device not in the list
+    rows[1] = rows[1].rsplit(",", 2)[0] + ",,tv"  # region empty
+    conv.write_text("\n".join([header, *rows]) + "\n")
+    lists = {name: d["values"] for name, d in DIMENSIONS.items()}
+    with Warehouse(":memory:") as wh:
+        report = wh.ingest(imp, conv, now=NOW, dimensions=lists).conversions
+        assert report.rows == len(rows) == report.accepted + report.quarantined
+        assert report.reasons == {"unknown_device_value": 1, "missing_region": 1}
+        stored = wh.con.execute(
+            "SELECT dimension, count(*) FROM conversion_dimensions GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+        assert stored == [("device", report.accepted), ("region", report.accepted)]
+        keys = wh.con.execute(
+            "SELECT dimension, list(value ORDER BY value_key) FROM dimension_values GROUP BY 1"
+        ).fetchall()
+        assert dict(keys) == lists  # each listed value keyed once, in list order
+
+
+def test_ingest_refuses_a_file_without_a_declared_dimension_column(tmp_path) -> None:
+    events = generate(users=3, days=1, seed=4)
+    imp, conv = write(events, tmp_path)
+    with Warehouse(":memory:") as wh, pytest.raises(ConfigError) as error:
+        wh.ingest(imp, conv, now=NOW, dimensions={"colour": ["red"]})
+    assert "missing column(s) colour (declared under the catalogue's dimensions)" in str(
+        error.value
+    )
+
+
+# -- sensitivity by brute force ------------------------------------------------------------------
+
+LAYOUTS = {
+    "counts": (["region", "device"], ["count"]),
+    "values": ([], ["count", "value"]),
+    "both": (["region", "device"], ["count", "value"]),
+}
+BOUND = 3.0
+
+
+def _campaigns():
+    entries = []
+    for name, (breakdown, measures) in LAYOUTS.items():
+        fields: dict[str, object] = {"breakdown": breakdown, "measures": measures}
+        if "value" in measures:
+            fields["value_cap"] = VALUE_CAP
+        entries.append(campaign_entry(name, **fields))
+        plus = {**fields, "mechanism": {"kind": "adsbpc_plus", "cap": 5, "profile_days": 2}}
+        entries.append(campaign_entry(f"{name}_plus", **plus))
+    return parse_catalogue(catalogue(entries)).campaigns
+
+
+def _vectors(events, directory, *, sigma: float, cap: float) -> dict[str, tuple]:
+    """Per campaign: the clipped vector of day 1 (AdsBPC at BOUND; AdsBPC+ at (BOUND, σ, cap))
+    and, for AdsBPC+, the recorded spend per user id."""
+    imp, conv = write(events, directory)
+    lists = {name: d["values"] for name, d in DIMENSIONS.items()}
+    out = {}
+    with Warehouse(":memory:") as wh:
+        wh.ingest(imp, conv, now=NOW, dimensions=lists)
+        for campaign in _campaigns():
+            wh.attribute_day(campaign, START)
+            wh.contributions_day(campaign, START)
+            if campaign.mechanism.kind == "adsbpc":
+                out[campaign.name] = (wh.clipped_vector(campaign, START, BOUND), {})
+            else:
+                vector = wh.plus_clipped_vector(campaign, START, BOUND, sigma, cap)
+                spends = dict(
+                    wh.con.execute(
+                        "SELECT u.user_id, s.cost FROM plus_user_spend AS s "
+                        "JOIN users AS u USING (user_key) WHERE s.campaign = $c",
+                        {"c": campaign.name},
+                    ).fetchall()
+                )
+                out[campaign.name] = (vector, spends)
+    return out
+
+
+@pytest.fixture(scope="module")
+def removals(tmp_path_factory):
+    events = generate(users=7, days=1, seed=5, heavy=1)
+    base = tmp_path_factory.mktemp("brute")
+    sigma, cap = 1.0, 2.0
+    full = _vectors(events, base / "all", sigma=sigma, cap=cap)
+    without = {
+        user: _vectors(events.without_user(user), base / user, sigma=sigma, cap=cap)
+        for user in events.users
+    }
+    return full, without, sigma
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_adsbpc_removing_any_user_moves_the_cell_vector_by_at_most_r(removals, name) -> None:
+    full, without, _ = removals
+    vector = full[name][0]
+    norms = [np.linalg.norm(vector - rest[name][0]) for rest in without.values()]
+    assert max(norms) <= BOUND * (1 + 1e-12)
+    # the heavy user (8 conversions above the cap in one cell) reaches the bound: with the
+    # value measure, r·s·√2 = r; a scale of 1 would give √2·r and fail the line above
+    assert max(norms) >= BOUND * (1 - 1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_adsbpc_plus_charges_each_user_the_norm_of_their_cells(removals, name) -> None:
+    """Removing user u changes the released vector by exactly their filtered cell row, whose
+    squared norm is what the filter charged them × 2σ²; the heavy user hits the filter."""
+    full, without, sigma = removals
+    vector, spends = full[f"{name}_plus"]
+    for user, rest in without.items():
+        change = float(np.sum((vector - rest[f"{name}_plus"][0]) ** 2))
+        assert change == pytest.approx(spends.get(user, 0.0) * 2 * sigma**2, rel=1e-9, abs=1e-12)
+    assert max(spends.values()) == pytest.approx(2.0, rel=1e-9)  # the cap: the filter bit
+
+
+def test_warehouse_cells_equal_the_numpy_reference(tmp_path) -> None:
+    """The clipped cell vector of every layout equals an independent NumPy attribution +
+    clipping, in published units."""
+    events = generate(users=7, days=1, seed=5, heavy=1)
+    full = _vectors(events, tmp_path, sigma=1.0, cap=2.0)
+    for campaign in _campaigns():
+        if campaign.mechanism.kind != "adsbpc":
+            continue
+        layout = layout_of(campaign, PUBLISHERS)
+        published = full[campaign.name][0] * np.asarray(layout.unscale_factors())
+        breakdown, measures = LAYOUTS[campaign.name]
+        expected = reference_cells(events, START, BOUND, dimensions=breakdown, measures=measures)
+        np.testing.assert_allclose(published, expected, rtol=1e-12, atol=1e-9)
+
+
+def test_a_count_only_campaign_releases_the_same_vector_through_either_cell_path(
+    tmp_path, monkeypatch
+) -> None:
+    """Count-only without breakdown takes cell_rows_plain.sql (publisher keys, today's rows);
+    the general cell_rows.sql with the same layout (one measure, scale 1) must give the same
+    clipped vector bit for bit — so the plain path is not a second definition of the cells."""
+    from dp_platform.cells import CellLayout
+
+    events = generate(users=20, days=1, seed=8, heavy=2)
+    imp, conv = write(events, tmp_path)
+    campaign = parse_catalogue(catalogue([campaign_entry("plain")])).campaigns[0]
+    with Warehouse(":memory:") as wh:
+        wh.ingest(imp, conv, now=NOW)
+        wh.attribute_day(campaign, START)
+        plain = wh.clipped_vector(campaign, START, 2.5)
+        monkeypatch.setattr(CellLayout, "plain", property(lambda self: False))
+        general = wh.clipped_vector(campaign, START, 2.5)
+    assert plain.tolist() == general.tolist()
+    assert plain.sum() > 0
+
+
+def test_plan_shows_each_measures_error_per_cell(tmp_path, capsys) -> None:
+    import json
+
+    import yaml
+
+    from dp_platform.cli import main
+
+    fields = {"breakdown": ["region"], "measures": ["count", "value"], "value_cap": VALUE_CAP}
+    path = tmp_path / "catalogue.yaml"
+    path.write_text(yaml.safe_dump(catalogue([campaign_entry(**fields)])))
+    assert main(["plan", str(path), "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)["campaigns"]["cells"]
+    cells = plan["cells"]
+    assert cells["cells_per_publisher"] == 4
+    sigma_bar = plan["sigma_bar"]
+    count = cells["sigma_per_cell_at_unit_bound"]["count"]
+    value = cells["sigma_per_cell_at_unit_bound"]["value"]
+    assert count == pytest.approx([s * math.sqrt(2) for s in sigma_bar])
+    assert value == pytest.approx([s * math.sqrt(2) * VALUE_CAP for s in sigma_bar])
+    assert main(["plan", str(path)]) == 0
+    assert "cells = publishers × 4 (region; measures count, value)" in capsys.readouterr().out
+
+
+def test_simulate_refuses_a_campaign_with_cells() -> None:
+    """The simulated events carry no breakdown columns: rehearsing would release zeros."""
+    from dp_platform.rehearsal import rehearse
+
+    fields = {"breakdown": ["region"]}
+    campaign = parse_catalogue(catalogue([campaign_entry(**fields)])).campaigns[0]
+    with pytest.raises(ConfigError, match="cannot be rehearsed yet"):
+        rehearse(
+            campaign,
+            parse_catalogue(catalogue([campaign_entry()])).accounts[0],
+            users=50,
+            data_seed=1,
+        )
