@@ -4,6 +4,7 @@ range touches exactly that range, checks name the days they covered, schedules s
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from datetime import date, timedelta
 
@@ -174,12 +175,23 @@ def test_checks_report_each_day_and_catch_a_changed_answer(released, tmp_path) -
         )
         stored["values"][0] += 1000.0
         db.execute("UPDATE releases SET release_json = ? WHERE day = 3", (json.dumps(stored),))
-    tampered = job.execute_in_process(
-        instance=instance,
-        tags=range_tags("2026-03-03", "2026-03-03"),
-        asset_selection=[dg.AssetKey(["spring", "cumulative_query_answers"])],
-        raise_on_error=False,
-    )
+
+    def answers_of_day_3() -> dg.ExecuteInProcessResult:
+        return job.execute_in_process(
+            instance=instance,
+            tags=range_tags("2026-03-03", "2026-03-03"),
+            asset_selection=[dg.AssetKey(["spring", "cumulative_query_answers"])],
+            raise_on_error=False,
+        )
+
+    # First line of defence: the release journal refuses the changed ledger before any step.
+    refused = answers_of_day_3()
+    assert not refused.success
+    failure = next(e for e in refused.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "changed day 3" in str(failure.event_specific_data.error)
+    # Second: with the journal gone (it re-learns the tampered ledger), the check still catches it.
+    shutil.rmtree(home.root / "journal")
+    tampered = answers_of_day_3()
     failed = [
         e.asset_check_evaluation_data
         for e in tampered.all_events
