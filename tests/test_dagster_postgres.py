@@ -1,0 +1,185 @@
+"""Dagster's instance on PostgreSQL, campaigns in parallel, and the writer pool.
+
+A home whose ``dagster/dagster.yaml`` is ``examples/dagster-postgres.yaml`` keeps its runs,
+event log and schedules in PostgreSQL (a throwaway server). Two campaigns run in parallel, one
+worker process each; the pool ``dp_platform_writer`` still lets one writing step at a time
+through across both runs; every day is released once and each campaign is charged its plan.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+from datetime import date, timedelta
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+
+from assets.definitions import build_definitions
+from assets.factory import WRITER_POOL
+from assets.partitions import daily_job_name
+from assets.runner import HOST_TAG, PID_TAG, instance_for, run_campaigns
+from dp_platform.home import Home
+from dp_platform.ledger import Ledger
+from tests.platform_fixtures import START, catalogue, make_home
+from tests.postgres_server import postgres_binaries, throwaway_postgres
+
+REPO = Path(__file__).resolve().parents[1]
+TODAY = date(2026, 11, 22)  # every campaign day is complete, whatever the wall clock says
+DAYS = 10
+CAMPAIGNS = ("spring", "summer")
+
+pytestmark = pytest.mark.skipif(
+    postgres_binaries() is None, reason="PostgreSQL server binaries not installed"
+)
+
+
+def two_campaigns() -> dict:
+    """Two campaigns of one advertiser sharing one account (both fit under its cap)."""
+    base = catalogue(days=DAYS)["campaigns"][0]
+    campaigns = [{**base, "name": name, "privacy": {"rho": 0.5}} for name in CAMPAIGNS]
+    return catalogue(2.0, campaigns, days=DAYS)
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    root = tmp_path_factory.mktemp("prepared") / "home"
+    return make_home(root, seed=7, users=600, days=DAYS, config=two_campaigns())
+
+
+@pytest.fixture
+def postgres_home(prepared, tmp_path, monkeypatch):
+    """A copy of the prepared home whose Dagster instance lives in a fresh PostgreSQL database."""
+    with throwaway_postgres() as server:
+        url = server.create_database("dagster")  # Dagster's storage speaks psycopg2
+        monkeypatch.setenv(
+            "DP_DAGSTER_PG_URL", url.replace("postgresql://", "postgresql+psycopg2://")
+        )
+        monkeypatch.delenv("DAGSTER_HOME", raising=False)
+        shutil.copytree(prepared.root, tmp_path / "home")
+        dagster = tmp_path / "home" / "dagster"
+        dagster.mkdir(exist_ok=True)
+        shutil.copy(REPO / "examples" / "dagster-postgres.yaml", dagster / "dagster.yaml")
+        yield tmp_path / "home"
+
+
+def pool_step_intervals(instance: dg.DagsterInstance, run_ids: list[str]) -> list[tuple]:
+    """(start, end, run, step) of every step in the writer pool, from the event log."""
+    intervals = []
+    for run_id in run_ids:
+        started: dict[str, float] = {}
+        for entry in instance.all_logs(run_id):
+            event = entry.dagster_event
+            if event is None or event.step_key is None or event.step_key.endswith("answers"):
+                continue  # cumulative_query_answers reads only: it is outside the pool
+            if event.event_type == dg.DagsterEventType.STEP_START:
+                started[event.step_key] = entry.timestamp
+            elif event.event_type == dg.DagsterEventType.STEP_SUCCESS:
+                intervals.append((started[event.step_key], entry.timestamp, run_id, event.step_key))
+    return sorted(intervals)
+
+
+def drawn_per_partition(instance: dg.DagsterInstance, campaign: str) -> dict[str, list[bool]]:
+    """For each day of a campaign's release: ``drawn_now`` of each of its materialisations."""
+    key = dg.AssetKey([campaign, "noisy_daily_release"])
+    records = instance.fetch_materializations(key, limit=1000).records
+    drawn: dict[str, list[bool]] = {}
+    for record in records:
+        materialization = record.asset_materialization
+        drawn.setdefault(materialization.partition, []).append(
+            materialization.metadata["drawn_now"].value
+        )
+    return {partition: sorted(values) for partition, values in drawn.items()}
+
+
+def test_parallel_campaigns_on_a_postgres_instance(postgres_home) -> None:
+    from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage
+
+    config = postgres_home / "campaigns.yaml"
+    runs = run_campaigns(config, postgres_home, today=TODAY)
+    days = [START + timedelta(days=i) for i in range(DAYS)]
+    assert [(r.campaign, r.days) for r in runs] == [(name, days) for name in CAMPAIGNS]
+
+    instance = instance_for(Home.at(postgres_home))
+    assert isinstance(instance.run_storage, PostgresRunStorage)
+    assert isinstance(instance.event_log_storage, PostgresEventLogStorage)
+    records = {r.dagster_run.run_id: r for r in instance.get_run_records()}
+    assert set(records) == {r.run_id for r in runs}
+    assert {r.dagster_run.job_name for r in records.values()} == {
+        daily_job_name(name) for name in CAMPAIGNS
+    }
+    assert all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in records.values())
+    # each run executed in its own worker process, not in this one
+    pids = {r.dagster_run.tags[PID_TAG] for r in records.values()}
+    assert len(pids) == 2 and str(os.getpid()) not in pids
+    assert {r.dagster_run.tags[HOST_TAG] for r in records.values()} == {os.uname().nodename}
+
+    # the writer pool (limit 1) held across both runs: no two writing steps overlapped
+    intervals = pool_step_intervals(instance, list(records))
+    assert len(intervals) == 2 * 7  # raw ×2, attributed, contributions, bound, clipped, release
+    for earlier, later in itertools.pairwise(intervals):
+        assert earlier[1] <= later[0], f"{earlier[2:]} overlapped {later[2:]} in {WRITER_POOL}"
+
+    with Ledger.at_home(postgres_home) as ledger:
+        for name in CAMPAIGNS:
+            assert [m.day for m in ledger.releases(name)] == list(range(1, DAYS + 1))
+            budget = ledger.campaign_budget(name)
+            assert budget.spent == budget.planned  # charges = plan: no day charged twice
+            # every day's release materialised once, in the PostgreSQL event log, drawn then
+            drawn = drawn_per_partition(instance, name)
+            assert drawn == {day.isoformat(): [True] for day in days}
+        before = [(m.day, m.values) for name in CAMPAIGNS for m in ledger.releases(name)]
+        spent_before = {name: ledger.campaign_budget(name).spent for name in CAMPAIGNS}
+
+    # nothing is due any more; re-materialising a range returns the stored releases
+    again = run_campaigns(config, postgres_home, today=TODAY)
+    assert [r.days for r in again] == [[], []]
+    definitions = build_definitions(config, postgres_home)
+    tags = {
+        "dagster/asset_partition_range_start": days[2].isoformat(),
+        "dagster/asset_partition_range_end": days[5].isoformat(),
+    }
+    rerun = definitions.resolve_job_def(daily_job_name("summer"))
+    assert rerun.execute_in_process(instance=instance, tags=tags).success
+    drawn = drawn_per_partition(instance, "summer")
+    assert drawn == {
+        day.isoformat(): [False, True] if days[2] <= day <= days[5] else [True] for day in days
+    }
+    with Ledger.at_home(postgres_home) as ledger:
+        assert [(m.day, m.values) for n in CAMPAIGNS for m in ledger.releases(n)] == before
+        assert {n: ledger.campaign_budget(n).spent for n in CAMPAIGNS} == spent_before
+
+
+def test_the_spark_warehouse_lifts_the_writer_pool(tmp_path) -> None:
+    """DuckDB: every writing step in the pool of limit 1; Spark: no pool at all."""
+    pools = {}
+    for engine in ("duckdb", "spark"):
+        path = tmp_path / f"{engine}.yaml"
+        path.write_text(yaml.safe_dump(catalogue(days=DAYS, engine=engine)))
+        definitions = build_definitions(path, tmp_path / engine)
+        pools[engine] = {a.key.path[-1]: a.op.pool for a in definitions.assets}
+    readers = {"cumulative_query_answers"}
+    assert pools["duckdb"] == {a: None if a in readers else WRITER_POOL for a in pools["duckdb"]}
+    assert len(pools["duckdb"]) == 8
+    assert set(pools["spark"].values()) == {None}
+
+
+def test_the_example_instance_is_the_repository_settings_plus_postgres_storage() -> None:
+    example = yaml.safe_load((REPO / "examples" / "dagster-postgres.yaml").read_text())
+    settings = yaml.safe_load((REPO / "dagster.yaml").read_text())
+    assert example.pop("storage") == {"postgres": {"postgres_url": {"env": "DP_DAGSTER_PG_URL"}}}
+    assert example == settings
+
+
+def test_an_instance_file_already_in_the_home_is_used_as_it_is(tmp_path) -> None:
+    from assets.runner import write_instance_config
+    from dp_platform.home import Home
+
+    home = Home.at(tmp_path / "home")
+    mine = "telemetry:\n  enabled: false\n# mine\n"
+    (home.dagster / "dagster.yaml").write_text(mine)
+    assert write_instance_config(home).read_text() == mine
+    assert sorted(p.name for p in home.dagster.iterdir()) == ["dagster.yaml"]
