@@ -1,16 +1,23 @@
-"""Dagster's instance on PostgreSQL, campaigns in parallel, and the writer pool.
+"""Dagster's instance on PostgreSQL, campaigns in parallel, the writer pool, and two hosts.
 
 A home whose ``dagster/dagster.yaml`` is ``examples/dagster-postgres.yaml`` keeps its runs,
 event log and schedules in PostgreSQL (a throwaway server). Two campaigns run in parallel, one
 worker process each; the pool ``dp_platform_writer`` still lets one writing step at a time
 through across both runs; every day is released once and each campaign is charged its plan.
+
+Two hosts: two ``dp-platform run`` process groups started together, each on its own home (its
+own Dagster instance and DuckDB warehouse holding the same events) and one shared ledger: one
+set of releases, each day drawn by exactly one of them, charges = plan.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
+import subprocess
+import sys
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -32,9 +39,10 @@ TODAY = date(2026, 11, 22)  # every campaign day is complete, whatever the wall 
 DAYS = 10
 CAMPAIGNS = ("spring", "summer")
 
-pytestmark = pytest.mark.skipif(
+needs_postgres = pytest.mark.skipif(
     postgres_binaries() is None, reason="PostgreSQL server binaries not installed"
 )
+CLI = [sys.executable, "-m", "dp_platform.cli"]
 
 
 def two_campaigns() -> dict:
@@ -95,6 +103,7 @@ def drawn_per_partition(instance: dg.DagsterInstance, campaign: str) -> dict[str
     return {partition: sorted(values) for partition, values in drawn.items()}
 
 
+@needs_postgres
 def test_parallel_campaigns_on_a_postgres_instance(postgres_home) -> None:
     from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage
 
@@ -183,3 +192,79 @@ def test_an_instance_file_already_in_the_home_is_used_as_it_is(tmp_path) -> None
     (home.dagster / "dagster.yaml").write_text(mine)
     assert write_instance_config(home).read_text() == mine
     assert sorted(p.name for p in home.dagster.iterdir()) == ["dagster.yaml"]
+
+
+@pytest.fixture
+def shared_ledger(tmp_path):
+    """The one place that says where the hosts' shared ledger is and how a home reaches it.
+
+    Today the ledger is SQLite at ``<home>/ledger.sqlite``: each home's path is a symbolic link
+    to one file (SQLite follows the link, so its lock, journal and write-ahead log are the
+    shared file's). A ledger on a PostgreSQL server is reached by the catalogue instead, and
+    only this fixture changes.
+    """
+    target = tmp_path / "shared" / "ledger.sqlite"
+    target.parent.mkdir()
+
+    def attach(home: Path) -> None:
+        link = home / "ledger.sqlite"
+        assert not link.exists(), "the prepared home must not have a ledger of its own"
+        link.symlink_to(target)
+
+    return attach
+
+
+def start_host(home: Path) -> subprocess.Popen:
+    """One host: ``dp-platform run`` in its own process group, its Dagster instance under its
+    own home (no DAGSTER_HOME inherited from the test process)."""
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
+    return subprocess.Popen(
+        [*CLI, "run", "--home", str(home), "--config", str(home / "campaigns.yaml"), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**env, "PYTHONWARNINGS": "ignore"},
+        start_new_session=True,
+    )
+
+
+def released_json(home: Path, campaign: str) -> dict:
+    result = subprocess.run(
+        [*CLI, "releases", "--home", str(home), "--campaign", campaign, "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(result.stdout)
+
+
+def test_two_hosts_with_one_ledger_release_once_and_charge_the_plan(
+    prepared, shared_ledger, tmp_path
+) -> None:
+    hosts = [tmp_path / "host_a", tmp_path / "host_b"]
+    for host in hosts:
+        shutil.copytree(prepared.root, host)
+        assert not (host / "dagster" / "dagster.yaml").exists()  # a fresh instance each
+        shared_ledger(host)
+    processes = [start_host(host) for host in hosts]
+    outputs = [p.communicate(timeout=900) for p in processes]
+    for process, (_, err) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, err[-2000:]
+
+    days = [(START + timedelta(days=i)).isoformat() for i in range(DAYS)]
+    instances = [instance_for(Home.at(host)) for host in hosts]
+    for name in CAMPAIGNS:
+        # one set of releases: both homes publish the same, every day once
+        published = [released_json(host, name) for host in hosts]
+        assert published[0] == published[1]
+        assert [d["day"] for d in published[0]["days"]] == list(range(1, DAYS + 1))
+        # each host materialised every day; exactly one of them drew each day
+        drawn = [drawn_per_partition(instance, name) for instance in instances]
+        assert all(set(per_host) == set(days) for per_host in drawn)
+        for day in days:
+            draws = [value for per_host in drawn for value in per_host[day]]
+            assert draws.count(True) == 1, (name, day, draws)
+    with Ledger.at_home(hosts[0]) as ledger:
+        for name in CAMPAIGNS:
+            budget = ledger.campaign_budget(name)
+            assert budget.spent == budget.planned  # charges = plan: nothing charged twice
