@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import socket
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -28,8 +29,10 @@ import dagster as dg
 
 from assets.definitions import build_definitions
 from assets.partitions import daily_job_name, final_job_name
+from dp_platform.cli import storage_fault
 from dp_platform.config import ConfigError, load_catalogue
 from dp_platform.daily import campaign_days, register_campaigns
+from dp_platform.errors import StorageError
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger, LedgerError
 from dp_platform.plans import campaign_plans
@@ -255,7 +258,13 @@ def _in_workers(
             )
             for item in work
         ]
-        return [future.result() for future in futures]
+        try:
+            return [future.result() for future in futures]
+        except BrokenProcessPool:
+            raise RunFailed(
+                "a campaign's worker process died; run again: released days are kept and the "
+                "dead run is recovered"
+            ) from None
 
 
 def _materialise_in_worker(
@@ -271,7 +280,16 @@ def _materialise_in_worker(
     home_dir = Home.at(home)
     definitions = build_definitions(config_path, home_dir.root)
     instance = instance_for(home_dir)
-    return _materialise(definitions, instance, home_dir, item, through, today, log_level)
+    try:
+        return _materialise(definitions, instance, home_dir, item, through, today, log_level)
+    except RunFailed as error:
+        # Only the message crosses back to the parent, not the failed step's exception: keep
+        # a storage fault (disk full, read-only home) the one-line error it is in this process.
+        fault = storage_fault(error)
+        if fault is None:
+            raise
+        root = str(home_dir.root)
+        raise StorageError(fault if root in fault else f"{root}: {fault}") from None
 
 
 def _materialise(

@@ -16,8 +16,11 @@ import itertools
 import json
 import os
 import shutil
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -268,3 +271,54 @@ def test_two_hosts_with_one_ledger_release_once_and_charge_the_plan(
         for name in CAMPAIGNS:
             budget = ledger.campaign_budget(name)
             assert budget.spent == budget.planned  # charges = plan: nothing charged twice
+
+
+def ledger_progress(home: Path) -> tuple[int, int]:
+    """(bound choices, releases) stored so far, read without taking the ledger's lock."""
+    path = home / "ledger.sqlite"
+    if not path.exists():
+        return 0, 0
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1) as db:
+            bounds = db.execute("SELECT count(*) FROM bound_choices").fetchone()[0]
+            released = db.execute("SELECT count(*) FROM releases").fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0, 0
+    return bounds, released
+
+
+def test_parallel_workers_killed_mid_way_are_recovered_and_free_their_slots(
+    prepared, tmp_path
+) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(prepared.root, home)
+    run = start_host(home)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        bounds, released = ledger_progress(home)
+        if bounds > 0 and released < len(CAMPAIGNS) * DAYS:
+            break
+        assert run.poll() is None, "the run ended before it could be killed mid-way"
+        time.sleep(0.05)
+    os.killpg(run.pid, signal.SIGKILL)  # the run and its worker processes
+    run.wait(60)
+    assert ledger_progress(home)[1] < len(CAMPAIGNS) * DAYS  # it really died part-way
+
+    again = start_host(home)
+    _, err = again.communicate(timeout=900)
+    assert again.returncode == 0, err[-2000:]
+
+    instance = instance_for(Home.at(home))
+    records = instance.get_run_records()
+    dead = [r for r in records if r.dagster_run.status == dg.DagsterRunStatus.FAILURE]
+    assert dead, "the killed worker's run was not recovered"
+    assert all(
+        r.dagster_run.tags[PID_TAG] != str(run.pid) for r in dead
+    )  # a worker's, not the parent's
+    slots = instance.event_log_storage.get_concurrency_info(WRITER_POOL)
+    assert slots.claimed_slots == [] and slots.pending_steps == []
+    with Ledger.at_home(home) as ledger:
+        for name in CAMPAIGNS:
+            assert [m.day for m in ledger.releases(name)] == list(range(1, DAYS + 1))
+            budget = ledger.campaign_budget(name)
+            assert budget.spent == budget.planned
