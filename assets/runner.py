@@ -6,11 +6,13 @@ Dagster instance under ``<home>/dagster``. Budgets are reserved in the ledger fo
 campaign *before* any run starts, so a campaign over its account's cap is refused before a
 single release.
 
-When several campaigns have work, their runs proceed in parallel, one worker process per
-campaign (each run executes in its worker): the pool ``dp_platform_writer`` (limit 1, in the
-instance's ``dagster.yaml``) still lets one warehouse-writing step at a time through across all
-runs, and the ledger draws each day once whatever the interleaving. With one campaign, or with
-the seeded noise or explicit instance of a test, the runs go one after another in this process.
+By default the campaigns run one after another in this process. ``parallel=True`` (``run
+--parallel``) gives each campaign with work its own worker process (each run executes in its
+worker): the pool ``dp_platform_writer`` (limit 1 for DuckDB, in the instance's
+``dagster.yaml``) still lets one warehouse-writing step at a time through across all runs, and
+the ledger draws each day once whatever the interleaving. Not the default because, measured on
+DuckDB, it was slower: nearly every step is in the pool, and each worker pays its own start-up
+(docs/operators.md). The seeded noise or explicit instance of a test keeps the runs here.
 """
 
 from __future__ import annotations
@@ -190,10 +192,11 @@ def run_campaigns(
     instance: dg.DagsterInstance | None = None,
     today: date | None = None,
     log_level: str = "WARNING",
-    parallel: bool = True,
+    parallel: bool = False,
 ) -> list[CampaignRun]:
     """Materialise every due day of the selected campaigns, each campaign's days in order;
-    campaigns in parallel (``parallel``) unless a test passes ``noise`` or ``instance``."""
+    campaigns in parallel worker processes if ``parallel`` (not with a test's ``noise`` or
+    ``instance``, which cannot cross into a worker)."""
     home_dir = Home.at(home)
     catalogue = load_catalogue(config_path)
     selected = [catalogue.campaign(campaign)] if campaign else list(catalogue.campaigns)

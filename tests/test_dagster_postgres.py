@@ -111,7 +111,7 @@ def test_parallel_campaigns_on_a_postgres_instance(postgres_home) -> None:
     from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage
 
     config = postgres_home / "campaigns.yaml"
-    runs = run_campaigns(config, postgres_home, today=TODAY)
+    runs = run_campaigns(config, postgres_home, today=TODAY, parallel=True)
     days = [START + timedelta(days=i) for i in range(DAYS)]
     assert [(r.campaign, r.days) for r in runs] == [(name, days) for name in CAMPAIGNS]
 
@@ -147,7 +147,7 @@ def test_parallel_campaigns_on_a_postgres_instance(postgres_home) -> None:
         spent_before = {name: ledger.campaign_budget(name).spent for name in CAMPAIGNS}
 
     # nothing is due any more; re-materialising a range returns the stored releases
-    again = run_campaigns(config, postgres_home, today=TODAY)
+    again = run_campaigns(config, postgres_home, today=TODAY, parallel=True)
     assert [r.days for r in again] == [[], []]
     definitions = build_definitions(config, postgres_home)
     tags = {
@@ -217,12 +217,12 @@ def shared_ledger(tmp_path):
     return attach
 
 
-def start_host(home: Path) -> subprocess.Popen:
+def start_host(home: Path, *options: str) -> subprocess.Popen:
     """One host: ``dp-platform run`` in its own process group, its Dagster instance under its
     own home (no DAGSTER_HOME inherited from the test process)."""
     env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
     return subprocess.Popen(
-        [*CLI, "run", "--home", str(home), "--config", str(home / "campaigns.yaml"), "--json"],
+        [*CLI, "run", "--home", str(home), "--config", str(home / "campaigns.yaml"), *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -292,7 +292,7 @@ def test_parallel_workers_killed_mid_way_are_recovered_and_free_their_slots(
 ) -> None:
     home = tmp_path / "home"
     shutil.copytree(prepared.root, home)
-    run = start_host(home)
+    run = start_host(home, "--parallel")
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         bounds, released = ledger_progress(home)
@@ -304,7 +304,7 @@ def test_parallel_workers_killed_mid_way_are_recovered_and_free_their_slots(
     run.wait(60)
     assert ledger_progress(home)[1] < len(CAMPAIGNS) * DAYS  # it really died part-way
 
-    again = start_host(home)
+    again = start_host(home, "--parallel")
     _, err = again.communicate(timeout=900)
     assert again.returncode == 0, err[-2000:]
 
