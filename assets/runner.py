@@ -223,9 +223,12 @@ def run_campaigns(
         ]
     today = today or datetime.now(UTC).date()
     in_this_process = noise is not None or integer_noise is not None or instance is not None
-    if parallel and not in_this_process and len(work) > 1:
+    busy = [item for item in work if _may_have_work(item, through, today)]
+    if parallel and not in_this_process and len(busy) > 1:
         recover_dead_runs(instance_for(home_dir))
-        return _in_workers(config_path, home_dir, work, through, today, log_level)
+        done = _in_workers(config_path, home_dir, busy, through, today, log_level)
+        ran = {run.campaign: run for run in done}
+        return [ran.get(item.name, CampaignRun(item.name, item.days, None)) for item in work]
     instance = instance or instance_for(home_dir)
     recover_dead_runs(instance)
     definitions = build_definitions(
@@ -235,6 +238,12 @@ def run_campaigns(
         _materialise(definitions, instance, home_dir, item, through, today, log_level)
         for item in work
     ]
+
+
+def _may_have_work(item: CampaignWork, through: date | None, today: date) -> bool:
+    """Due days, or campaign-level releases that may be due (the run checks the ledger)."""
+    over = today > item.end and (through is None or through >= item.end)
+    return bool(item.days) or (bool(item.final_releases) and over)
 
 
 def _in_workers(
