@@ -6,7 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from assets.factory import CampaignScope, campaign_definitions
+from assets.factory import CampaignScope, campaign_definitions, writer_pool
 from assets.resources import CatalogueResource, LedgerResource, WarehouseResource
 from dp_platform.config import load_catalogue
 from dp_platform.home import Home
@@ -35,6 +35,7 @@ def build_definitions(
                 base_dir=config_path.parent,
                 noise=noise,
                 integer_noise=integer_noise,
+                pool=writer_pool(catalogue.warehouse),
             )
         )
         for campaign in catalogue.campaigns

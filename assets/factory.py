@@ -56,7 +56,7 @@ from assets.partitions import (
 from assets.resources import LedgerResource, WarehouseResource
 from assets.schedules import daily_schedule, final_schedule
 from dp_platform import mechanisms
-from dp_platform.config import AccountConfig, CampaignConfig, ConfigError
+from dp_platform.config import AccountConfig, CampaignConfig, ConfigError, WarehouseConfig
 from dp_platform.daily import (
     bound_day,
     campaign_release,
@@ -72,6 +72,15 @@ from dp_platform.registration import Registration, registered_campaign
 from dp_platform.warehouse.base import WarehouseEngine
 
 WRITER_POOL = "dp_platform_writer"  # size 1 in dagster.yaml: one writer of DuckDB/ledger at a time
+
+
+def writer_pool(warehouse: WarehouseConfig) -> str | None:
+    """The pool of the steps that write the warehouse or the ledger: ``dp_platform_writer``
+    (limit 1) for DuckDB, whose file has one writer at a time; none for Spark, which takes
+    concurrent jobs (the ledger serialises its own writes in transactions)."""
+    return WRITER_POOL if warehouse.engine == "duckdb" else None
+
+
 PRIVATE = {"privacy": "private"}  # true values: never shown
 RELEASE = {"privacy": "release"}  # differentially private: safe to show an advertiser
 Events = Iterator[dg.AssetCheckEvaluation | dg.MaterializeResult]
@@ -87,6 +96,7 @@ class CampaignScope:
     base_dir: Path | None
     noise: NoiseSource | None = None
     integer_noise: IntegerNoiseSource | None = None
+    pool: str | None = WRITER_POOL  # of the writing steps: writer_pool(catalogue.warehouse)
 
     @property
     def name(self) -> str:
@@ -116,7 +126,7 @@ def _daily_asset(
     deps: list[dg.AssetDep],
     tags: dict[str, str],
     checks: tuple[CheckSpec, ...] = (),
-    pool: str | None = WRITER_POOL,
+    writes: bool = True,
 ):
     """Decorator of a daily asset: partitioned by campaign day, one run per range (single-run
     backfill policy), its checks partitioned too so each day gets its own result."""
@@ -150,7 +160,7 @@ def _daily_asset(
         check_specs=check_specs,
         partitions_def=partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
-        pool=pool,
+        pool=scope.pool if writes else None,
         can_subset=True,  # check results come per day as evaluations, not as outputs
     )
 
@@ -375,7 +385,7 @@ def _answers(scope: CampaignScope):
         ],
         tags=RELEASE,
         checks=(ANSWERS,),
-        pool=None,
+        writes=False,
     )
     def cumulative_query_answers(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
@@ -408,7 +418,7 @@ def _campaign_level(scope: CampaignScope, name: str) -> dg.AssetsDefinition:
         kinds={"python", "sqlite"},
         description=f"RELEASE. {mechanism.description}",
         deps=[dg.AssetDep(scope.key(mechanism.reads))],
-        pool=WRITER_POOL,
+        pool=scope.pool,
         tags=RELEASE,
     )
     def campaign_level(warehouse: WarehouseResource, ledger: LedgerResource):

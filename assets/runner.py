@@ -1,17 +1,28 @@
 """Materialise campaigns through Dagster from the command line (`dp-platform run` and `demo`).
 
-Same assets, same job and same code path as the schedule and UI backfills: one in-process run
-per campaign covering every due day as a single partition range (the single-run backfill
-policy), on the Dagster instance under ``<home>/dagster``. Budgets are reserved in the ledger
-for every selected campaign *before* any run starts, so a campaign over its account's cap is
-refused before a single release.
+Same assets, same job and same code path as the schedule and UI backfills: one run per campaign
+covering every due day as a single partition range (the single-run backfill policy), on the
+Dagster instance under ``<home>/dagster``. Budgets are reserved in the ledger for every selected
+campaign *before* any run starts, so a campaign over its account's cap is refused before a
+single release.
+
+By default the campaigns run one after another in this process. ``parallel=True`` (``run
+--parallel``) gives each campaign with work its own worker process (each run executes in its
+worker): the pool ``dp_platform_writer`` (limit 1 for DuckDB, in the instance's
+``dagster.yaml``) still lets one warehouse-writing step at a time through across all runs, and
+the ledger draws each day once whatever the interleaving. Not the default because, measured on
+DuckDB, it was slower: nearly every step is in the pool, and each worker pays its own start-up
+(docs/operators.md). The seeded noise or explicit instance of a test keeps the runs here.
 """
 
 from __future__ import annotations
 
 import fcntl
+import multiprocessing
 import os
 import socket
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -20,8 +31,10 @@ import dagster as dg
 
 from assets.definitions import build_definitions
 from assets.partitions import daily_job_name, final_job_name
+from dp_platform.cli import storage_fault
 from dp_platform.config import ConfigError, load_catalogue
 from dp_platform.daily import campaign_days, register_campaigns
+from dp_platform.errors import StorageError
 from dp_platform.home import Home
 from dp_platform.journal import ReleaseJournal
 from dp_platform.ledger import Ledger, LedgerError
@@ -50,7 +63,8 @@ class RunFailed(RuntimeError):
 
 
 def write_instance_config(home: Home) -> Path:
-    """``<home>/dagster/dagster.yaml`` with the platform's settings (written once)."""
+    """``<home>/dagster/dagster.yaml`` with the platform's settings, written only when missing:
+    a file an operator put there (e.g. ``examples/dagster-postgres.yaml``) is used as it is."""
     config = home.dagster / "dagster.yaml"
     if not config.exists():
         config.write_text(INSTANCE_YAML)
@@ -58,7 +72,8 @@ def write_instance_config(home: Home) -> Path:
 
 
 def instance_for(home: Home) -> dg.DagsterInstance:
-    """The persistent Dagster instance of a platform home (SQLite storage under it)."""
+    """The persistent Dagster instance of a platform home (its ``dagster.yaml``: SQLite storage
+    under it by default, PostgreSQL if that file says so)."""
     # Two processes starting on a fresh home would both create Dagster's SQLite schemas and
     # one fails ("table … already exists"): create and touch every storage under a file lock.
     fd = os.open(home.dagster / ".init.lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -157,6 +172,16 @@ def _user_error(error: BaseException) -> BaseException | None:
     return None
 
 
+@dataclass(frozen=True)
+class CampaignWork:
+    """What one campaign's runs need, picklable for a worker process."""
+
+    name: str
+    days: list[date]
+    end: date
+    final_releases: frozenset[str]
+
+
 def run_campaigns(
     config_path: str | Path,
     home: str | Path,
@@ -168,8 +193,11 @@ def run_campaigns(
     instance: dg.DagsterInstance | None = None,
     today: date | None = None,
     log_level: str = "WARNING",
+    parallel: bool = False,
 ) -> list[CampaignRun]:
-    """Materialise every due day of the selected campaigns, in order. ``noise``: tests only."""
+    """Materialise every due day of the selected campaigns, each campaign's days in order;
+    campaigns in parallel worker processes if ``parallel`` (not with a test's ``noise`` or
+    ``instance``, which cannot cross into a worker)."""
     home_dir = Home.at(home)
     catalogue = load_catalogue(config_path)
     selected = [catalogue.campaign(campaign)] if campaign else list(catalogue.campaigns)
@@ -186,36 +214,126 @@ def run_campaigns(
         registered = register_campaigns(
             chosen, plans, ledger, advertiser_publishers=advertiser_publishers, base_dir=config_dir
         )
-        schedule = {c.name: due_days(registered[c.name], ledger, through, today) for c in selected}
+        work = [
+            CampaignWork(
+                name=c.name,
+                days=due_days(registered[c.name], ledger, through, today),
+                end=registered[c.name].config.end,
+                final_releases=frozenset(registered[c.name].plan.releases),
+            )
+            for c in selected
+        ]
+    today = today or datetime.now(UTC).date()
+    in_this_process = noise is not None or integer_noise is not None or instance is not None
+    busy = [item for item in work if _may_have_work(item, through, today)]
+    if parallel and not in_this_process and len(busy) > 1:
+        recover_dead_runs(instance_for(home_dir))
+        done = _in_workers(config_path, home_dir, busy, through, today, log_level)
+        ran = {run.campaign: run for run in done}
+        return [ran.get(item.name, CampaignRun(item.name, item.days, None)) for item in work]
     instance = instance or instance_for(home_dir)
     recover_dead_runs(instance)
-    owner = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     definitions = build_definitions(
         config_path, home_dir.root, noise=noise, integer_noise=integer_noise
     )
-    runs = []
-    today = today or datetime.now(UTC).date()
-    for selected_campaign in selected:
-        name = selected_campaign.name
-        registration = registered[name]
-        end = registration.config.end
-        days = schedule[name]
-        run_id = None
-        if days:
-            keys = {"partition_key": days[0].isoformat()} if len(days) == 1 else {}
-            tags = dict(owner)
-            if len(days) > 1:
-                tags["dagster/asset_partition_range_start"] = days[0].isoformat()
-                tags["dagster/asset_partition_range_end"] = days[-1].isoformat()
-            run_id = _execute(definitions, daily_job_name(name), instance, tags, log_level, keys)
-        final = _has_job(definitions, final_job_name(name))
-        finished = final and today > end and (through is None or through >= end)
-        with Ledger.at_home(home_dir.root, declared=catalogue.ledger) as ledger:
-            final_due = finished and _final_missing(ledger, registration)
-        if final_due:
-            _execute(definitions, final_job_name(name), instance, owner, log_level, {})
-        runs.append(CampaignRun(name, days, run_id))
-    return runs
+    return [
+        _materialise(definitions, instance, home_dir, item, through, today, log_level)
+        for item in work
+    ]
+
+
+def _may_have_work(item: CampaignWork, through: date | None, today: date) -> bool:
+    """Due days, or campaign-level releases that may be due (the run checks the ledger)."""
+    over = today > item.end and (through is None or through >= item.end)
+    return bool(item.days) or (bool(item.final_releases) and over)
+
+
+def _in_workers(
+    config_path: str | Path,
+    home: Home,
+    work: list[CampaignWork],
+    through: date | None,
+    today: date,
+    log_level: str,
+) -> list[CampaignRun]:
+    """One worker process per campaign (spawned: no Dagster or DuckDB state is forked)."""
+    workers = min(len(work), os.cpu_count() or 1)
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = [
+            pool.submit(
+                _materialise_in_worker,
+                str(config_path),
+                str(home.root),
+                item,
+                through,
+                today,
+                log_level,
+            )
+            for item in work
+        ]
+        try:
+            return [future.result() for future in futures]
+        except BrokenProcessPool:
+            raise RunFailed(
+                "a campaign's worker process died; run again: released days are kept and the "
+                "dead run is recovered"
+            ) from None
+
+
+def _materialise_in_worker(
+    config_path: str,
+    home: str,
+    item: CampaignWork,
+    through: date | None,
+    today: date,
+    log_level: str,
+) -> CampaignRun:
+    """A worker's campaign: its own definitions and instance handle; its runs carry its pid,
+    so a dead worker's runs are recovered (and their pool slots freed) like any dead run."""
+    home_dir = Home.at(home)
+    definitions = build_definitions(config_path, home_dir.root)
+    instance = instance_for(home_dir)
+    try:
+        return _materialise(definitions, instance, home_dir, item, through, today, log_level)
+    except RunFailed as error:
+        # Only the message crosses back to the parent, not the failed step's exception: keep
+        # a storage fault (disk full, read-only home) the one-line error it is in this process.
+        fault = storage_fault(error)
+        if fault is None:
+            raise
+        root = str(home_dir.root)
+        raise StorageError(fault if root in fault else f"{root}: {fault}") from None
+
+
+def _materialise(
+    definitions: dg.Definitions,
+    instance: dg.DagsterInstance,
+    home: Home,
+    item: CampaignWork,
+    through: date | None,
+    today: date,
+    log_level: str,
+) -> CampaignRun:
+    """One campaign: its due days as one run, then its campaign-level releases if due."""
+    owner = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
+    days = item.days
+    run_id = None
+    if days:
+        keys = {"partition_key": days[0].isoformat()} if len(days) == 1 else {}
+        tags = dict(owner)
+        if len(days) > 1:
+            tags["dagster/asset_partition_range_start"] = days[0].isoformat()
+            tags["dagster/asset_partition_range_end"] = days[-1].isoformat()
+        run_id = _execute(definitions, daily_job_name(item.name), instance, tags, log_level, keys)
+    final = _has_job(definitions, final_job_name(item.name))
+    finished = final and today > item.end and (through is None or through >= item.end)
+    if finished:
+        with Ledger.at_home(home.root) as ledger:
+            stored = ledger.campaign_releases(item.name)
+        if not item.final_releases <= set(stored):
+            _execute(definitions, final_job_name(item.name), instance, owner, log_level, {})
+    return CampaignRun(item.name, days, run_id)
 
 
 def _has_job(definitions: dg.Definitions, name: str) -> bool:

@@ -4,6 +4,8 @@ Reserves each campaign's plan in the ledger (refused, with the figures, over an 
 then runs each campaign's daily job over its due days — complete days (before today, UTC) from
 the first one without a release, up to ``--through`` — as one single-run backfill, in day
 order. Re-running is safe: stored days return their stored releases and spend nothing.
+Campaigns run one after another; ``--parallel`` gives each its own worker process (DuckDB's
+writing steps still take turns: the pool ``dp_platform_writer``; docs/operators.md).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="campaign catalogue (YAML)")
     parser.add_argument("--campaign", help="only this campaign")
     parser.add_argument("--through", type=date.fromisoformat, help="last day to run (YYYY-MM-DD)")
+    parser.add_argument(
+        "--parallel", action="store_true", help="campaigns in parallel, one process each"
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(handler=run)
 
@@ -27,7 +32,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from assets.runner import run_campaigns  # imports Dagster: only when this command runs
 
-    runs = run_campaigns(args.config, args.home, campaign=args.campaign, through=args.through)
+    runs = run_campaigns(
+        args.config,
+        args.home,
+        campaign=args.campaign,
+        through=args.through,
+        parallel=args.parallel,
+    )
     if args.json:
         print(json.dumps({"runs": [r.to_json() for r in runs]}, indent=2))
         return 0

@@ -1,0 +1,321 @@
+"""Dagster's instance on PostgreSQL, campaigns in parallel, the writer pool, and two hosts.
+
+A home whose ``dagster/dagster.yaml`` is ``examples/dagster-postgres.yaml`` keeps its runs,
+event log and schedules in PostgreSQL (a throwaway server). Two campaigns run in parallel, one
+worker process each; the pool ``dp_platform_writer`` still lets one writing step at a time
+through across both runs; every day is released once and each campaign is charged its plan.
+
+Two hosts: two ``dp-platform run`` process groups started together, each on its own home (its
+own Dagster instance and DuckDB warehouse holding the same events) and one shared ledger: one
+set of releases, each day drawn by exactly one of them, charges = plan.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from datetime import date, timedelta
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+
+from assets.definitions import build_definitions
+from assets.factory import WRITER_POOL
+from assets.partitions import daily_job_name
+from assets.runner import HOST_TAG, PID_TAG, instance_for, run_campaigns
+from dp_platform.home import Home
+from dp_platform.ledger import Ledger
+from tests.platform_fixtures import START, catalogue, make_home
+from tests.postgres_server import postgres_binaries, throwaway_postgres
+
+REPO = Path(__file__).resolve().parents[1]
+TODAY = date(2026, 11, 22)  # every campaign day is complete, whatever the wall clock says
+DAYS = 6
+CAMPAIGNS = ("spring", "summer")
+
+needs_postgres = pytest.mark.skipif(
+    postgres_binaries() is None, reason="PostgreSQL server binaries not installed"
+)
+CLI = [sys.executable, "-m", "dp_platform.cli"]
+
+
+def two_campaigns() -> dict:
+    """Two campaigns of one advertiser sharing one account (both fit under its cap)."""
+    base = catalogue(days=DAYS)["campaigns"][0]
+    campaigns = [{**base, "name": name, "privacy": {"rho": 0.5}} for name in CAMPAIGNS]
+    return catalogue(2.0, campaigns, days=DAYS)
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    root = tmp_path_factory.mktemp("prepared") / "home"
+    return make_home(root, seed=7, users=400, days=DAYS, config=two_campaigns())
+
+
+@pytest.fixture
+def postgres_home(prepared, tmp_path, monkeypatch):
+    """A copy of the prepared home whose Dagster instance lives in a fresh PostgreSQL database."""
+    with throwaway_postgres() as server:
+        url = server.create_database("dagster")  # Dagster's storage speaks psycopg2
+        monkeypatch.setenv(
+            "DP_DAGSTER_PG_URL", url.replace("postgresql://", "postgresql+psycopg2://")
+        )
+        monkeypatch.delenv("DAGSTER_HOME", raising=False)
+        shutil.copytree(prepared.root, tmp_path / "home")
+        dagster = tmp_path / "home" / "dagster"
+        dagster.mkdir(exist_ok=True)
+        shutil.copy(REPO / "examples" / "dagster-postgres.yaml", dagster / "dagster.yaml")
+        yield tmp_path / "home"
+
+
+def pool_step_intervals(instance: dg.DagsterInstance, run_ids: list[str]) -> list[tuple]:
+    """(start, end, run, step) of every step in the writer pool, from the event log."""
+    intervals = []
+    for run_id in run_ids:
+        started: dict[str, float] = {}
+        for entry in instance.all_logs(run_id):
+            event = entry.dagster_event
+            if event is None or event.step_key is None or event.step_key.endswith("answers"):
+                continue  # cumulative_query_answers reads only: it is outside the pool
+            if event.event_type == dg.DagsterEventType.STEP_START:
+                started[event.step_key] = entry.timestamp
+            elif event.event_type == dg.DagsterEventType.STEP_SUCCESS:
+                intervals.append((started[event.step_key], entry.timestamp, run_id, event.step_key))
+    return sorted(intervals)
+
+
+def drawn_per_partition(instance: dg.DagsterInstance, campaign: str) -> dict[str, list[bool]]:
+    """For each day of a campaign's release: ``drawn_now`` of each of its materialisations."""
+    key = dg.AssetKey([campaign, "noisy_daily_release"])
+    records = instance.fetch_materializations(key, limit=1000).records
+    drawn: dict[str, list[bool]] = {}
+    for record in records:
+        materialization = record.asset_materialization
+        drawn.setdefault(materialization.partition, []).append(
+            materialization.metadata["drawn_now"].value
+        )
+    return {partition: sorted(values) for partition, values in drawn.items()}
+
+
+@needs_postgres
+def test_parallel_campaigns_on_a_postgres_instance(postgres_home) -> None:
+    from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage
+
+    config = postgres_home / "campaigns.yaml"
+    runs = run_campaigns(config, postgres_home, today=TODAY, parallel=True)
+    days = [START + timedelta(days=i) for i in range(DAYS)]
+    assert [(r.campaign, r.days) for r in runs] == [(name, days) for name in CAMPAIGNS]
+
+    instance = instance_for(Home.at(postgres_home))
+    assert isinstance(instance.run_storage, PostgresRunStorage)
+    assert isinstance(instance.event_log_storage, PostgresEventLogStorage)
+    records = {r.dagster_run.run_id: r for r in instance.get_run_records()}
+    assert set(records) == {r.run_id for r in runs}
+    assert {r.dagster_run.job_name for r in records.values()} == {
+        daily_job_name(name) for name in CAMPAIGNS
+    }
+    assert all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in records.values())
+    # each run executed in its own worker process, not in this one
+    pids = {r.dagster_run.tags[PID_TAG] for r in records.values()}
+    assert len(pids) == 2 and str(os.getpid()) not in pids
+    assert {r.dagster_run.tags[HOST_TAG] for r in records.values()} == {os.uname().nodename}
+
+    # the writer pool (limit 1) held across both runs: no two writing steps overlapped
+    intervals = pool_step_intervals(instance, list(records))
+    assert len(intervals) == 2 * 7  # raw ×2, attributed, contributions, bound, clipped, release
+    for earlier, later in itertools.pairwise(intervals):
+        assert earlier[1] <= later[0], f"{earlier[2:]} overlapped {later[2:]} in {WRITER_POOL}"
+
+    with Ledger.at_home(postgres_home) as ledger:
+        for name in CAMPAIGNS:
+            assert [m.day for m in ledger.releases(name)] == list(range(1, DAYS + 1))
+            budget = ledger.campaign_budget(name)
+            assert budget.spent == budget.planned  # charges = plan: no day charged twice
+            # every day's release materialised once, in the PostgreSQL event log, drawn then
+            drawn = drawn_per_partition(instance, name)
+            assert drawn == {day.isoformat(): [True] for day in days}
+        before = [(m.day, m.values) for name in CAMPAIGNS for m in ledger.releases(name)]
+        spent_before = {name: ledger.campaign_budget(name).spent for name in CAMPAIGNS}
+
+    # nothing is due any more; re-materialising a range returns the stored releases
+    again = run_campaigns(config, postgres_home, today=TODAY, parallel=True)
+    assert [r.days for r in again] == [[], []]
+    definitions = build_definitions(config, postgres_home)
+    tags = {
+        "dagster/asset_partition_range_start": days[2].isoformat(),
+        "dagster/asset_partition_range_end": days[5].isoformat(),
+    }
+    rerun = definitions.resolve_job_def(daily_job_name("summer"))
+    assert rerun.execute_in_process(instance=instance, tags=tags).success
+    drawn = drawn_per_partition(instance, "summer")
+    assert drawn == {
+        day.isoformat(): [False, True] if days[2] <= day <= days[5] else [True] for day in days
+    }
+    with Ledger.at_home(postgres_home) as ledger:
+        assert [(m.day, m.values) for n in CAMPAIGNS for m in ledger.releases(n)] == before
+        assert {n: ledger.campaign_budget(n).spent for n in CAMPAIGNS} == spent_before
+
+
+def test_the_spark_warehouse_lifts_the_writer_pool(tmp_path) -> None:
+    """DuckDB: every writing step in the pool of limit 1; Spark: no pool at all."""
+    pools = {}
+    for engine in ("duckdb", "spark"):
+        path = tmp_path / f"{engine}.yaml"
+        path.write_text(yaml.safe_dump(catalogue(days=DAYS, engine=engine)))
+        definitions = build_definitions(path, tmp_path / engine)
+        pools[engine] = {a.key.path[-1]: a.op.pool for a in definitions.assets}
+    readers = {"cumulative_query_answers"}
+    assert pools["duckdb"] == {a: None if a in readers else WRITER_POOL for a in pools["duckdb"]}
+    assert len(pools["duckdb"]) == 8
+    assert set(pools["spark"].values()) == {None}
+
+
+def test_the_example_instance_is_the_repository_settings_plus_postgres_storage() -> None:
+    example = yaml.safe_load((REPO / "examples" / "dagster-postgres.yaml").read_text())
+    settings = yaml.safe_load((REPO / "dagster.yaml").read_text())
+    assert example.pop("storage") == {"postgres": {"postgres_url": {"env": "DP_DAGSTER_PG_URL"}}}
+    assert example == settings
+
+
+def test_an_instance_file_already_in_the_home_is_used_as_it_is(tmp_path) -> None:
+    from assets.runner import write_instance_config
+    from dp_platform.home import Home
+
+    home = Home.at(tmp_path / "home")
+    mine = "telemetry:\n  enabled: false\n# mine\n"
+    (home.dagster / "dagster.yaml").write_text(mine)
+    assert write_instance_config(home).read_text() == mine
+    assert sorted(p.name for p in home.dagster.iterdir()) == ["dagster.yaml"]
+
+
+@pytest.fixture
+def shared_ledger(postgres_server):
+    """The hosts' one ledger: a database on the session's PostgreSQL server, named by each
+    home's catalogue (``ledger: {url}``) — the deployment a team with several hosts runs."""
+    url = postgres_server.create_database(f"two_hosts_{uuid.uuid4().hex[:8]}")
+
+    def attach(home: Path) -> None:
+        assert not (home / "ledger.sqlite").exists(), "the prepared home has no ledger of its own"
+        config = home / "campaigns.yaml"
+        catalogue_data = yaml.safe_load(config.read_text())
+        catalogue_data["ledger"] = {"url": url}
+        config.write_text(yaml.safe_dump(catalogue_data))
+
+    return attach
+
+
+def start_host(home: Path, *options: str) -> subprocess.Popen:
+    """One host: ``dp-platform run`` in its own process group, its Dagster instance under its
+    own home (no DAGSTER_HOME inherited from the test process)."""
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
+    return subprocess.Popen(
+        [*CLI, "run", "--home", str(home), "--config", str(home / "campaigns.yaml"), *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**env, "PYTHONWARNINGS": "ignore"},
+        start_new_session=True,
+    )
+
+
+def released_json(home: Path, campaign: str) -> dict:
+    result = subprocess.run(
+        [*CLI, "releases", "--home", str(home), "--campaign", campaign, "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(result.stdout)
+
+
+def test_two_hosts_with_one_ledger_release_once_and_charge_the_plan(
+    prepared, shared_ledger, tmp_path
+) -> None:
+    hosts = [tmp_path / "host_a", tmp_path / "host_b"]
+    for host in hosts:
+        shutil.copytree(prepared.root, host)
+        assert not (host / "dagster" / "dagster.yaml").exists()  # a fresh instance each
+        shared_ledger(host)
+    processes = [start_host(host) for host in hosts]
+    outputs = [p.communicate(timeout=900) for p in processes]
+    for process, (_, err) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, err[-2000:]
+
+    days = [(START + timedelta(days=i)).isoformat() for i in range(DAYS)]
+    instances = [instance_for(Home.at(host)) for host in hosts]
+    for name in CAMPAIGNS:
+        # one set of releases: both homes publish the same, every day once
+        published = [released_json(host, name) for host in hosts]
+        assert published[0] == published[1]
+        assert [d["day"] for d in published[0]["days"]] == list(range(1, DAYS + 1))
+        # each host materialised every day; exactly one of them drew each day
+        drawn = [drawn_per_partition(instance, name) for instance in instances]
+        assert all(set(per_host) == set(days) for per_host in drawn)
+        for day in days:
+            draws = [value for per_host in drawn for value in per_host[day]]
+            assert draws.count(True) == 1, (name, day, draws)
+    with Ledger.at_home(hosts[0]) as ledger:
+        for name in CAMPAIGNS:
+            budget = ledger.campaign_budget(name)
+            assert budget.spent == budget.planned  # charges = plan: nothing charged twice
+
+
+def ledger_progress(home: Path) -> tuple[int, int]:
+    """(bound choices, releases) stored so far, read without taking the ledger's lock."""
+    path = home / "ledger.sqlite"
+    if not path.exists():
+        return 0, 0
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1) as db:
+            bounds = db.execute("SELECT count(*) FROM bound_choices").fetchone()[0]
+            released = db.execute("SELECT count(*) FROM releases").fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0, 0
+    return bounds, released
+
+
+def test_parallel_workers_killed_mid_way_are_recovered_and_free_their_slots(
+    prepared, tmp_path
+) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(prepared.root, home)
+    run = start_host(home, "--parallel")
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        bounds, released = ledger_progress(home)
+        if bounds > 0 and released < len(CAMPAIGNS) * DAYS:
+            break
+        assert run.poll() is None, "the run ended before it could be killed mid-way"
+        time.sleep(0.05)
+    os.killpg(run.pid, signal.SIGKILL)  # the run and its worker processes
+    run.wait(60)
+    assert ledger_progress(home)[1] < len(CAMPAIGNS) * DAYS  # it really died part-way
+
+    again = start_host(home, "--parallel")
+    _, err = again.communicate(timeout=900)
+    assert again.returncode == 0, err[-2000:]
+
+    instance = instance_for(Home.at(home))
+    records = instance.get_run_records()
+    dead = [r for r in records if r.dagster_run.status == dg.DagsterRunStatus.FAILURE]
+    assert dead, "the killed worker's run was not recovered"
+    assert all(
+        r.dagster_run.tags[PID_TAG] != str(run.pid) for r in dead
+    )  # a worker's, not the parent's
+    slots = instance.event_log_storage.get_concurrency_info(WRITER_POOL)
+    assert slots.claimed_slots == [] and slots.pending_steps == []
+    with Ledger.at_home(home) as ledger:
+        for name in CAMPAIGNS:
+            assert [m.day for m in ledger.releases(name)] == list(range(1, DAYS + 1))
+            budget = ledger.campaign_budget(name)
+            assert budget.spent == budget.planned
