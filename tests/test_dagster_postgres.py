@@ -40,7 +40,7 @@ from tests.postgres_server import postgres_binaries, throwaway_postgres
 
 REPO = Path(__file__).resolve().parents[1]
 TODAY = date(2026, 11, 22)  # every campaign day is complete, whatever the wall clock says
-DAYS = 6
+DAYS = 8
 CAMPAIGNS = ("spring", "summer")
 
 needs_postgres = pytest.mark.skipif(
