@@ -27,13 +27,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, help="where homes go (default: a temporary dir)")
     parser.add_argument("--keep", action="store_true", help="keep every schedule's home")
     parser.add_argument("--json", type=Path, help="also write the summary to this file")
+    parser.add_argument(
+        "--max-minutes",
+        type=float,
+        help="start no new schedule after this many minutes (the summary counts those run)",
+    )
     args = parser.parse_args(argv)
     if args.schedules < 1:
         parser.error("--schedules must be >= 1")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="dp_faults_"))
     workdir.mkdir(parents=True, exist_ok=True)
     summary = run_many(
-        args.schedules, args.seed, workdir, args.ledger_url, keep=args.keep, echo=_echo
+        args.schedules,
+        args.seed,
+        workdir,
+        args.ledger_url,
+        keep=args.keep,
+        echo=_echo,
+        max_seconds=None if args.max_minutes is None else 60 * args.max_minutes,
     ).to_json()
     text = json.dumps(summary, indent=2)
     print(text)

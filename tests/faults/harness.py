@@ -262,6 +262,7 @@ ERROR_LINE = re.compile(
 @dataclass
 class Summary:
     backend: str
+    requested: int = 0
     schedules: int = 0
     processes: int = 0
     kills: Counter = field(default_factory=Counter)
@@ -287,6 +288,7 @@ class Summary:
     def to_json(self) -> dict:
         return {
             "backend": self.backend,
+            "schedules_requested": self.requested,
             "schedules": self.schedules,
             "processes": self.processes,
             "kills_injected": sum(self.kills.values()),
@@ -320,14 +322,18 @@ def run_many(
     *,
     keep: bool = False,
     echo: callable = print,
+    max_seconds: float | None = None,
 ) -> Summary:
     """Schedules ``seed .. seed + schedules − 1``, one at a time; homes removed unless they
-    failed (or ``keep``)."""
+    failed (or ``keep``). ``max_seconds``: start no schedule after this much wall time (the
+    summary says how many ran)."""
     began = time.monotonic()
     context = forkserver()
     world, golden = prepare(workdir, context, ledger_url)
-    summary = Summary(backend_name(ledger_url))
+    summary = Summary(backend_name(ledger_url), requested=schedules)
     for number in range(schedules):
+        if max_seconds is not None and time.monotonic() - began > max_seconds:
+            break
         result = run_schedule(context, world, golden, seed + number, workdir, ledger_url)
         summary.add(result)
         kills = ", ".join(f"{k} {v}" for k, v in sorted(result.kills().items())) or "none"
