@@ -69,7 +69,12 @@ class ScheduleResult:
     home: Path
 
     def kills(self) -> Counter:
-        return Counter(o.killed_by.partition("@")[0] for o in self.outcomes if o.killed_by)
+        """Kills injected, by fail point (``timer``: SIGKILL from outside after a delay)."""
+        return Counter(
+            o.killed_by.partition("@")[0]
+            for o in self.outcomes
+            if o.killed_by and o.killed_by not in {"stuck", "hung"}
+        )
 
 
 class _Running:
