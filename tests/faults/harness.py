@@ -18,8 +18,10 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.context import ForkServerContext
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 from dp_platform.errors import LedgerError
@@ -80,30 +82,33 @@ class ScheduleResult:
 class _Running:
     """One launched process: a forkserver child or a CLI subprocess, with its deadline."""
 
-    def __init__(self, outcome: Outcome, started: float, handle: object) -> None:
+    def __init__(
+        self, outcome: Outcome, started: float, handle: subprocess.Popen | BaseProcess
+    ) -> None:
         self.outcome, self.started, self.handle = outcome, started, handle
         self.timer_kill = False
 
     @property
     def pid(self) -> int:
-        return self.handle.pid  # type: ignore[attr-defined]
+        assert self.handle.pid is not None  # started
+        return self.handle.pid
 
     def exit_code(self) -> int | None:
         if isinstance(self.handle, subprocess.Popen):
             return self.handle.poll()
-        return self.handle.exitcode  # type: ignore[attr-defined]
+        return self.handle.exitcode
 
     def kill(self) -> None:
         if isinstance(self.handle, subprocess.Popen):
             os.killpg(self.handle.pid, signal.SIGKILL)
         else:
-            self.handle.kill()  # type: ignore[attr-defined]
+            self.handle.kill()
 
     def reap(self) -> None:
         if isinstance(self.handle, subprocess.Popen):
             self.handle.wait()
         else:
-            self.handle.join()  # type: ignore[attr-defined]
+            self.handle.join()
 
 
 def _launch(context: ForkServerContext, job: Job, home: Path, world: World, log: Path) -> object:
@@ -131,7 +136,7 @@ def run_processes(
     jobs: tuple[Job, ...],
     home: Path,
     world: World,
-    on_exit: callable,
+    on_exit: Callable[[], None],
     log_name: str = "process",
 ) -> list[Outcome]:
     """Start ``jobs`` at their delays, kill as drawn; ``on_exit()`` after each process ends.
@@ -308,7 +313,9 @@ class Summary:
         }
 
 
-def prepare(workdir: Path, context: ForkServerContext, ledger_url: str | None) -> tuple:
+def prepare(
+    workdir: Path, context: ForkServerContext, ledger_url: str | None
+) -> tuple[World, invariants.Golden]:
     """The world (ingested once) and the golden run's figures (one clean `dp-platform run`)."""
     world = prepare_world(workdir / "world")
     block = schedule_ledger(ledger_url, "faults_golden")
@@ -326,7 +333,7 @@ def run_many(
     ledger_url: str | None = None,
     *,
     keep: bool = False,
-    echo: callable = print,
+    echo: Callable[[str], None] = print,
     max_seconds: float | None = None,
 ) -> Summary:
     """Schedules ``seed .. seed + schedules − 1``, one at a time; homes removed unless they
