@@ -21,6 +21,7 @@ from dp_platform.faults import FAULT_VARIABLE
 # A late ingest's "now": after every event's time, fixed so a replay ingests the same rows.
 INGEST_NOW = "2026-06-01T00:00:00Z"
 REFUSED = 2  # the CLI's exit code for an error the user can fix (here: the edited catalogue)
+EDIT_SKIPPED = 3  # nothing was registered to edit: the edit did not run
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,9 @@ def cli_command(job: Job, home: Path, extra: tuple[Path, Path]) -> list[str]:
     return [sys.executable, "-m", "dp_platform.cli", *cli_arguments(job, home, extra)]
 
 
-def _wait_until_registered(home: Path, campaigns: tuple[str, ...], timeout: float) -> None:
-    """An edit is an edit of a *registered* campaign: wait until the ledger has them."""
+def _wait_until_registered(home: Path, campaigns: tuple[str, ...], timeout: float) -> bool:
+    """An edit is an edit of a *registered* campaign: wait until the ledger has them (False:
+    they never were, e.g. every other process was killed before registering)."""
     from dp_platform.ledger import Ledger, LedgerError
 
     deadline = time.monotonic() + timeout
@@ -87,11 +89,11 @@ def _wait_until_registered(home: Path, campaigns: tuple[str, ...], timeout: floa
         try:
             with Ledger.at_home(home, read_only=True) as ledger:
                 if set(campaigns) <= set(ledger.campaigns()):
-                    return
+                    return True
         except LedgerError:  # not created yet, or its tables not yet (a first run is creating it)
             pass
         time.sleep(0.05)
-    raise TimeoutError("campaigns never registered")
+    return False
 
 
 def _dagster_job(job: Job, home: Path) -> int:
@@ -140,8 +142,8 @@ def run_job(job: Job, home: Path, extra: tuple[Path, Path]) -> int:
     """Do ``job`` in this process; its exit code."""
     from dp_platform.cli import main
 
-    if job.kind == "edit":
-        _wait_until_registered(home, ("spring", "plus"), timeout=120)
+    if job.kind == "edit" and not _wait_until_registered(home, ("spring", "plus"), 120):
+        return EDIT_SKIPPED
     if job.kind in {"run", "run_cli", "edit", "ingest"}:
         return main(cli_arguments(job, home, extra))
     if job.kind in {"materialize", "backfill"}:
