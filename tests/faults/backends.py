@@ -43,17 +43,8 @@ def schedule_ledger(ledger_url: str | None, database: str) -> dict | None:
 
 @contextmanager
 def open_ledger(home: Home, ledger_block: dict | None) -> Iterator[Ledger]:
-    """The schedule's ledger, opened the way the platform opens the catalogue's ``ledger:``."""
-    if ledger_block is None:
-        with Ledger.at_home(home.root, read_only=True) as ledger:
-            yield ledger
-        return
-    # The catalogue's `ledger: {url: …}` block is read by the ledger backend interface once it
-    # exists in this code base; until then a server URL cannot be opened (said in one line).
-    from dp_platform import ledger as ledger_module
-
-    opener = getattr(ledger_module, "open_ledger", None)
-    if opener is None:
-        raise RuntimeError("this dp_platform has no ledger backend interface (ledger: {url})")
-    with opener(ledger_block, home) as ledger:
+    """The schedule's ledger, read-only: the home's SQLite file, or the block's URL (a
+    ``Ledger`` opens a ``postgresql://`` URL once the PostgreSQL backend is in the code base)."""
+    where = home.ledger if ledger_block is None else ledger_block["url"]
+    with Ledger(where, read_only=True) as ledger:
         yield ledger

@@ -2,7 +2,8 @@
 
 Each schedule kills processes at fail points and at random times, retries, and checks every
 invariant of tests/faults/invariants.py (test_invariants.py shows each check fails on a
-corrupted home). ``DP_FAULTS_SCHEDULES`` lowers the count for a local smoke run only.
+corrupted home). ``DP_FAULTS_SCHEDULES`` sets the count: 50 in ``make faults``, fewer for a
+local smoke run; unset, the test is skipped.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ import pytest
 
 from tests.faults.harness import replay_command, run_many
 
-SCHEDULES = int(os.environ.get("DP_FAULTS_SCHEDULES", "50"))
+# 50 schedules take about 2 hours on 2 shared cores (docs/faults.md#measured): run by
+# `make faults`, which sets the count; the default suite skips it.
+SCHEDULES = int(os.environ.get("DP_FAULTS_SCHEDULES", "0"))
+CI_SCHEDULES = 50
 FIRST_SEED = 1
 # Ledger backends the harness runs against; "postgres" runs on a throwaway server
 # (tests/postgres_server.py) once the catalogue's `ledger: {url: …}` block exists.
@@ -41,6 +45,7 @@ def ledger_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
     raise ValueError(f"unknown backend {request.param}")
 
 
+@pytest.mark.skipif(SCHEDULES == 0, reason="`make faults` runs it (DP_FAULTS_SCHEDULES=50)")
 def test_seeded_schedules_keep_every_invariant(ledger_url, tmp_path) -> None:
     lines: list[str] = []
     summary = run_many(SCHEDULES, FIRST_SEED, tmp_path, ledger_url, echo=lines.append)
@@ -51,5 +56,5 @@ def test_seeded_schedules_keep_every_invariant(ledger_url, tmp_path) -> None:
     # the run must really have injected faults, or it proved nothing (which fail points are
     # reached depends on timing: several kinds are only required of a full-size run)
     assert sum(summary.kills.values()) >= SCHEDULES // 2, report
-    if SCHEDULES >= 20:
+    if SCHEDULES >= CI_SCHEDULES:
         assert len(summary.kills) >= 3, report
