@@ -255,6 +255,7 @@ def run_schedule(
         violations += invariants.check_history(observed, final, golden)
         violations += invariants.check_budget(home, block, golden)
         violations += invariants.check_plus_spends(home, block)
+        violations += invariants.check_dagster_draws(home)
     violations += invariants.check_warehouse(home, golden, _late_loaded(outcomes))
     return ScheduleResult(
         seed, schedule, outcomes, retries, violations, stuck, time.monotonic() - began, home.root

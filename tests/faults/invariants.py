@@ -19,7 +19,7 @@ read-only DuckDB connection; nothing here writes.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import date
 from fractions import Fraction
@@ -278,6 +278,40 @@ def check_plus_spends(home: Home, ledger_block: dict | None) -> list[str]:
     for total_cost in exact.values():
         if total_cost > rho1:
             problems.append(f"plus: a user's summed cost {float(total_cost)} passed ρ1")
+    return problems
+
+
+DRAWING_ASSETS = ("contribution_bound", "noisy_daily_release", "reach_and_frequency")
+
+
+def check_dagster_draws(home: Home) -> list[str]:
+    """What the UI saw: no partition of a drawing asset materialised twice with ``drawn_now``
+    true (each draw is reported by at most one run; a killed run may report none)."""
+    import dagster as dg  # only here: the harness's parent process needs no Dagster otherwise
+
+    problems = []
+    instance = dg.DagsterInstance.from_config(str(home.dagster))
+    try:
+        for campaign in CAMPAIGNS:
+            for asset in DRAWING_ASSETS:
+                drawn = Counter()
+                key = dg.AssetKey([campaign, asset])
+                cursor = None
+                while True:
+                    page = instance.fetch_materializations(key, limit=500, cursor=cursor)
+                    for record in page.records:
+                        materialization = record.asset_materialization
+                        shown = materialization.metadata.get("drawn_now")
+                        if shown is not None and shown.value is True:
+                            drawn[materialization.partition] += 1
+                    if not page.has_more:
+                        break
+                    cursor = page.cursor
+                twice = sorted(str(p) for p, n in drawn.items() if n > 1)
+                if twice:
+                    problems.append(f"{campaign}/{asset}: drawn_now shown twice for {twice}")
+    finally:
+        instance.dispose()
     return problems
 
 

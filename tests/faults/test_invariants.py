@@ -37,6 +37,7 @@ def _all_checks(home: Home, golden: invariants.Golden, observed: list) -> list[s
         *invariants.check_history(observed, final, golden),
         *invariants.check_budget(home, None, golden),
         *invariants.check_plus_spends(home, None),
+        *invariants.check_dagster_draws(home),
         *invariants.check_warehouse(home, golden, late_loaded=False),
     ]
 
@@ -114,3 +115,21 @@ def test_a_duplicated_derived_row_is_caught(clean, tmp_path) -> None:
         )
     problems = invariants.check_warehouse(home, clean[1], late_loaded=False)
     assert any("derived partitions differ" in p for p in problems)
+
+
+def test_a_draw_shown_twice_in_dagster_is_caught(clean, tmp_path) -> None:
+    import dagster as dg
+
+    home = _copy(clean[0], tmp_path)
+    assert invariants.check_dagster_draws(home) == []
+    instance = dg.DagsterInstance.from_config(str(home.dagster))
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization(
+            asset_key=dg.AssetKey(["plus", "noisy_daily_release"]),
+            partition="2026-03-02",
+            metadata={"drawn_now": True},
+        )
+    )
+    instance.dispose()
+    problems = invariants.check_dagster_draws(home)
+    assert problems == ["plus/noisy_daily_release: drawn_now shown twice for ['2026-03-02']"]
