@@ -12,7 +12,7 @@ events). Each process starts at once or after a delay; some carry a fail point
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from dp_platform.faults import FAULT_POINTS
@@ -32,14 +32,43 @@ class Schedule:
         return [f"  {n}: at {j.start_delay:.2f}s {j.describe()}" for n, j in enumerate(self.jobs)]
 
 
-def _fault(rng: random.Random, kind: str) -> tuple[str | None, float | None]:
-    """(fail point, outside kill delay): about 40% fail points, 25% timed kills, the rest none."""
+# The fail points a process can pass: a single-asset materialisation passes only its asset's
+# (a release also clips the day if that was not done yet); runs and backfills pass them all.
+# campaign_release.drawn: the one reach release, only at the end of a whole `run`.
+DAILY_POINTS = tuple(p for p in FAULT_POINTS if p != "campaign_release.drawn")
+ASSET_POINTS = {
+    "attributed_conversions": ("warehouse.partition_written",),
+    "user_day_contributions": ("warehouse.partition_written",),
+    "contribution_bound": ("bound.drawn",),
+    "clipped_daily_vector": ("clip.written",),
+    "noisy_daily_release": ("release.drawn", "clip.written"),
+    "cumulative_query_answers": (),
+}
+
+
+def _reachable(job: Job) -> tuple[tuple[str, ...], int]:
+    """(fail points ``job`` can pass, how many times at most: its days)."""
+    if job.kind in {"run", "run_cli"}:
+        return FAULT_POINTS, DAYS
+    if job.kind == "backfill":
+        assert job.first is not None and job.last is not None
+        return DAILY_POINTS, (job.last - job.first).days + 1
+    if job.kind == "materialize":
+        assert job.asset is not None
+        return ASSET_POINTS[job.asset], 1
+    return (), 0  # ingest, edit: timed kills only
+
+
+def _fault(rng: random.Random, job: Job) -> tuple[str | None, float | None]:
+    """(fail point, outside kill delay): about 45% fail points (where the process can reach
+    one), 25% timed kills, the rest none."""
+    points, passes = _reachable(job)
     roll = rng.random()
-    if roll < 0.40 and kind not in {"ingest", "edit"}:
-        point = rng.choice(FAULT_POINTS)
-        nth = rng.choice((1, 1, 1, 2, 3))
+    if roll < 0.45 and points:
+        point = rng.choice(points)
+        nth = 1 if point == "campaign_release.drawn" else rng.randint(1, passes)
         return (point if nth == 1 else f"{point}@{nth}"), None
-    if roll < 0.65:
+    if roll < 0.70:
         return None, round(rng.uniform(0.3, 12.0), 2)
     return None, None
 
@@ -51,29 +80,17 @@ def draw_schedule(seed: int) -> Schedule:
     for _ in range(rng.randint(2, 8)):
         kind = rng.choices(KINDS, KIND_WEIGHTS)[0]
         delay = 0.0 if rng.random() < 0.5 else round(rng.uniform(0.0, 8.0), 2)
-        fault, kill_after = _fault(rng, kind)
         campaign = rng.choice(CAMPAIGNS)
         first = START + timedelta(days=rng.randrange(DAYS))
         last = first + timedelta(days=rng.randrange(DAYS - (first - START).days))
         if kind in {"run", "run_cli"}:
-            through = None if rng.random() < 0.6 else last
-            job = Job(kind, last=through)
+            job = Job(kind, last=None if rng.random() < 0.6 else last)
         elif kind == "materialize":
             job = Job(kind, campaign=campaign, asset=rng.choice(STREAM_ASSETS), first=first)
         elif kind == "backfill":
             job = Job(kind, campaign=campaign, first=first, last=last)
         else:
             job = Job(kind)
-        jobs.append(
-            Job(
-                job.kind,
-                job.campaign,
-                job.asset,
-                job.first,
-                job.last,
-                start_delay=delay,
-                fault=fault,
-                kill_after=kill_after,
-            )
-        )
+        fault, kill_after = _fault(rng, job)
+        jobs.append(replace(job, start_delay=delay, fault=fault, kill_after=kill_after))
     return Schedule(seed, tuple(jobs))
