@@ -28,9 +28,12 @@ def _rows(path: Path, query: str) -> list[tuple]:
 def waiting_on_dead_slots(dagster_home: Path, dead: set[int]) -> set[int]:
     """PIDs of processes with a step waiting for a pool slot that a dead process holds."""
     storage = dagster_home / "history"
+    # A slot is held by a claimed slot, or by a pending step already assigned one (a process
+    # killed between Dagster's assignment and its claim blocks the queue just the same).
     held = _rows(
         storage / "runs" / "index.db",
-        "SELECT run_id FROM concurrency_slots WHERE run_id IS NOT NULL AND NOT deleted",
+        "SELECT run_id FROM concurrency_slots WHERE run_id IS NOT NULL AND NOT deleted "
+        "UNION SELECT run_id FROM pending_steps WHERE assigned_timestamp IS NOT NULL",
     )
     pending = _rows(
         storage / "runs" / "index.db",
