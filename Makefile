@@ -6,7 +6,7 @@ HOME_DIR ?= .dp_home
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-fast ui ui-screenshots browser postgres lint format bench results clean
+.PHONY: demo test test-fast faults ui ui-screenshots browser postgres lint format bench results clean
 
 $(BIN)/dp-platform: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ test: $(BIN)/dp-platform browser postgres $(VENV)/.spark
 # in tests/conftest.py), on both cores. `make test` still runs everything.
 test-fast: $(BIN)/dp-platform
 	$(BIN)/pytest -q -m "unit and not slow" -n 2
+
+# The fault-injection harness's CI run: 50 seeded schedules per ledger backend (docs/faults.md;
+# about 2 hours on 2 shared cores, so not part of `make test`).
+faults: $(BIN)/dp-platform
+	DP_FAULTS_SCHEDULES=50 $(BIN)/pytest -q tests/faults/test_faults.py
 
 # Debian's Chromium, which the browser test drives through Playwright (browser downloads from
 # elsewhere do not work here, so never `playwright install`).

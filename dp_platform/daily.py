@@ -22,6 +22,7 @@ import numpy as np
 from dp_platform import mechanisms
 from dp_platform.cells import layout_of, publisher_counts
 from dp_platform.config import CampaignConfig, Catalogue, ConfigError
+from dp_platform.faults import fault_point
 from dp_platform.ledger import Ledger, LedgerError, MissingPreviousDay
 from dp_platform.mechanisms.base import BoundChoice, Measurement, StreamMechanism, StreamPlan
 from dp_platform.plans import CampaignPlan
@@ -133,7 +134,9 @@ def clipped_day(
             f"campaign {campaign.name}: {day} has no contribution bound yet; materialise "
             "contribution_bound for that day first"
         )
-    return np.asarray(mechanism.clip(plan, choice, warehouse, campaign, day), dtype=np.float64)
+    clipped = np.asarray(mechanism.clip(plan, choice, warehouse, campaign, day), dtype=np.float64)
+    fault_point("clip.written")
+    return clipped
 
 
 def release_day(

@@ -36,6 +36,7 @@ from dp_platform.errors import (
     PlanMismatch,
     StorageError,
 )
+from dp_platform.faults import fault_point
 from dp_platform.ledger_backends import home_ledger, open_backend
 from dp_platform.ledger_backends.base import LedgerBackend, Session, migrations, storage_error
 from dp_platform.mechanisms.base import Chain, ChoiceT, Measurement, StateT
@@ -439,6 +440,7 @@ class Ledger:
             previous = self._bound_state(db, campaign, day - 1, chain)
             self._check_budget(db, campaign, day, expected_charges)
             choice, state = choose(previous)
+            fault_point("bound.drawn")
             if choice.day != day or state.day != day:
                 raise LedgerError(f"bound chain out of step: computed day {choice.day}, need {day}")
             if choice.charges != expected_charges:
@@ -501,6 +503,7 @@ class Ledger:
                 )
             self._check_budget(db, campaign, day, expected_charges)
             measurement = draw(from_record(chain.choice, json.loads(row[0])))
+            fault_point("release.drawn")
             if measurement.day != day or measurement.charges != expected_charges:
                 raise LedgerError(f"campaign {campaign}, day {day}: release out of step")
             db.execute(
@@ -563,6 +566,7 @@ class Ledger:
             charges = {kind: charge}
             self._check_budget(db, campaign, 0, charges)
             payload = draw()
+            fault_point("campaign_release.drawn")
             db.execute(
                 "INSERT INTO campaign_releases VALUES (?, ?, ?, ?)",
                 (campaign, kind, json.dumps(payload), _now()),

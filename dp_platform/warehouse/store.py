@@ -26,6 +26,7 @@ import pandas as pd
 
 from dp_platform.cells import CellLayout, layout_of
 from dp_platform.config import CampaignConfig, ConfigError, WarehouseConfig
+from dp_platform.faults import fault_point
 from dp_platform.privacy.filter import RESIDUAL
 from dp_platform.warehouse.ingest import TIE_ROOM, IngestReport, ingest_files
 from dp_platform.warehouse.runner import SqlRunner
@@ -379,6 +380,7 @@ class Warehouse:
                 first=first,
                 last=last,
             )[0][0]
+        fault_point("warehouse.partition_written")
         return {
             "rule": rule,
             "days": (last - first).days + 1,
@@ -415,6 +417,7 @@ class Warehouse:
                 first=first,
                 last=last,
             )[0]
+        fault_point("warehouse.partition_written")
         return {
             "days": (last - first).days + 1,
             "user_days": int(users),

@@ -1,0 +1,45 @@
+"""Named fail points for the fault-injection harness (``tests/faults``; docs/faults.md).
+
+``fault_point(name)`` marks a place where a crash would be hardest on the platform's promises —
+after a draw and before the ledger stores it, after the AdsBPC+ filter wrote every user's spend
+and before the ledger commits the day's release, after a warehouse partition write. It does
+nothing unless the environment variable :data:`FAULT_VARIABLE` names the point; then the process
+SIGKILLs itself there: no ``finally``, no ``atexit``, no rollback — exactly what a power cut or
+the OOM killer does. ``name@n`` kills at the n-th time the point is passed (default the first).
+
+Production never sets the variable: the check is one dictionary lookup, and nothing is read or
+written when it is unset. The harness sets it in the processes it launches.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+__all__ = ["FAULT_POINTS", "FAULT_VARIABLE", "fault_point"]
+
+FAULT_VARIABLE = "DP_PLATFORM_FAULT"
+
+FAULT_POINTS = (
+    "bound.drawn",  # a contribution bound drawn (noise used), before the ledger stores it
+    "release.drawn",  # a day's noisy release drawn, before the ledger stores and charges it
+    "campaign_release.drawn",  # a campaign-level release (one-shot, reach) drawn, before commit
+    "clip.written",  # the day's clip (AdsBPC+: every user's spend) committed, before the release
+    "warehouse.partition_written",  # attribution or contributions of a day range committed
+)
+
+_passes: dict[str, int] = {}
+
+
+def fault_point(name: str) -> None:
+    """SIGKILL this process here if ``DP_PLATFORM_FAULT`` names ``name`` (``name`` or
+    ``name@n``, the n-th pass); otherwise nothing."""
+    wanted = os.environ.get(FAULT_VARIABLE)
+    if not wanted:
+        return
+    point, _, nth = wanted.partition("@")
+    if point != name:
+        return
+    _passes[name] = _passes.get(name, 0) + 1
+    if _passes[name] >= int(nth or 1):
+        os.kill(os.getpid(), signal.SIGKILL)

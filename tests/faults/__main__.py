@@ -1,0 +1,61 @@
+"""``python -m tests.faults --schedules N --seed S [--ledger-url URL]``: the fault-injection
+harness (docs/faults.md). Prints one line per schedule and a JSON summary; exit 1 on any
+invariant violation, with each failing schedule's replay command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from tests.faults.harness import run_many
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.faults", description=__doc__)
+    parser.add_argument("--schedules", type=int, default=50, help="how many schedules")
+    parser.add_argument(
+        "--seed", type=int, default=1, help="seed of the first schedule (schedule i: seed + i)"
+    )
+    parser.add_argument(
+        "--ledger-url",
+        help="ledger backend: sqlite (default, the home's file) or postgresql://user@host/db "
+        "(a fresh database per schedule on that server)",
+    )
+    parser.add_argument("--workdir", type=Path, help="where homes go (default: a temporary dir)")
+    parser.add_argument("--keep", action="store_true", help="keep every schedule's home")
+    parser.add_argument("--json", type=Path, help="also write the summary to this file")
+    parser.add_argument(
+        "--max-minutes",
+        type=float,
+        help="start no new schedule after this many minutes (the summary counts those run)",
+    )
+    args = parser.parse_args(argv)
+    if args.schedules < 1:
+        parser.error("--schedules must be >= 1")
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="dp_faults_"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    summary = run_many(
+        args.schedules,
+        args.seed,
+        workdir,
+        args.ledger_url,
+        keep=args.keep,
+        echo=_echo,
+        max_seconds=None if args.max_minutes is None else 60 * args.max_minutes,
+    ).to_json()
+    text = json.dumps(summary, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
+    return 1 if summary["invariant_violations"] else 0
+
+
+def _echo(line: str) -> None:
+    print(line, flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

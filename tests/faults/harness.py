@@ -1,0 +1,381 @@
+"""Run schedules and check the invariants after each (docs/faults.md).
+
+One schedule: copy the prepared home, start its processes (forkserver children with Dagster
+pre-imported, or real CLI processes), kill them as drawn, snapshot the ledger after every
+process exits, then retry ``dp-platform run`` without faults until both campaigns are complete,
+and check :mod:`tests.faults.invariants`. A violation names the schedule's seed and the command
+that replays it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.context import ForkServerContext
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+from dp_platform.errors import LedgerError
+from dp_platform.faults import FAULT_VARIABLE
+from tests.faults import invariants
+from tests.faults.backends import backend_name, schedule_ledger
+from tests.faults.schedule import Schedule, draw_schedule
+from tests.faults.stuck import waiting_on_dead_slots
+from tests.faults.workers import (
+    EDIT_SKIPPED,
+    PRELOAD,
+    REFUSED,
+    Job,
+    child_main,
+    cli_command,
+)
+from tests.faults.world import World, prepare_world
+
+PROCESS_TIMEOUT = 600.0  # a process alive this long is stuck: killed and reported
+STUCK_AFTER = 15.0  # waiting this long on a dead process's pool slot: reported and killed
+RETRIES = 3  # clean `dp-platform run`s allowed to finish the campaigns after the faults
+POLL = 0.02
+
+
+def forkserver() -> ForkServerContext:
+    """Children forked from a server that has already imported Dagster and the platform."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    return context
+
+
+def replay_command(seed: int, ledger_url: str | None) -> str:
+    url = f" --ledger-url {ledger_url}" if ledger_url else ""
+    return f"python -m tests.faults --schedules 1 --seed {seed}{url}"
+
+
+@dataclass
+class Outcome:
+    job: Job
+    exit_code: int | None = None
+    killed_by: str | None = None  # fail point name, "timer", or "hung"
+    log: Path | None = None
+
+
+@dataclass
+class ScheduleResult:
+    seed: int
+    schedule: Schedule
+    outcomes: list[Outcome]
+    retries: int
+    violations: list[str]
+    stuck: list[str]  # processes found waiting forever on a dead process's pool slot
+    seconds: float
+    home: Path
+
+    def kills(self) -> Counter:
+        """Kills injected, by fail point (``timer``: SIGKILL from outside after a delay)."""
+        return Counter(
+            o.killed_by.partition("@")[0]
+            for o in self.outcomes
+            if o.killed_by and o.killed_by not in {"stuck", "hung"}
+        )
+
+
+class _Running:
+    """One launched process: a forkserver child or a CLI subprocess, with its deadline."""
+
+    def __init__(
+        self, outcome: Outcome, started: float, handle: subprocess.Popen | BaseProcess
+    ) -> None:
+        self.outcome, self.started, self.handle = outcome, started, handle
+        self.timer_kill = False
+
+    @property
+    def pid(self) -> int:
+        assert self.handle.pid is not None  # started
+        return self.handle.pid
+
+    def exit_code(self) -> int | None:
+        if isinstance(self.handle, subprocess.Popen):
+            return self.handle.poll()
+        return self.handle.exitcode
+
+    def kill(self) -> None:
+        if isinstance(self.handle, subprocess.Popen):
+            os.killpg(self.handle.pid, signal.SIGKILL)
+        else:
+            self.handle.kill()
+
+    def reap(self) -> None:
+        if isinstance(self.handle, subprocess.Popen):
+            self.handle.wait()
+        else:
+            self.handle.join()
+
+
+def _launch(context: ForkServerContext, job: Job, home: Path, world: World, log: Path) -> object:
+    extra = (str(world.extra.impressions), str(world.extra.conversions))
+    if job.kind == "run_cli":
+        env = {k: v for k, v in os.environ.items() if k != FAULT_VARIABLE}
+        env["PYTHONWARNINGS"] = "ignore"
+        if job.fault:
+            env[FAULT_VARIABLE] = job.fault
+        with log.open("ab") as out:
+            return subprocess.Popen(
+                cli_command(job, home, (world.extra.impressions, world.extra.conversions)),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+    process = context.Process(target=child_main, args=(job, str(home), extra, str(log)))
+    process.start()
+    return process
+
+
+def run_processes(
+    context: ForkServerContext,
+    jobs: tuple[Job, ...],
+    home: Path,
+    world: World,
+    on_exit: Callable[[], None],
+    log_name: str = "process",
+) -> list[Outcome]:
+    """Start ``jobs`` at their delays, kill as drawn; ``on_exit()`` after each process ends.
+
+    A process waiting on the pool slot of a killed process (:mod:`tests.faults.stuck`) for
+    :data:`STUCK_AFTER` seconds is killed and marked ``stuck``."""
+    outcomes = [Outcome(job, log=home / f"{log_name}_{n}.log") for n, job in enumerate(jobs)]
+    waiting = sorted(range(len(jobs)), key=lambda n: jobs[n].start_delay)
+    running: list[_Running] = []
+    dead: set[int] = set()
+    stuck_since: dict[int, float] = {}
+    next_look = 0.0
+    began = time.monotonic()
+    while waiting or running:
+        now = time.monotonic()
+        if dead and running and now >= next_look:
+            next_look = now + 1.0
+            stuck = waiting_on_dead_slots(home / "dagster", dead)
+            stuck_since = {pid: stuck_since.get(pid, now) for pid in stuck}
+            for process in running:
+                if now - stuck_since.get(process.pid, now) >= STUCK_AFTER:
+                    process.outcome.killed_by = "stuck"
+                    process.kill()
+        while waiting and now - began >= jobs[waiting[0]].start_delay:
+            outcome = outcomes[waiting.pop(0)]
+            handle = _launch(context, outcome.job, home, world, outcome.log)
+            running.append(_Running(outcome, now, handle))
+        for process in list(running):
+            code = process.exit_code()
+            age = now - process.started
+            if code is None:
+                job = process.outcome.job
+                if job.kill_after is not None and age >= job.kill_after:
+                    process.timer_kill = True
+                    process.kill()
+                elif age >= PROCESS_TIMEOUT:
+                    process.outcome.killed_by = "hung"
+                    process.kill()
+                continue
+            process.reap()
+            running.remove(process)
+            dead.add(process.pid)
+            outcome = process.outcome
+            outcome.exit_code = code
+            if code == -signal.SIGKILL and outcome.killed_by is None:
+                outcome.killed_by = "timer" if process.timer_kill else outcome.job.fault
+            on_exit()
+        time.sleep(POLL)
+    return outcomes
+
+
+def _edit_problems(outcomes: list[Outcome]) -> list[str]:
+    """An edited registered campaign is refused: exit 2 naming the changed field."""
+    problems = []
+    for outcome in outcomes:
+        if outcome.job.kind != "edit" or outcome.killed_by is not None:
+            continue
+        if outcome.exit_code == EDIT_SKIPPED:
+            continue  # every other process died before registering: nothing to edit
+        text = outcome.log.read_text(errors="replace") if outcome.log else ""
+        if outcome.exit_code != REFUSED or "privacy.rho" not in text:
+            problems.append(f"edited catalogue not refused (exit {outcome.exit_code})")
+    return problems
+
+
+def _late_loaded(outcomes: list[Outcome]) -> bool | None:
+    ingests = [o for o in outcomes if o.job.kind == "ingest"]
+    if any(o.exit_code == 0 for o in ingests):
+        return True
+    if any(o.killed_by is not None for o in ingests):
+        return None  # killed: before or after its commit, both are fine
+    return False
+
+
+def run_schedule(
+    context: ForkServerContext,
+    world: World,
+    golden: invariants.Golden,
+    seed: int,
+    workdir: Path,
+    ledger_url: str | None,
+) -> ScheduleResult:
+    began = time.monotonic()
+    schedule = draw_schedule(seed)
+    block = schedule_ledger(ledger_url, f"faults_{seed}")
+    home = world.copy_to(workdir / f"schedule_{seed}", block)
+    observed: list[invariants.Snapshot] = []
+
+    def observe() -> None:
+        try:
+            observed.append(invariants.snapshot(home, block))
+        except LedgerError as error:
+            if any(taken.records for taken in observed):  # it was readable before
+                observed_errors.append(f"ledger unreadable after a process exit: {error}")
+
+    observed_errors: list[str] = []
+    outcomes = run_processes(context, schedule.jobs, home.root, world, observe)
+    violations = [*observed_errors, *_edit_problems(outcomes)]
+    violations += [f"process hung: {o.job.describe()}" for o in outcomes if o.killed_by == "hung"]
+    stuck = [o.job.describe() for o in outcomes if o.killed_by == "stuck"]
+    retries = 0
+    while not invariants.complete(home, block) and retries < RETRIES:
+        retries += 1
+        run_processes(context, (Job("run"),), home.root, world, observe, f"retry_{retries}")
+    if not invariants.complete(home, block):
+        violations.append(f"campaigns not complete after {RETRIES} clean runs")
+    else:
+        final = invariants.snapshot(home, block)
+        violations += invariants.check_history(observed, final, golden)
+        violations += invariants.check_budget(home, block, golden)
+        violations += invariants.check_plus_spends(home, block)
+        violations += invariants.check_dagster_draws(home)
+    violations += invariants.check_warehouse(home, golden, _late_loaded(outcomes))
+    return ScheduleResult(
+        seed, schedule, outcomes, retries, violations, stuck, time.monotonic() - began, home.root
+    )
+
+
+def _exit_label(outcome: Outcome) -> str:
+    """``kind:exit code`` and, for a failure, the error's class (from the process's log)."""
+    if outcome.killed_by:
+        return f"{outcome.job.kind}:killed"
+    label = f"{outcome.job.kind}:{outcome.exit_code}"
+    if outcome.exit_code == 0 or outcome.log is None or not outcome.log.exists():
+        return label
+    lines = outcome.log.read_text(errors="replace").splitlines()
+    errors = [line for line in lines if ERROR_LINE.match(line)]
+    return f"{label}:{ERROR_LINE.match(errors[-1]).group(1)}" if errors else label
+
+
+ERROR_LINE = re.compile(
+    r"^(?:[a-z_.]+\.)?([A-Z]\w*(?:Error|Day|Mismatch|Exceeded|Ended|Failed)|dp-platform \w+):"
+)
+
+
+@dataclass
+class Summary:
+    backend: str
+    requested: int = 0
+    schedules: int = 0
+    processes: int = 0
+    kills: Counter = field(default_factory=Counter)
+    exits: Counter = field(default_factory=Counter)
+    retries: int = 0
+    failed: list[int] = field(default_factory=list)
+    stuck_seeds: list[int] = field(default_factory=list)
+    violations: int = 0
+    seconds: float = 0.0
+
+    def add(self, result: ScheduleResult) -> None:
+        self.schedules += 1
+        self.processes += len(result.outcomes)
+        self.kills.update(result.kills())
+        self.exits.update(_exit_label(o) for o in result.outcomes)
+        self.retries += result.retries
+        self.violations += len(result.violations)
+        if result.violations:
+            self.failed.append(result.seed)
+        if result.stuck:
+            self.stuck_seeds.append(result.seed)
+
+    def to_json(self) -> dict:
+        return {
+            "backend": self.backend,
+            "schedules_requested": self.requested,
+            "schedules": self.schedules,
+            "processes": self.processes,
+            "kills_injected": sum(self.kills.values()),
+            "kills_by_kind": dict(sorted(self.kills.items())),
+            "process_exits": dict(sorted(self.exits.items())),
+            "retry_runs": self.retries,
+            "invariant_violations": self.violations,
+            "failed_seeds": self.failed,
+            "stuck_on_dead_pool_slot": len(self.stuck_seeds),
+            "stuck_seeds": self.stuck_seeds,
+            "wall_seconds": round(self.seconds, 1),
+        }
+
+
+def prepare(
+    workdir: Path, context: ForkServerContext, ledger_url: str | None
+) -> tuple[World, invariants.Golden]:
+    """The world (ingested once) and the golden run's figures (one clean `dp-platform run`)."""
+    world = prepare_world(workdir / "world")
+    block = schedule_ledger(ledger_url, "faults_golden")
+    home = world.copy_to(workdir / "golden", block)
+    outcome = run_processes(context, (Job("run"),), home.root, world, lambda: None)[0]
+    if outcome.exit_code != 0 or not invariants.complete(home, block):
+        raise RuntimeError(f"the clean run failed: see {outcome.log}")
+    return world, invariants.golden_of(home, block)
+
+
+def run_many(
+    schedules: int,
+    seed: int,
+    workdir: Path,
+    ledger_url: str | None = None,
+    *,
+    keep: bool = False,
+    echo: Callable[[str], None] = print,
+    max_seconds: float | None = None,
+) -> Summary:
+    """Schedules ``seed .. seed + schedules − 1``, one at a time; homes removed unless they
+    failed (or ``keep``). ``max_seconds``: start no schedule after this much wall time (the
+    summary says how many ran)."""
+    began = time.monotonic()
+    context = forkserver()
+    world, golden = prepare(workdir, context, ledger_url)
+    summary = Summary(backend_name(ledger_url), requested=schedules)
+    for number in range(schedules):
+        if max_seconds is not None and time.monotonic() - began > max_seconds:
+            break
+        result = run_schedule(context, world, golden, seed + number, workdir, ledger_url)
+        summary.add(result)
+        kills = ", ".join(f"{k} {v}" for k, v in sorted(result.kills().items())) or "none"
+        echo(
+            f"schedule {result.seed}: {len(result.outcomes)} processes, kills: {kills}; "
+            f"{result.retries} retries; {len(result.stuck)} stuck; "
+            f"{len(result.violations)} violations; "
+            f"{result.seconds:.1f} s"
+        )
+        if result.violations:
+            echo("\n".join(result.schedule.describe()))
+            for violation in result.violations:
+                echo(f"  VIOLATION: {violation}")
+            echo(f"  home kept: {result.home}")
+            echo(f"  replay: {replay_command(result.seed, ledger_url)}")
+        elif not keep:
+            shutil.rmtree(result.home, ignore_errors=True)
+    summary.seconds = time.monotonic() - began
+    return summary
+
+
+if __name__ == "__main__":  # pragma: no cover - use `python -m tests.faults`
+    sys.exit("use: python -m tests.faults --help")

@@ -1,0 +1,96 @@
+"""A schedule: 2–8 processes against one home and one ledger, drawn from a seed alone.
+
+Kinds (what operators run): ``run`` (``dp-platform run``, whole campaign or ``--through``, in a
+forkserver child), ``run_cli`` (the same as a real cold-started CLI process), ``materialize``
+(one asset, one partition, through Dagster), ``backfill`` (a campaign's day range as one
+Dagster run), ``edit`` (``dp-platform run`` with a catalogue whose registered campaign was
+edited: must be refused, nothing spent) and ``ingest`` (a late load of another advertiser's
+events). Each process starts at once or after a delay; some carry a fail point
+(dp_platform/faults.py), some are SIGKILLed from outside after a random delay.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+from datetime import timedelta
+
+from dp_platform.faults import FAULT_POINTS
+from tests.faults.workers import Job
+from tests.faults.world import CAMPAIGNS, DAYS, START, STREAM_ASSETS
+
+KINDS = ("run", "run_cli", "materialize", "backfill", "edit", "ingest")
+KIND_WEIGHTS = (30, 6, 26, 22, 8, 8)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    seed: int
+    jobs: tuple[Job, ...]
+
+    def describe(self) -> list[str]:
+        return [f"  {n}: at {j.start_delay:.2f}s {j.describe()}" for n, j in enumerate(self.jobs)]
+
+
+# The fail points a process can pass: a single-asset materialisation passes only its asset's
+# (a release also clips the day if that was not done yet); runs and backfills pass them all.
+# campaign_release.drawn: the one reach release, only at the end of a whole `run`.
+DAILY_POINTS = tuple(p for p in FAULT_POINTS if p != "campaign_release.drawn")
+ASSET_POINTS = {
+    "attributed_conversions": ("warehouse.partition_written",),
+    "user_day_contributions": ("warehouse.partition_written",),
+    "contribution_bound": ("bound.drawn",),
+    "clipped_daily_vector": ("clip.written",),
+    "noisy_daily_release": ("release.drawn", "clip.written"),
+    "cumulative_query_answers": (),
+}
+
+
+def _reachable(job: Job) -> tuple[tuple[str, ...], int]:
+    """(fail points ``job`` can pass, how many times at most: its days)."""
+    if job.kind in {"run", "run_cli"}:
+        return FAULT_POINTS, DAYS
+    if job.kind == "backfill":
+        assert job.first is not None and job.last is not None
+        return DAILY_POINTS, (job.last - job.first).days + 1
+    if job.kind == "materialize":
+        assert job.asset is not None
+        return ASSET_POINTS[job.asset], 1
+    return (), 0  # ingest, edit: timed kills only
+
+
+def _fault(rng: random.Random, job: Job) -> tuple[str | None, float | None]:
+    """(fail point, outside kill delay): about 45% fail points (where the process can reach
+    one), 25% timed kills, the rest none."""
+    points, passes = _reachable(job)
+    roll = rng.random()
+    if roll < 0.45 and points:
+        point = rng.choice(points)
+        nth = 1 if point == "campaign_release.drawn" else rng.randint(1, passes)
+        return (point if nth == 1 else f"{point}@{nth}"), None
+    if roll < 0.70:
+        return None, round(rng.uniform(0.3, 12.0), 2)
+    return None, None
+
+
+def draw_schedule(seed: int) -> Schedule:
+    """The schedule of ``seed`` (same seed, same schedule: a failure is replayed exactly)."""
+    rng = random.Random(seed)
+    jobs = []
+    for _ in range(rng.randint(2, 8)):
+        kind = rng.choices(KINDS, KIND_WEIGHTS)[0]
+        delay = 0.0 if rng.random() < 0.5 else round(rng.uniform(0.0, 8.0), 2)
+        campaign = rng.choice(CAMPAIGNS)
+        first = START + timedelta(days=rng.randrange(DAYS))
+        last = first + timedelta(days=rng.randrange(DAYS - (first - START).days))
+        if kind in {"run", "run_cli"}:
+            job = Job(kind, last=None if rng.random() < 0.6 else last)
+        elif kind == "materialize":
+            job = Job(kind, campaign=campaign, asset=rng.choice(STREAM_ASSETS), first=first)
+        elif kind == "backfill":
+            job = Job(kind, campaign=campaign, first=first, last=last)
+        else:
+            job = Job(kind)
+        fault, kill_after = _fault(rng, job)
+        jobs.append(replace(job, start_delay=delay, fault=fault, kill_after=kill_after))
+    return Schedule(seed, tuple(jobs))
