@@ -21,8 +21,11 @@ import fcntl
 import multiprocessing
 import os
 import socket
+import threading
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -151,6 +154,34 @@ def recover_dead_runs(instance: dg.DagsterInstance) -> list[str]:
             instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
             recovered.append(run.run_id)
     return recovered
+
+
+RECOVERY_INTERVAL_S = 2.0
+
+
+@contextmanager
+def _recovering_dead_runs(instance: dg.DagsterInstance) -> Iterator[None]:
+    """While a run executes, free the pool slots of runs whose process has died since it
+    started. A run already waiting for the writer slot of a process that is then SIGKILLed
+    would otherwise wait forever: Dagster frees a run's slots only when the run ends, and a
+    killed run never ends (found by the fault harness, docs/faults.md)."""
+    stop = threading.Event()
+
+    def watch() -> None:
+        watcher = dg.DagsterInstance.from_ref(instance.get_ref())  # its own storage handles
+        try:
+            while not stop.wait(RECOVERY_INTERVAL_S):
+                recover_dead_runs(watcher)
+        finally:
+            watcher.dispose()
+
+    thread = threading.Thread(target=watch, name="dp-platform-dead-run-recovery", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=30)
 
 
 def _console(level: str) -> dict:
@@ -360,9 +391,10 @@ def _execute(
 ) -> str:
     job = definitions.resolve_job_def(job_name)
     try:
-        result = job.execute_in_process(
-            instance=instance, tags=tags, run_config=_console(log_level), **keys
-        )
+        with _recovering_dead_runs(instance):
+            result = job.execute_in_process(
+                instance=instance, tags=tags, run_config=_console(log_level), **keys
+            )
     except Exception as error:
         cause = _user_error(error)
         if cause is not None:
