@@ -87,16 +87,18 @@ def _claim_home(home: Home, options: dict) -> None:
     marker = home.root / DEMO_MARKER
     if marker.exists():
         made = json.loads(marker.read_text())
-        if made.get("layout") != options["layout"]:
-            raise ConfigError(
-                f"{home.root} was made by an older demo (without the sliced campaign); use a "
-                "new --home"
-            )
-        if made != options:
-            shown = ", ".join(f"--{k} {v}" for k, v in made.items() if k not in {"seed", "layout"})
+        made_layout = made.pop("layout", None)
+        wanted = {k: v for k, v in options.items() if k != "layout"}
+        if made != wanted:
+            shown = ", ".join(f"--{k} {v}" for k, v in made.items() if k != "seed")
             raise ConfigError(
                 f"{home.root} is a demo home made with {shown}; rerun with those options or "
                 "use a new --home"
+            )
+        if made_layout != options["layout"]:
+            raise ConfigError(
+                f"{home.root} was made by an older demo (without the sliced campaign); use a "
+                "new --home"
             )
         return
     if home.warehouse.exists() or home.ledger.exists():

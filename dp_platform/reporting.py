@@ -15,7 +15,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display on servers; must precede pyplot
 import matplotlib.pyplot as plt
 
-__all__ = ["cumulative_chart", "markdown_image", "slice_chart"]
+__all__ = ["cumulative_chart", "markdown_image", "slice_chart", "top_slices"]
 
 
 def cumulative_chart(
@@ -48,6 +48,11 @@ def cumulative_chart(
     return buffer.getvalue()
 
 
+def top_slices(series: Sequence[dict], top: int) -> list[dict]:
+    """The ``top`` series with the largest last value (campaign-to-date noisy number)."""
+    return sorted(series, key=lambda s: -float(s["value"][-1]))[:top]
+
+
 def slice_chart(
     series: Sequence[dict],
     *,
@@ -59,9 +64,8 @@ def slice_chart(
     """One line per slice over the campaign's days with its 95 % band, for the ``top`` slices
     by their last value; ``series`` are ``releases --json``'s ``cumulative`` rows (DP values
     only: campaign-to-date numbers projected non-decreasing, ± 1.96·se)."""
-    chosen = sorted(series, key=lambda s: -float(s["value"][-1]))[:top]
     figure, axes = plt.subplots(figsize=(7, 3.6), dpi=100)
-    for row in chosen:
+    for row in top_slices(series, top):
         label = " / ".join(str(row[k]) for k in label_keys)
         (line,) = axes.plot(row["days"], row["value"], marker="o", markersize=2, label=label)
         axes.fill_between(

@@ -327,3 +327,20 @@ def test_releases_table_shows_intervals_and_the_dimension_totals(released, docum
     for region in REGIONS:
         assert f"region={region}" in out
     assert " ± " in out.splitlines()[2]  # day 1's total and answers carry their half-width
+
+
+def test_slice_chart_draws_the_top_slices_of_the_cumulative_series(document) -> None:
+    from dp_platform.reporting import slice_chart, top_slices
+
+    slices = [
+        s
+        for s in document["cumulative"]
+        if (s["publisher"], s["measure"]) == ("all", "count")
+        and "all" not in (s["region"], s["device"])
+    ]
+    assert len(slices) == len(REGIONS) * len(DEVICES)
+    chosen = top_slices(slices, 3)
+    last = sorted((s["value"][-1] for s in slices), reverse=True)
+    assert [s["value"][-1] for s in chosen] == last[:3]
+    png = slice_chart(slices, title="t", label_keys=("region", "device"), top=3)
+    assert png.startswith(b"\x89PNG")
