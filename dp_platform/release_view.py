@@ -40,7 +40,7 @@ from dp_platform.ledger import Ledger
 from dp_platform.publication import PublishedDay, campaign_layout, published_days
 from dp_platform.release_intervals import day_intervals
 
-__all__ = ["CumulativeRows", "release_document", "total_levels"]
+__all__ = ["CumulativeRows", "prefix_isotonic_last", "release_document", "total_levels"]
 
 Row = dict[str, str | float]
 
@@ -63,6 +63,32 @@ def _labels(layout: CellLayout, over: tuple[str, ...], shape: tuple[int, ...]) -
         chosen = {name: labels[i] for (name, labels), i in zip(kept, index, strict=True)}
         rows.append({name: chosen.get(name, ALL) for name in layout.axis_names})
     return rows
+
+
+def prefix_isotonic_last(series: np.ndarray, sigmas: np.ndarray) -> np.ndarray:
+    """rows × days: at day d, the last value of ``isotonic_cumulative(series[:, :d], …)``.
+
+    Pool-adjacent-violators from the left keeps, after each new point, exactly the weighted
+    isotonic fit of the prefix so far (its blocks' means), so one pass per row gives every
+    day's answer: O(rows × days) instead of one regression per row and day. Clipping the last
+    block's mean at 0 is the clipping of :func:`~dp_platform.consistency.isotonic_cumulative`.
+    """
+    weights = 1.0 / np.asarray(sigmas, dtype=np.float64) ** 2
+    values = np.asarray(series, dtype=np.float64)
+    out = np.empty_like(values)
+    for row in range(values.shape[0]):
+        means: list[float] = []
+        totals: list[float] = []
+        for day, (y, w) in enumerate(zip(values[row].tolist(), weights[row].tolist(), strict=True)):
+            means.append(y)
+            totals.append(w)
+            while len(means) > 1 and means[-2] > means[-1]:
+                w_last, w_prev = totals.pop(), totals[-1]
+                m_last = means.pop()
+                means[-1] = (means[-1] * w_prev + m_last * w_last) / (w_prev + w_last)
+                totals[-1] = w_prev + w_last
+            out[row, day] = max(means[-1], 0.0)
+    return out
 
 
 class CumulativeRows:
@@ -92,13 +118,16 @@ class CumulativeRows:
         self.raw = np.cumsum(np.concatenate(raw_parts), axis=1)
         self.se = np.sqrt(np.cumsum(np.concatenate(variance_parts), axis=1))
 
+        self._latest = prefix_isotonic_last(self.raw, self.se)
+
     def through(self, day: int) -> np.ndarray:
         """rows × ``day``: the projection of the series over the first ``day`` released days."""
         return isotonic_cumulative(self.raw[:, :day], self.se[:, :day])
 
     def day_rows(self, day: int) -> list[Row]:
-        """Day ``day``'s projected campaign-to-date number of each row, with its interval."""
-        value = self.through(day)[:, -1]
+        """Day ``day``'s projected campaign-to-date number of each row (the last value of
+        :meth:`through` ``(day)``), with its interval."""
+        value = self._latest[:, day - 1]
         se = self.se[:, day - 1]
         low, high = normal_interval(value, se)
         return [
