@@ -27,6 +27,8 @@ intervals. They cover the clipped total the mechanism measured, at the stated le
 
 Axis order of a cell array (C order): ``publisher``, then the dimensions in the layout's order,
 then ``measure``. A measure is never summed with another (a count and a value sum do not add).
+The layout is the platform's one :class:`~dp_platform.cells.CellLayout` (re-exported here), and
+the grid :func:`~dp_platform.cells.on_grid` the one the published cells are already on.
 """
 
 from __future__ import annotations

@@ -81,7 +81,8 @@ def _plus_minus(value: float, se: float) -> str:
     from dp_platform.cells import Z95
     from dp_platform.display import round_to_noise
 
-    return f"{round_to_noise(value, se):g} ± {round_to_noise(Z95 * se, se):g}"
+    shown = round_to_noise(value, se) + 0.0  # + 0.0: a rounded -0.2 shows as 0, not -0
+    return f"{shown:g} ± {round_to_noise(Z95 * se, se):g}"
 
 
 def run(args: argparse.Namespace) -> int:
