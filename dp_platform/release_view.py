@@ -32,7 +32,6 @@ from dp_platform.cells import PUBLISHER, CellLayout
 from dp_platform.consistency import (
     ALL,
     derived_totals,
-    isotonic_cumulative,
     normal_interval,
     slice_rows,
 )
@@ -40,7 +39,7 @@ from dp_platform.ledger import Ledger
 from dp_platform.publication import PublishedDay, campaign_layout, published_days
 from dp_platform.release_intervals import day_intervals
 
-__all__ = ["CumulativeRows", "prefix_isotonic_last", "release_document", "total_levels"]
+__all__ = ["CumulativeRows", "prefix_isotonic", "release_document", "total_levels"]
 
 Row = dict[str, str | float]
 
@@ -65,37 +64,47 @@ def _labels(layout: CellLayout, over: tuple[str, ...], shape: tuple[int, ...]) -
     return rows
 
 
-def prefix_isotonic_last(series: np.ndarray, sigmas: np.ndarray) -> np.ndarray:
-    """rows × days: at day d, the last value of ``isotonic_cumulative(series[:, :d], …)``.
+def prefix_isotonic(series: np.ndarray, sigmas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(last, whole)``, both rows × days: ``last[:, d-1]`` is the last value of
+    ``isotonic_cumulative(series[:, :d], sigmas[:, :d])`` for every d, ``whole`` the projection
+    of the whole series (:func:`~dp_platform.consistency.isotonic_cumulative`'s result).
 
     Pool-adjacent-violators from the left keeps, after each new point, exactly the weighted
     isotonic fit of the prefix so far (its blocks' means), so one pass per row gives every
-    day's answer: O(rows × days) instead of one regression per row and day. Clipping the last
-    block's mean at 0 is the clipping of :func:`~dp_platform.consistency.isotonic_cumulative`.
+    day's answer: O(rows × days) instead of one regression per row and day. Clipping at 0 is
+    the clipping of ``isotonic_cumulative``. One pass gives both, so the last day's number and
+    the last point of the whole series are the same float.
     """
     weights = 1.0 / np.asarray(sigmas, dtype=np.float64) ** 2
     values = np.asarray(series, dtype=np.float64)
-    out = np.empty_like(values)
+    last = np.empty_like(values)
+    whole = np.empty_like(values)
     for row in range(values.shape[0]):
         means: list[float] = []
         totals: list[float] = []
-        for day, (y, w) in enumerate(zip(values[row].tolist(), weights[row].tolist(), strict=True)):
+        sizes: list[int] = []
+        pairs = zip(values[row].tolist(), weights[row].tolist(), strict=True)
+        for day, (y, w) in enumerate(pairs):
             means.append(y)
             totals.append(w)
+            sizes.append(1)
             while len(means) > 1 and means[-2] > means[-1]:
                 w_last, w_prev = totals.pop(), totals[-1]
                 m_last = means.pop()
                 means[-1] = (means[-1] * w_prev + m_last * w_last) / (w_prev + w_last)
                 totals[-1] = w_prev + w_last
-            out[row, day] = max(means[-1], 0.0)
-    return out
+                merged = sizes.pop()
+                sizes[-1] += merged
+            last[row, day] = max(means[-1], 0.0)
+        whole[row] = np.maximum(np.repeat(means, sizes), 0.0)
+    return last, whole
 
 
 class CumulativeRows:
     """Campaign-to-date numbers of every cell and total (cells first, then each level).
 
     ``raw``/``se``: rows × days, the exact running sums of the published cells and their
-    standard errors. Built once per campaign; :meth:`through` projects days 1..d.
+    standard errors. Built once per campaign, projected in one pass (:func:`prefix_isotonic`).
     """
 
     def __init__(self, layout: CellLayout, days: list[PublishedDay]) -> None:
@@ -118,16 +127,12 @@ class CumulativeRows:
         self.raw = np.cumsum(np.concatenate(raw_parts), axis=1)
         self.se = np.sqrt(np.cumsum(np.concatenate(variance_parts), axis=1))
 
-        self._latest = prefix_isotonic_last(self.raw, self.se)
-
-    def through(self, day: int) -> np.ndarray:
-        """rows × ``day``: the projection of the series over the first ``day`` released days."""
-        return isotonic_cumulative(self.raw[:, :day], self.se[:, :day])
+        self._last, self._whole = prefix_isotonic(self.raw, self.se)
 
     def day_rows(self, day: int) -> list[Row]:
-        """Day ``day``'s projected campaign-to-date number of each row (the last value of
-        :meth:`through` ``(day)``), with its interval."""
-        value = self._latest[:, day - 1]
+        """Day ``day``'s projected campaign-to-date number of each row (the last value of the
+        projection over days 1..``day``), with its interval."""
+        value = self._last[:, day - 1]
         se = self.se[:, day - 1]
         low, high = normal_interval(value, se)
         return [
@@ -135,10 +140,10 @@ class CumulativeRows:
             for label, v, s, lo, hi in zip(self.labels, value, se, low, high, strict=True)
         ]
 
-    def series(self, day: int) -> list[Row]:
-        """The latest fit (over days 1..``day``) as one series per row, for plots and tools."""
-        projected = self.through(day)
-        se = self.se[:, :day]
+    def series(self) -> list[Row]:
+        """The latest fit (over every released day) as one series per row, for plots/tools."""
+        projected, se = self._whole, self.se
+        day = projected.shape[1]
         low, high = normal_interval(projected, se)
         return [
             {
@@ -167,6 +172,6 @@ def release_document(ledger: Ledger, campaign: str) -> dict:
             sigmas = [c["sigma"] for c in day.cells]
             record["totals"] = slice_rows(layout, values, sigmas, total_levels(layout))
             record["cumulative"] = cumulative.day_rows(position)
-        document["cumulative"] = cumulative.series(len(days))
+        document["cumulative"] = cumulative.series()
     document.update(ledger.campaign_releases(campaign))
     return document

@@ -6,7 +6,7 @@ import numpy as np
 
 from dp_platform.cells import CellLayout
 from dp_platform.consistency import isotonic_cumulative
-from dp_platform.release_view import prefix_isotonic_last, total_levels
+from dp_platform.release_view import prefix_isotonic, total_levels
 
 
 def test_one_pass_gives_every_days_projection_of_the_series_so_far() -> None:
@@ -16,7 +16,9 @@ def test_one_pass_gives_every_days_projection_of_the_series_so_far() -> None:
     series = np.cumsum(rng.normal(0.3, 2.0, size=(60, days)), axis=1)
     series[:5] = np.round(series[:5])  # ties between neighbours
     sigmas = np.sqrt(np.cumsum(rng.uniform(0.5, 3.0, size=(60, days)) ** 2, axis=1))
-    fast = prefix_isotonic_last(series, sigmas)
+    fast, whole = prefix_isotonic(series, sigmas)
+    np.testing.assert_allclose(whole, isotonic_cumulative(series, sigmas), rtol=1e-12, atol=1e-9)
+    assert np.all(np.diff(whole, axis=1) >= 0) and np.array_equal(whole[:, -1], fast[:, -1])
     moved = 0
     for day in range(1, days + 1):
         slow = isotonic_cumulative(series[:, :day], sigmas[:, :day])[:, -1]
