@@ -97,8 +97,7 @@ def release_metadata(day: PublishedDay, drawn_now: bool) -> dict[str, dg.Metadat
     values = list(day.values.values())
     total_std = day.value_std * len(values) ** 0.5
     intervals = day_intervals(day)
-    values_ci: dict[str, dict[str, float]] = intervals["values_ci"]
-    total_ci: dict[str, float] = intervals["total_ci"]
+    values_ci, total_ci = intervals["values_ci"], intervals["total_ci"]
     rows = [
         f"| {p} | {round_to_noise(v, day.value_std):g} | {_interval(values_ci[p], day.value_std)} |"
         for p, v in list(day.values.items())[:_TABLE_ROWS]

@@ -15,13 +15,21 @@ Reads only what :class:`~dp_platform.publication.PublishedDay` holds (DP outputs
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 from dp_platform.consistency import normal_interval
 from dp_platform.publication import PublishedDay
 
-__all__ = ["day_intervals"]
+__all__ = ["DayIntervals", "day_intervals"]
 
-Interval = dict[str, float]
+Interval = dict[str, float]  # {"ci_low", "ci_high"}
+
+
+class DayIntervals(TypedDict):
+    level: float
+    values_ci: dict[str, Interval]
+    total_ci: Interval
+    answers_ci: dict[str, dict[str, Interval]]
 
 
 def _interval(value: float, se: float, level: float) -> Interval:
@@ -29,7 +37,7 @@ def _interval(value: float, se: float, level: float) -> Interval:
     return {"ci_low": float(low), "ci_high": float(high)}
 
 
-def day_intervals(day: PublishedDay, level: float = 0.95) -> dict[str, object]:
+def day_intervals(day: PublishedDay, level: float = 0.95) -> DayIntervals:
     """``ci_low``/``ci_high`` of each value, the day's total, each answer and each answer total.
 
     Shaped to sit next to :meth:`PublishedDay.to_json`: ``values_ci`` (publisher → interval),
