@@ -11,23 +11,31 @@ import numpy as np
 import yaml
 
 from assets.runner import run_campaigns
+from dp_platform.cells import CellLayout, layout_of, publisher_counts
 from dp_platform.config import ConfigError, load_catalogue
+from dp_platform.consistency import ALL
 from dp_platform.daily import campaign_days
 from dp_platform.events import generate_campaign, write_events
+from dp_platform.events.campaign import DEVICES, REGIONS
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger
 from dp_platform.mechanisms import DEFAULT_STREAM
 from dp_platform.registration import load_registration
-from dp_platform.reporting import cumulative_chart
+from dp_platform.release_view import release_document
+from dp_platform.reporting import cumulative_chart, slice_chart
 from dp_platform.warehouse import Warehouse
 
 DEMO_MARKER = "demo.json"
 DEMO_SEED = 20_261_122
 DEMO_START = date(2026, 3, 1)
+DEMO_VALUE_CAP = 200.0
+DEMO_LAYOUT = 2  # the demo's catalogue and events: a home made by an older demo is refused
+TOP_SLICES = 6
 
 
 def catalogue_for(days: int) -> dict:
-    """Two campaigns of one advertiser sharing one account (the cap holds across both)."""
+    """Three campaigns of one advertiser sharing one account (the cap holds across them): two
+    count-only, and one broken down by region × device with the conversions' value."""
     common = {
         "advertiser": "acme",
         "account": "acme-users",
@@ -39,6 +47,10 @@ def catalogue_for(days: int) -> dict:
     }
     return {
         "accounts": [{"name": "acme-users", "rho_cap": 2.0}],
+        "dimensions": {
+            "region": {"source": "conversions", "values": list(REGIONS)},
+            "device": {"source": "conversions", "values": list(DEVICES)},
+        },
         "campaigns": [
             {
                 **common,
@@ -54,6 +66,16 @@ def catalogue_for(days: int) -> dict:
                 "workload": {"kind": "sliding", "window": min(7, days)},
                 "objective": {"kind": "maxvar"},
             },
+            {
+                **common,
+                "name": "demo_slices",
+                "privacy": {"rho": 0.5},
+                "workload": {"kind": "prefix"},
+                "objective": {"kind": "wsum", "last_weight": 7},
+                "breakdown": ["region", "device"],
+                "measures": ["count", "value"],
+                "value_cap": DEMO_VALUE_CAP,
+            },
         ],
     }
 
@@ -65,11 +87,18 @@ def _claim_home(home: Home, options: dict) -> None:
     marker = home.root / DEMO_MARKER
     if marker.exists():
         made = json.loads(marker.read_text())
-        if made != options:
+        made_layout = made.pop("layout", None)
+        wanted = {k: v for k, v in options.items() if k != "layout"}
+        if made != wanted:
             shown = ", ".join(f"--{k} {v}" for k, v in made.items() if k != "seed")
             raise ConfigError(
                 f"{home.root} is a demo home made with {shown}; rerun with those options or "
                 "use a new --home"
+            )
+        if made_layout != options["layout"]:
+            raise ConfigError(
+                f"{home.root} was made by an older demo (without the sliced campaign); use a "
+                "new --home"
             )
         return
     if home.warehouse.exists() or home.ledger.exists():
@@ -90,10 +119,13 @@ def _simulate_and_ingest(home: Home, *, days: int, users: int, publishers: int) 
         conversions=users * 2,
         days=days,
         start=DEMO_START,
+        dimensions=True,  # region and device columns, from their own seeded stream
     )
     files = write_events(events, home.root / "input")
+    dimensions = {"region": list(REGIONS), "device": list(DEVICES)}
     with home.warehouse_lock(), Warehouse(home.warehouse) as warehouse:
-        report = warehouse.ingest(files.impressions, files.conversions).to_json()
+        loaded = warehouse.ingest(files.impressions, files.conversions, dimensions=dimensions)
+        report = loaded.to_json()
     parts = []
     for kind in ("impressions", "conversions"):
         part = report[kind]
@@ -116,10 +148,34 @@ def _truth(home: Home, campaign, released_days: int) -> np.ndarray:
     return table.to_numpy(dtype=np.float64)
 
 
+def _slice_plot(home: Home, ledger: Ledger, name: str, layout: CellLayout) -> Path:
+    """The top slices (over all publishers, every dimension kept) by campaign-to-date noisy
+    count, one line each over the days with its 95 % band: the ``cumulative`` series of
+    ``releases --json`` (DP values only; no truth on this chart)."""
+    series = [
+        row
+        for row in release_document(ledger, name)["cumulative"]
+        if row["publisher"] == ALL
+        and row["measure"] == "count"
+        and all(row[d] != ALL for d in layout.dimension_names)
+    ]
+    plot = home.plots / f"{name}_slices.png"
+    plot.write_bytes(
+        slice_chart(
+            series,
+            title=f"{name}: top {TOP_SLICES} slices, conversions to date (released)",
+            label_keys=layout.dimension_names,
+            top=TOP_SLICES,
+        )
+    )
+    return plot
+
+
 def run_demo(home_dir: Path, *, days: int, users: int, publishers: int) -> dict:
     """Run the demo and return its report (releases next to the truth, errors, budget, plots)."""
     home = Home.at(home_dir)
-    _claim_home(home, {"seed": DEMO_SEED, "days": days, "users": users, "publishers": publishers})
+    options = {"seed": DEMO_SEED, "days": days, "users": users, "publishers": publishers}
+    _claim_home(home, {**options, "layout": DEMO_LAYOUT})
     ingest = _simulate_and_ingest(home, days=days, users=users, publishers=publishers)
     config = home.root / "campaigns.yaml"
     config.write_text(yaml.safe_dump(catalogue_for(days), sort_keys=False))
@@ -132,7 +188,10 @@ def run_demo(home_dir: Path, *, days: int, users: int, publishers: int) -> dict:
             campaign, plan = registration.config, registration.plan.stream
             releases = ledger.releases(campaign.name)
             truth = _truth(home, campaign, len(releases))
-            noisy = np.array([r.values for r in releases])
+            layout = layout_of(campaign, list(campaign.publishers))
+            # per publisher, counts: a sliced campaign's count cells summed over the breakdown
+            noisy = np.array([publisher_counts(layout, r.values) for r in releases])
+            unit = layout.unscale("count") * math.sqrt(layout.combinations)
             ends = plan.query_ends
             rows, errors, variances, points = [], [], [], []
             for release in releases:
@@ -144,7 +203,7 @@ def run_demo(home_dir: Path, *, days: int, users: int, publishers: int) -> dict:
                     noisy_answer = float(weights @ noisy[:day].sum(axis=1))
                     true_answer = float(weights @ truth[:day].sum(axis=1))
                     errors.append(noisy_answer - true_answer)
-                    sigmas = np.array([r.sigma for r in releases[:day]])
+                    sigmas = np.array([r.sigma * unit for r in releases[:day]])
                     variances.append(noisy.shape[1] * float((weights**2) @ sigmas**2))
                     points.append((day, noisy_answer, true_answer, math.sqrt(variances[-1])))
                 rows.append(
@@ -177,5 +236,9 @@ def run_demo(home_dir: Path, *, days: int, users: int, publishers: int) -> dict:
                 "expected_std": float(np.sqrt(np.mean(variances))) if variances else 0.0,
                 "plot": str(plot),
             }
+            if not layout.plain and releases:
+                report["campaigns"][campaign.name]["slice_plot"] = str(
+                    _slice_plot(home, ledger, campaign.name, layout)
+                )
         report["budget"] = ledger.budget_report()
     return report

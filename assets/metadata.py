@@ -17,6 +17,7 @@ from dp_platform.display import band_chart_markdown, round_to_noise, significant
 from dp_platform.mechanisms.base import Markdown, Shown
 from dp_platform.privacy.accounting import Rho
 from dp_platform.publication import PublishedDay
+from dp_platform.release_intervals import day_intervals
 
 __all__ = [
     "answers_metadata",
@@ -85,18 +86,26 @@ def cell_metadata(day: PublishedDay) -> dict[str, dg.MetadataValue]:
     return metadata
 
 
+def _interval(interval: dict[str, float], std: float) -> str:
+    """``low .. high``, each end rounded to what the noise justifies."""
+    low, high = interval["ci_low"], interval["ci_high"]
+    return f"{round_to_noise(low, std):g} .. {round_to_noise(high, std):g}"
+
+
 def release_metadata(day: PublishedDay, drawn_now: bool) -> dict[str, dg.MetadataValue]:
     """The day's release as ``dp-platform releases`` shows it, rounded to its noise."""
     values = list(day.values.values())
     total_std = day.value_std * len(values) ** 0.5
+    intervals = day_intervals(day)
+    values_ci, total_ci = intervals["values_ci"], intervals["total_ci"]
     rows = [
-        f"| {p} | {round_to_noise(v, day.value_std):g} |"
+        f"| {p} | {round_to_noise(v, day.value_std):g} | {_interval(values_ci[p], day.value_std)} |"
         for p, v in list(day.values.items())[:_TABLE_ROWS]
     ]
     more = len(values) - _TABLE_ROWS
     table = "\n".join(
-        ["| publisher | noisy value |", "|---|---|", *rows]
-        + ([f"| … {more} more | `dp-platform releases` |"] if more > 0 else [])
+        ["| publisher | noisy value | 95 % interval |", "|---|---|---|", *rows]
+        + ([f"| … {more} more | `dp-platform releases` | |"] if more > 0 else [])
     )
     return {
         "bound_r": dg.MetadataValue.float(significant(day.bound)),
@@ -105,6 +114,10 @@ def release_metadata(day: PublishedDay, drawn_now: bool) -> dict[str, dg.Metadat
         "rho_spent": dg.MetadataValue.float(significant(day.rho_spent, 4)),
         "rho_remaining": dg.MetadataValue.float(significant(day.rho_planned - day.rho_spent, 4)),
         "noisy_total": dg.MetadataValue.float(round_to_noise(sum(values), total_std)),
+        "noisy_total_ci_low": dg.MetadataValue.float(round_to_noise(total_ci["ci_low"], total_std)),
+        "noisy_total_ci_high": dg.MetadataValue.float(
+            round_to_noise(total_ci["ci_high"], total_std)
+        ),
         "publishers": dg.MetadataValue.text(str(len(values))),
         "noisy_values": dg.MetadataValue.md(table),
         "drawn_now": dg.MetadataValue.bool(drawn_now),
@@ -130,6 +143,11 @@ def answers_metadata(history: list[PublishedDay]) -> dict[str, dg.MetadataValue]
                 "answer_low_2sd": dg.MetadataValue.float(round_to_noise(value - 2 * std, std)),
                 "answer_high_2sd": dg.MetadataValue.float(round_to_noise(value + 2 * std, std)),
             }
+        )
+        interval = day_intervals(today)["answers_ci"][query]["total"]
+        metadata["answer_ci_low"] = dg.MetadataValue.float(round_to_noise(interval["ci_low"], std))
+        metadata["answer_ci_high"] = dg.MetadataValue.float(
+            round_to_noise(interval["ci_high"], std)
         )
     points = []
     for published in history:

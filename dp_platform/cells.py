@@ -22,12 +22,26 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
+import scipy.sparse
 
 from dp_platform.config import CampaignConfig
 
-__all__ = ["Z95", "Cell", "CellLayout", "cell_records", "layout_of", "publisher_counts"]
+__all__ = [
+    "GRID",
+    "MEASURE",
+    "PUBLISHER",
+    "Z95",
+    "Cell",
+    "CellLayout",
+    "cell_records",
+    "layout_of",
+    "on_grid",
+    "published_values",
+    "publisher_counts",
+]
 
 Z95 = 1.959964
 """Two-sided 95 % normal quantile: a cell's interval is value ± Z95·σ."""
@@ -42,15 +56,99 @@ class Cell:
     measure: str
 
 
+PUBLISHER = "publisher"
+MEASURE = "measure"
+GRID = 2.0**-10  # released cells are multiples of this: their sums are exact (on_grid)
+_EXACT_LIMIT = 2.0**42
+
+
+def on_grid(values: np.ndarray) -> np.ndarray:
+    """``values`` rounded to the nearest multiple of :data:`GRID` = 2⁻¹⁰ (post-processing).
+
+    Multiples of 2⁻¹⁰ below 2⁴³ in magnitude are exact doubles and so are their sums, so totals
+    of gridded cells are exact whatever the summation order: a released total then equals the
+    sum of its released slices exactly, not up to rounding. The rounding moves a value by at
+    most 2⁻¹¹ ≈ 0.0005 (variance ≤ 2⁻²⁰/12, negligible next to any σ here, and not added to the
+    standard errors). Refused when the cells' absolute sum reaches 2⁴² (sums could then round).
+    """
+    array = np.asarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(array)):
+        raise ValueError("values must be finite")
+    if float(np.abs(array).sum()) >= _EXACT_LIMIT:
+        raise ValueError("cells' absolute sum must be below 2^42 for exact totals")
+    return np.round(array / GRID) * GRID
+
+
 @dataclass(frozen=True)
 class CellLayout:
     """The cell vector's order: publisher-major, then the dimensions' values (row-major, in the
-    breakdown's order), then the measures."""
+    breakdown's order), then the measures.
+
+    The one layout type of the platform: the warehouse fills it, :func:`cell_records` publishes
+    it and :mod:`dp_platform.consistency` sums it (its axes are publisher, the dimensions,
+    measure, in that order). ``value_cap`` is needed only to unscale the value measure."""
 
     publishers: tuple[str, ...]
     dimensions: tuple[tuple[str, tuple[str, ...]], ...]
     measures: tuple[str, ...]
-    value_cap: float | None
+    value_cap: float | None = None
+
+    def __post_init__(self) -> None:
+        names = [PUBLISHER, *(name for name, _ in self.dimensions), MEASURE]
+        if len(set(names)) != len(names):
+            raise ValueError(
+                f"dimension names must be distinct and not {PUBLISHER!r} or {MEASURE!r}: {names}"
+            )
+        for name, labels in self.axes:
+            if not labels and name != PUBLISHER:  # no publisher yet: an empty vector
+                raise ValueError(f"axis {name!r} has no values")
+            if len(set(labels)) != len(labels):
+                raise ValueError(f"axis {name!r} repeats a value: {labels}")
+
+    @property
+    def axes(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Every axis in cell order: publisher, the dimensions, measure."""
+        return ((PUBLISHER, self.publishers), *self.dimensions, (MEASURE, self.measures))
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.axes)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(labels) for _, labels in self.axes)
+
+    def as_array(self, values: np.ndarray, what: str = "values") -> np.ndarray:
+        """``values`` as a float array of :attr:`shape` (flat input is read in C order)."""
+        array = np.asarray(values, dtype=np.float64)
+        if array.shape == self.shape:
+            return array
+        if array.ndim == 1 and array.size == self.size:
+            return array.reshape(self.shape)
+        raise ValueError(
+            f"{what}: expected {self.size} cells shaped {self.shape}, got {array.shape}"
+        )
+
+    def summed_axes(self, over: Sequence[str]) -> tuple[int, ...]:
+        """Positions of the axes in ``over``; summing over the measure axis is refused."""
+        names = self.axis_names
+        unknown = [name for name in over if name not in names]
+        if unknown:
+            raise ValueError(f"unknown axis {unknown[0]!r}; axes are {names}")
+        if MEASURE in over:
+            raise ValueError("measures are never summed together (a count and a sum do not add)")
+        return tuple(sorted({names.index(name) for name in over}))
+
+    def kept(self, over: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        summed = set(over)
+        return tuple((name, labels) for name, labels in self.axes if name not in summed)
+
+    def kept_shape(self, over: Sequence[str]) -> tuple[int, ...]:
+        return tuple(len(labels) for _, labels in self.kept(over))
+
+    def aggregation(self, over: Sequence[str]) -> scipy.sparse.csr_matrix:
+        """The 0/1 matrix mapping flat cells to flat totals over ``over`` (C order both)."""
+        return _aggregation(self, self.summed_axes(over))
 
     @property
     def plain(self) -> bool:
@@ -116,6 +214,19 @@ class CellLayout:
         return rows
 
 
+@lru_cache(maxsize=256)
+def _aggregation(layout: CellLayout, summed: tuple[int, ...]) -> scipy.sparse.csr_matrix:
+    """Built once per (layout, summed axes): every day of a campaign reuses it (read-only)."""
+    index = np.indices(layout.shape).reshape(len(layout.shape), -1)
+    kept_axes = [a for a in range(len(layout.shape)) if a not in summed]
+    kept_shape = tuple(layout.shape[a] for a in kept_axes)
+    rows = np.ravel_multi_index(tuple(index[a] for a in kept_axes), kept_shape)
+    ones = np.ones(layout.size)
+    return scipy.sparse.csr_matrix(
+        (ones, (rows, np.arange(layout.size))), shape=(int(np.prod(kept_shape)), layout.size)
+    )
+
+
 def layout_of(campaign: CampaignConfig, publishers: list[str]) -> CellLayout:
     """The cells of ``campaign`` over its frozen ``publishers`` (the registered config's)."""
     return CellLayout(
@@ -126,30 +237,42 @@ def layout_of(campaign: CampaignConfig, publishers: list[str]) -> CellLayout:
     )
 
 
+def published_values(layout: CellLayout, entries: Sequence[float]) -> np.ndarray:
+    """Each cell's published number, in vector order: the released entry times its
+    :meth:`CellLayout.unscale` factor — put on :data:`GRID` for a campaign with cells, so that
+    every total derived from them (and each publisher's count) is their exact sum; a plain
+    campaign's entries as they are (its one count per publisher sums nothing)."""
+    if len(entries) != layout.size:
+        raise ValueError(f"{len(entries)} released entries for {layout.size} cells")
+    vector = np.asarray(entries, dtype=np.float64)
+    if layout.plain:
+        return vector
+    return on_grid(vector * np.asarray(layout.unscale_factors()))
+
+
 def cell_records(
     layout: CellLayout, entries: Sequence[float], sigma: float
 ) -> list[dict[str, str | float]]:
     """A day's release as published cells: ``{"publisher", one key per dimension, "measure",
-    "value", "sigma", "ci_low", "ci_high"}`` in vector order — the released entries and σ times
-    each cell's :meth:`CellLayout.unscale` factor (post-processing of DP values only).
+    "value", "sigma", "ci_low", "ci_high"}`` in vector order — :func:`published_values` and σ
+    times each cell's :meth:`CellLayout.unscale` factor (post-processing of DP values only).
 
     The one place a release becomes cells: derived totals or consistency post-processing start
     from these records."""
-    if len(entries) != layout.size:
-        raise ValueError(f"{len(entries)} released entries for {layout.size} cells")
+    values = published_values(layout, entries)
     records: list[dict[str, str | float]] = []
     names = layout.dimension_names
-    for cell, entry, factor in zip(layout.cells(), entries, layout.unscale_factors(), strict=True):
-        value, spread = float(entry) * factor, float(sigma) * factor
+    for cell, value, factor in zip(layout.cells(), values, layout.unscale_factors(), strict=True):
+        spread = float(sigma) * factor
         record: dict[str, str | float] = {"publisher": cell.publisher}
         record.update(zip(names, cell.values, strict=True))
         record.update(
             {
                 "measure": cell.measure,
-                "value": value,
+                "value": float(value),
                 "sigma": spread,
-                "ci_low": value - Z95 * spread,
-                "ci_high": value + Z95 * spread,
+                "ci_low": float(value) - Z95 * spread,
+                "ci_high": float(value) + Z95 * spread,
             }
         )
         records.append(record)
@@ -158,10 +281,11 @@ def cell_records(
 
 def publisher_counts(layout: CellLayout, entries: Sequence[float]) -> np.ndarray:
     """Per publisher, the count cells summed over the breakdown, in published units: a plain
-    campaign's entries as they are; otherwise σ of each sum is σ·unscale(count)·√combinations."""
-    vector = np.asarray(entries, dtype=np.float64)
+    campaign's entries as they are; otherwise the exact sum of the published (gridded) count
+    cells, σ of each sum σ·unscale(count)·√combinations."""
+    values = published_values(layout, entries)
     if layout.plain:
-        return vector
+        return values
     count = layout.measures.index("count")
-    grid = vector.reshape(len(layout.publishers), layout.combinations, len(layout.measures))
-    return grid[:, :, count].sum(axis=1) * layout.unscale("count")
+    grid = values.reshape(len(layout.publishers), layout.combinations, len(layout.measures))
+    return grid[:, :, count].sum(axis=1)

@@ -27,6 +27,8 @@ intervals. They cover the clipped total the mechanism measured, at the stated le
 
 Axis order of a cell array (C order): ``publisher``, then the dimensions in the layout's order,
 then ``measure``. A measure is never summed with another (a count and a value sum do not add).
+The layout is the platform's one :class:`~dp_platform.cells.CellLayout` (re-exported here), and
+the grid :func:`~dp_platform.cells.on_grid` the one the published cells are already on.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ import scipy.linalg
 import scipy.optimize
 import scipy.sparse
 import scipy.stats
+
+from dp_platform.cells import GRID, MEASURE, PUBLISHER, CellLayout, on_grid
 
 __all__ = [
     "GRID",
@@ -57,115 +61,11 @@ __all__ = [
     "wls_combine",
 ]
 
-PUBLISHER = "publisher"
-MEASURE = "measure"
-GRID = 2.0**-10  # released cells are multiples of this: their sums are exact (on_grid)
-_EXACT_LIMIT = 2.0**42
 _SOLVE_COLUMNS = 256  # right-hand sides per sparse solve when reading standard errors
 
 
-@dataclass(frozen=True)
-class CellLayout:
-    """The public shape of a day's cell vector: publishers, ordered dimensions, measures."""
-
-    publishers: tuple[str, ...]
-    dimensions: tuple[tuple[str, tuple[str, ...]], ...]
-    measures: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        names = [PUBLISHER, *(name for name, _ in self.dimensions), MEASURE]
-        if len(set(names)) != len(names):
-            raise ValueError(
-                f"dimension names must be distinct and not {PUBLISHER!r} or {MEASURE!r}: {names}"
-            )
-        for name, labels in self.axes:
-            if not labels:
-                raise ValueError(f"axis {name!r} has no values")
-            if len(set(labels)) != len(labels):
-                raise ValueError(f"axis {name!r} repeats a value: {labels}")
-
-    @property
-    def axes(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
-        """Every axis in cell order: publisher, the dimensions, measure."""
-        return ((PUBLISHER, self.publishers), *self.dimensions, (MEASURE, self.measures))
-
-    @property
-    def axis_names(self) -> tuple[str, ...]:
-        return tuple(name for name, _ in self.axes)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(len(labels) for _, labels in self.axes)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape))
-
-    def cells(self, values: np.ndarray, what: str = "values") -> np.ndarray:
-        """``values`` as a float array of :attr:`shape` (flat input is read in C order)."""
-        array = np.asarray(values, dtype=np.float64)
-        if array.shape == self.shape:
-            return array
-        if array.ndim == 1 and array.size == self.size:
-            return array.reshape(self.shape)
-        raise ValueError(
-            f"{what}: expected {self.size} cells shaped {self.shape}, got {array.shape}"
-        )
-
-    def summed_axes(self, over: Sequence[str]) -> tuple[int, ...]:
-        """Positions of the axes in ``over``; summing over the measure axis is refused."""
-        names = self.axis_names
-        unknown = [name for name in over if name not in names]
-        if unknown:
-            raise ValueError(f"unknown axis {unknown[0]!r}; axes are {names}")
-        if MEASURE in over:
-            raise ValueError("measures are never summed together (a count and a sum do not add)")
-        return tuple(sorted({names.index(name) for name in over}))
-
-    def kept(self, over: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-        summed = set(over)
-        return tuple((name, labels) for name, labels in self.axes if name not in summed)
-
-    def kept_shape(self, over: Sequence[str]) -> tuple[int, ...]:
-        return tuple(len(labels) for _, labels in self.kept(over))
-
-    def aggregation(self, over: Sequence[str]) -> scipy.sparse.csr_matrix:
-        """The 0/1 matrix mapping flat cells to flat totals over ``over`` (C order both)."""
-        return _aggregation(self, self.summed_axes(over))
-
-
-@lru_cache(maxsize=256)
-def _aggregation(layout: CellLayout, summed: tuple[int, ...]) -> scipy.sparse.csr_matrix:
-    """Built once per (layout, summed axes): every day of a campaign reuses it (read-only)."""
-    index = np.indices(layout.shape).reshape(len(layout.shape), -1)
-    kept_axes = [a for a in range(len(layout.shape)) if a not in summed]
-    kept_shape = tuple(layout.shape[a] for a in kept_axes)
-    rows = np.ravel_multi_index(tuple(index[a] for a in kept_axes), kept_shape)
-    ones = np.ones(layout.size)
-    return scipy.sparse.csr_matrix(
-        (ones, (rows, np.arange(layout.size))), shape=(int(np.prod(kept_shape)), layout.size)
-    )
-
-
-def on_grid(values: np.ndarray) -> np.ndarray:
-    """``values`` rounded to the nearest multiple of :data:`GRID` = 2⁻¹⁰ (post-processing).
-
-    Multiples of 2⁻¹⁰ below 2⁴³ in magnitude are exact doubles and so are their sums, so totals
-    of gridded cells are exact whatever the summation order: a released total then equals the
-    sum of its released slices exactly, not up to rounding. The rounding moves a value by at
-    most 2⁻¹¹ ≈ 0.0005 (variance ≤ 2⁻²⁰/12, negligible next to any σ here, and not added to the
-    standard errors). Refused when the cells' absolute sum reaches 2⁴² (sums could then round).
-    """
-    array = np.asarray(values, dtype=np.float64)
-    if not np.all(np.isfinite(array)):
-        raise ValueError("values must be finite")
-    if float(np.abs(array).sum()) >= _EXACT_LIMIT:
-        raise ValueError("cells' absolute sum must be below 2^42 for exact totals")
-    return np.round(array / GRID) * GRID
-
-
 def _positive_sigmas(layout: CellLayout, sigmas: np.ndarray, what: str) -> np.ndarray:
-    array = layout.cells(sigmas, what)
+    array = layout.as_array(sigmas, what)
     bad = np.flatnonzero(~(array > 0) | ~np.isfinite(array))
     if bad.size:
         cell = np.unravel_index(int(bad[0]), layout.shape)
@@ -196,7 +96,7 @@ def derived_totals(
     floating point: a total equals the sum of its slices bit for bit, in any order. Summing
     over ``()`` returns the (gridded) cells themselves.
     """
-    cells = on_grid(layout.cells(values, "values"))
+    cells = on_grid(layout.as_array(values, "values"))
     scales = _positive_sigmas(layout, sigmas, "sigmas")
     summed = layout.summed_axes(over)
     return Totals(

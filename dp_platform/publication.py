@@ -35,11 +35,12 @@ class PublishedDay:
     values: dict[str, float]  # publisher → count (summed over a breakdown's cells)
     answers: dict[str, dict[str, float]]  # query number (1-based) → publisher → answer
     answer_std: dict[str, float]  # query number → std of its total over publishers
+    value_std: float
+    """σ of each entry of ``values`` (σ_i for a count-only campaign without breakdown; with
+    cells, the count cells' σ times √(cells summed))."""
     cells: list[dict[str, str | float]] = field(default_factory=list)
     """Every released cell (dp_platform/cells.py: publisher, dimensions, measure, value, σ,
     95 % interval); for a count-only campaign without breakdown, one count per publisher."""
-    value_std: float = 0.0
-    """σ of each entry of ``values`` (σ_i for a count-only campaign without breakdown)."""
 
     def to_json(self) -> dict:
         return {

@@ -1,10 +1,12 @@
 """95 % intervals for every number of a published day: ready for ``releases``, the table and the UI.
 
-A day's published numbers are its noisy per-publisher values (each value + N(0, σ_i²),
-independent across publishers) and the answers of the queries ending that day, which are linear
-in the released values: answer_p = Σ_i q_i·x̃_{p,i}, so its standard error is √(Σ_i q_i² σ_i²),
-which is :attr:`~dp_platform.publication.PublishedDay.answer_std` (the std of the total over the
-P publishers) divided by √P. Both are exact — for the noise only: the interval covers the
+A day's published numbers are its noisy per-publisher values (each value + N(0, s²),
+independent across publishers, s = :attr:`~dp_platform.publication.PublishedDay.value_std`:
+σ_i, or with cells the count cells' σ times √(cells summed)) and the answers of the queries
+ending that day, which are linear in the released values: answer_p = Σ_i q_i·x̃_{p,i}, so its
+standard error is √(Σ_i q_i² s_i²), which is
+:attr:`~dp_platform.publication.PublishedDay.answer_std` (the std of the total over the P
+publishers) divided by √P. Both are exact — for the noise only: the interval covers the
 *clipped* value the mechanism measured, not the clipping bias
 (docs/slices.md#confidence-intervals).
 Reads only what :class:`~dp_platform.publication.PublishedDay` holds (DP outputs and σ's).
@@ -13,13 +15,21 @@ Reads only what :class:`~dp_platform.publication.PublishedDay` holds (DP outputs
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 from dp_platform.consistency import normal_interval
 from dp_platform.publication import PublishedDay
 
-__all__ = ["day_intervals"]
+__all__ = ["DayIntervals", "day_intervals"]
 
-Interval = dict[str, float]
+Interval = dict[str, float]  # {"ci_low", "ci_high"}
+
+
+class DayIntervals(TypedDict):
+    level: float
+    values_ci: dict[str, Interval]
+    total_ci: Interval
+    answers_ci: dict[str, dict[str, Interval]]
 
 
 def _interval(value: float, se: float, level: float) -> Interval:
@@ -27,15 +37,15 @@ def _interval(value: float, se: float, level: float) -> Interval:
     return {"ci_low": float(low), "ci_high": float(high)}
 
 
-def day_intervals(day: PublishedDay, level: float = 0.95) -> dict[str, object]:
+def day_intervals(day: PublishedDay, level: float = 0.95) -> DayIntervals:
     """``ci_low``/``ci_high`` of each value, the day's total, each answer and each answer total.
 
     Shaped to sit next to :meth:`PublishedDay.to_json`: ``values_ci`` (publisher → interval),
     ``total_ci``, ``answers_ci`` (query → publisher → interval, plus ``"total"``).
     """
     publishers = len(day.values)
-    values = {p: _interval(v, day.sigma, level) for p, v in day.values.items()}
-    total = _interval(sum(day.values.values()), day.sigma * math.sqrt(publishers), level)
+    values = {p: _interval(v, day.value_std, level) for p, v in day.values.items()}
+    total = _interval(sum(day.values.values()), day.value_std * math.sqrt(publishers), level)
     answers: dict[str, dict[str, Interval]] = {}
     for query, per_publisher in day.answers.items():
         total_se = day.answer_std[query]

@@ -15,7 +15,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display on servers; must precede pyplot
 import matplotlib.pyplot as plt
 
-__all__ = ["cumulative_chart", "markdown_image"]
+__all__ = ["cumulative_chart", "markdown_image", "slice_chart", "top_slices"]
 
 
 def cumulative_chart(
@@ -41,6 +41,41 @@ def cumulative_chart(
     axes.set_title(title)
     axes.grid(alpha=0.3)
     axes.legend(loc="upper left", fontsize=8)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def top_slices(series: Sequence[dict], top: int) -> list[dict]:
+    """The ``top`` series with the largest last value (campaign-to-date noisy number)."""
+    return sorted(series, key=lambda s: -float(s["value"][-1]))[:top]
+
+
+def slice_chart(
+    series: Sequence[dict],
+    *,
+    title: str,
+    label_keys: Sequence[str],
+    top: int = 6,
+    ylabel: str = "conversions to date",
+) -> bytes:
+    """One line per slice over the campaign's days with its 95 % band, for the ``top`` slices
+    by their last value; ``series`` are ``releases --json``'s ``cumulative`` rows (DP values
+    only: campaign-to-date numbers projected non-decreasing, ± 1.96·se)."""
+    figure, axes = plt.subplots(figsize=(7, 3.6), dpi=100)
+    for row in top_slices(series, top):
+        label = " / ".join(str(row[k]) for k in label_keys)
+        (line,) = axes.plot(row["days"], row["value"], marker="o", markersize=2, label=label)
+        axes.fill_between(
+            row["days"], row["ci_low"], row["ci_high"], color=line.get_color(), alpha=0.12
+        )
+    axes.set_xlabel("campaign day")
+    axes.set_ylabel(ylabel)
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="upper left", fontsize=7, title="slice (band: 95 %)", title_fontsize=7)
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")

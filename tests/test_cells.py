@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from dp_platform.cells import Z95, cell_records, layout_of, publisher_counts
+from dp_platform.cells import GRID, Z95, cell_records, layout_of, publisher_counts
 from dp_platform.config import ConfigError, parse_campaign, parse_catalogue
 from dp_platform.mechanisms.adsbpc import make_plan
 from dp_platform.warehouse import Warehouse
@@ -175,11 +175,21 @@ def test_cell_records_rescale_value_and_sigma_and_give_the_95_interval() -> None
         "measure": "count",
     }
     assert second["measure"] == "value"
-    assert second["value"] == pytest.approx(1.0 * VALUE_CAP * math.sqrt(2))
+    # published on the 2^-10 grid (exact sums of cells): within half a step of entry × factor
+    assert second["value"] == pytest.approx(1.0 * VALUE_CAP * math.sqrt(2), rel=0, abs=GRID / 2)
+    assert second["value"] / GRID == round(second["value"] / GRID)
     assert second["sigma"] == pytest.approx(2.0 * VALUE_CAP * math.sqrt(2))
     assert second["ci_high"] - second["value"] == pytest.approx(Z95 * second["sigma"])
     counts = publisher_counts(layout, entries)
-    assert counts[0] == pytest.approx((0 + 2) * math.sqrt(2))  # pubA: north + south counts
+    assert counts[0] == pytest.approx((0 + 2) * math.sqrt(2), rel=0, abs=GRID)  # north + south
+    # each publisher's count is the exact sum of its published count cells
+    by_publisher: dict[str, float] = {}
+    for record in records:
+        if record["measure"] == "count":
+            by_publisher[record["publisher"]] = (
+                by_publisher.get(record["publisher"], 0.0) + record["value"]
+            )
+    assert list(counts) == [by_publisher[p] for p in layout.publishers]
 
 
 # -- ingest --------------------------------------------------------------------------------------

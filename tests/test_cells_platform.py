@@ -177,3 +177,170 @@ def test_releases_table_shows_the_last_days_largest_cells(released, capsys) -> N
     out = capsys.readouterr().out
     assert f"day {DAYS} cells (publisher / dimension values; value ± 95 % interval):" in out
     assert "  count: top 3 of 18 cells" in out and "  value: top 3 of 18 cells" in out
+
+
+# -- totals, cumulative answers and intervals in `releases --json` (issue 15) ---------------------
+
+Z = 1.959964
+STATISTICS = {"value", "sigma", "se", "ci_low", "ci_high"}
+AXES = ("publisher", "region", "device", "measure")
+LISTS = {"publisher": PUBLISHERS, "region": REGIONS, "device": DEVICES}
+
+
+@pytest.fixture(scope="module")
+def document(released) -> dict:
+    _, home, _ = released
+    return _releases_json(home)
+
+
+def _releases_json(home: Home) -> dict:
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["releases", "--home", str(home.root), "--campaign", "sliced", "--json"]) == 0
+    return json.loads(out.getvalue())
+
+
+def _label(row: dict) -> tuple[str, ...]:
+    return tuple(str(row[a]) for a in AXES)
+
+
+def test_every_derived_total_is_exactly_the_sum_of_its_slices_on_every_day(document) -> None:
+    # one total for every label tuple with at least one "all": every subset of the axes summed
+    per_measure = (len(PUBLISHERS) + 1) * (len(REGIONS) + 1) * (len(DEVICES) + 1)
+    cells_per_measure = len(PUBLISHERS) * len(REGIONS) * len(DEVICES)
+    for day in document["days"]:
+        numbers = {_label(c): c["value"] for c in day["cells"]}
+        assert len(day["totals"]) == 2 * (per_measure - cells_per_measure)
+        for total in day["totals"]:
+            assert set(total) == set(AXES) | {"value", "se", "ci_low", "ci_high"}
+            numbers[_label(total)] = total["value"]
+        checked = 0
+        for total in day["totals"]:
+            label = _label(total)
+            summed = [a for a in AXES[:-1] if total[a] == "all"]
+            assert summed, label
+            for axis in summed:  # split along each summed axis: the slices one level down
+                position = AXES.index(axis)
+                slices = [
+                    numbers[(*label[:position], value, *label[position + 1 :])]
+                    for value in LISTS[axis]
+                ]
+                assert total["value"] == sum(slices), (day["day"], label, axis)  # exact
+                checked += 1
+            cells = [
+                c["value"]
+                for c in day["cells"]
+                if all(total[a] in ("all", c[a]) for a in AXES[:-1])
+                and c["measure"] == total["measure"]
+            ]
+            assert total["value"] == sum(cells)
+        assert checked > len(day["totals"])
+        # a publisher's count (what the answers sum) is its count total over the breakdown
+        for publisher, value in day["values"].items():
+            assert value == numbers[(publisher, "all", "all", "count")]
+
+
+def test_every_released_number_has_its_95_interval(document) -> None:
+    combinations = len(REGIONS) * len(DEVICES)
+    for day in document["days"]:
+        rows = [*day["cells"], *day["totals"], *day["cumulative"]]
+        for row in rows:
+            se = row["sigma"] if "sigma" in row else row["se"]
+            assert se > 0
+            assert row["ci_low"] <= row["value"] <= row["ci_high"]
+            assert row["ci_high"] - row["value"] == pytest.approx(Z * se, rel=1e-6)
+            assert row["value"] - row["ci_low"] == pytest.approx(Z * se, rel=1e-6)
+        count_sigma = next(c["sigma"] for c in day["cells"] if c["measure"] == "count")
+        value_se = count_sigma * np.sqrt(combinations)
+        for publisher, value in day["values"].items():
+            interval = day["values_ci"][publisher]
+            assert interval["ci_low"] == pytest.approx(value - Z * value_se, rel=1e-6)
+            assert interval["ci_high"] == pytest.approx(value + Z * value_se, rel=1e-6)
+        total = sum(day["values"].values())
+        half = Z * value_se * np.sqrt(len(PUBLISHERS))
+        assert day["total_ci"]["ci_low"] == pytest.approx(total - half, rel=1e-6)
+        for query, answers in day["answers"].items():
+            intervals = day["answers_ci"][query]
+            halves = []
+            for publisher, answer in answers.items():
+                low, high = intervals[publisher]["ci_low"], intervals[publisher]["ci_high"]
+                assert low < answer < high
+                assert answer - low == pytest.approx(high - answer)
+                halves.append(high - answer)
+            whole = intervals["total"]
+            assert whole["ci_low"] < sum(answers.values()) < whole["ci_high"]
+            # independent publishers, equal σ: the total's half-width is √P times one's
+            assert whole["ci_high"] - sum(answers.values()) == pytest.approx(
+                halves[0] * np.sqrt(len(PUBLISHERS))
+            )
+
+
+def test_cumulative_numbers_are_the_isotonic_projection_of_the_running_sums(document) -> None:
+    from scipy.optimize import isotonic_regression
+
+    running: dict[tuple[str, ...], list[tuple[float, float]]] = {}
+    dipped = 0
+    for d, day in enumerate(document["days"], start=1):
+        for row in day["cells"]:
+            running.setdefault(_label(row), []).append((row["value"], row["sigma"]))
+        for row in day["totals"]:
+            running.setdefault(_label(row), []).append((row["value"], row["se"]))
+        assert len(day["cumulative"]) == len(running)
+        for row in day["cumulative"]:
+            daily = running[_label(row)]
+            assert len(daily) == d
+            sums = np.cumsum([v for v, _ in daily])
+            ses = np.sqrt(np.cumsum([s**2 for _, s in daily]))
+            dipped += bool(np.any(np.diff(sums) < 0) or sums.min() < 0)
+            fitted = isotonic_regression(sums, weights=1 / ses**2, increasing=True).x
+            assert row["value"] == pytest.approx(max(fitted[-1], 0.0), rel=1e-9, abs=1e-9)
+            assert row["value"] >= 0
+            assert row["se"] == pytest.approx(ses[-1], rel=1e-9)
+    assert dipped > 0  # the projection had something to correct in this run
+    last = {_label(row): row for row in document["days"][-1]["cumulative"]}
+    assert len(document["cumulative"]) == len(last)
+    for series in document["cumulative"]:  # the latest fit, as series: the plots' lines
+        values = np.asarray(series["value"])
+        assert series["days"] == list(range(1, DAYS + 1))
+        assert np.all(values >= 0) and np.all(np.diff(values) >= 0)
+        assert values[-1] == last[_label(series)]["value"]
+        assert np.allclose(np.asarray(series["ci_high"]) - values, Z * np.asarray(series["se"]))
+
+
+def test_releases_table_shows_intervals_and_the_dimension_totals(released, document, capsys):
+    _, home, _ = released
+    capsys.readouterr()
+    assert main(["releases", "--home", str(home.root), "--campaign", "sliced"]) == 0
+    out = capsys.readouterr().out
+    last = document["days"][-1]
+    grand = next(
+        t
+        for t in last["totals"]
+        if t["measure"] == "count" and all(t[a] == "all" for a in AXES[:-1])
+    )
+    shown = round_to_noise(grand["value"], grand["se"])
+    assert f"day {DAYS} totals over all publishers (exact sums of its cells):" in out
+    assert f"    count  all{' ' * 38}{shown:g} ± " in out
+    for region in REGIONS:
+        assert f"region={region}" in out
+    assert " ± " in out.splitlines()[2]  # day 1's total and answers carry their half-width
+
+
+def test_slice_chart_draws_the_top_slices_of_the_cumulative_series(document) -> None:
+    from dp_platform.reporting import slice_chart, top_slices
+
+    slices = [
+        s
+        for s in document["cumulative"]
+        if (s["publisher"], s["measure"]) == ("all", "count")
+        and "all" not in (s["region"], s["device"])
+    ]
+    assert len(slices) == len(REGIONS) * len(DEVICES)
+    chosen = top_slices(slices, 3)
+    last = sorted((s["value"][-1] for s in slices), reverse=True)
+    assert [s["value"][-1] for s in chosen] == last[:3]
+    png = slice_chart(slices, title="t", label_keys=("region", "device"), top=3)
+    assert png.startswith(b"\x89PNG")

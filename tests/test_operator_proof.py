@@ -383,3 +383,6 @@ def test_demo_refuses_a_home_it_did_not_make(tmp_path, capsys) -> None:
     (made / "demo.json").write_text(json.dumps(marker))
     assert main(["demo", "--home", str(made), "--users", "500"]) == 2
     assert "made with --days 31, --users 20000, --publishers 20" in capsys.readouterr().err
+    # the same options, but made before the demo had its sliced campaign (no cells in its data)
+    assert main(["demo", "--home", str(made), "--users", "20000"]) == 2
+    assert "made by an older demo" in capsys.readouterr().err

@@ -279,7 +279,8 @@ def test_cli_commands_read_the_same_home(prepared, tmp_path) -> None:
     )
     days = json.loads(released.stdout)["days"]
     assert [d["day"] for d in days] == list(range(1, DAYS + 1))
-    assert set(days[0]) == {"day", "bound", "sigma", "rho_charged", "values", "answers"}
+    existing = {"day", "bound", "sigma", "rho_charged", "values", "answers", "cells"}
+    assert set(days[0]) == existing | {"level", "values_ci", "total_ci", "answers_ci"}
     budget = subprocess.run(
         [*CLI, "budget", "--home", str(home.root), "--json"],
         capture_output=True,

@@ -29,6 +29,7 @@ def _day(history: np.ndarray, sigmas: np.ndarray, query: np.ndarray) -> Publishe
         values=dict(zip(publishers, history[-1].tolist(), strict=True)),
         answers={"1": dict(zip(publishers, answer.tolist(), strict=True))},
         answer_std={"1": std},
+        value_std=float(sigmas[-1]),  # a count-only campaign: σ_i
     )
 
 

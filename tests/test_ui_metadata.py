@@ -212,3 +212,60 @@ def test_schedules_tick_only_inside_their_campaign() -> None:
         "0 3 1 3 *",
     ]
     assert cron_days(date(2026, 5, 7), date(2026, 5, 7), hour=3) == ["0 3 7 5 *"]
+
+
+OLD_DAY_KEYS = {"day", "bound", "sigma", "rho_charged", "values", "answers", "cells"}
+INTERVAL_KEYS = {"level", "values_ci", "total_ci", "answers_ci"}
+
+
+def test_releases_json_of_a_count_only_campaign_keeps_its_keys_and_adds_intervals(
+    released, capsys
+) -> None:
+    from dp_platform.cli import main
+
+    home, _ = released
+    capsys.readouterr()
+    assert main(["releases", "--home", str(home.root), "--campaign", "spring", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert "cumulative" not in document  # no cells: nothing derived
+    for day in document["days"]:
+        assert set(day) == OLD_DAY_KEYS | INTERVAL_KEYS
+        half = 1.959964 * day["sigma"]  # one count per publisher: each value's σ is σ_i
+        for publisher, value in day["values"].items():
+            interval = day["values_ci"][publisher]
+            assert interval["ci_low"] == pytest.approx(value - half, rel=1e-6)
+            assert interval["ci_high"] == pytest.approx(value + half, rel=1e-6)
+        for query, answers in day["answers"].items():
+            whole = day["answers_ci"][query]["total"]
+            assert whole["ci_low"] < sum(answers.values()) < whole["ci_high"]
+
+
+def test_release_and_answer_metadata_show_95_intervals_of_dp_values(released) -> None:
+    from dp_platform.release_intervals import day_intervals
+
+    home, instance = released
+    with Ledger.at_home(home.root) as ledger:
+        published = published_days(ledger, "spring")
+    releases = _partition_metadata(instance, "noisy_daily_release")
+    answers = _partition_metadata(instance, "cumulative_query_answers")
+    for day in published:
+        partition = (START + timedelta(days=day.day - 1)).isoformat()
+        intervals = day_intervals(day)
+        std = day.sigma * len(day.values) ** 0.5
+        shown = releases[partition]
+        assert shown["noisy_total_ci_low"] == round_to_noise(intervals["total_ci"]["ci_low"], std)
+        assert shown["noisy_total_ci_high"] == round_to_noise(intervals["total_ci"]["ci_high"], std)
+        table = shown["noisy_values"].splitlines()
+        assert table[0] == "| publisher | noisy value | 95 % interval |"
+        publisher, value = next(iter(day.values.items()))
+        low = round_to_noise(intervals["values_ci"][publisher]["ci_low"], day.sigma)
+        high = round_to_noise(intervals["values_ci"][publisher]["ci_high"], day.sigma)
+        assert table[2] == (
+            f"| {publisher} | {round_to_noise(value, day.sigma):g} | {low:g} .. {high:g} |"
+        )
+        query = max(day.answers, key=int)
+        whole = intervals["answers_ci"][query]["total"]
+        std = day.answer_std[query]
+        assert answers[partition]["answer_ci_low"] == round_to_noise(whole["ci_low"], std)
+        assert answers[partition]["answer_ci_high"] == round_to_noise(whole["ci_high"], std)
+        assert answers[partition]["answer_ci_low"] < answers[partition]["answer"]

@@ -68,6 +68,8 @@ def render(report: dict) -> str:
             f"(noise alone: expected std {campaign['expected_std']:.2f}; clipping adds bias)"
         )
         lines.append(f"  plot: {campaign['plot']}")
+        if "slice_plot" in campaign:
+            lines.append(f"  top slices: {campaign['slice_plot']}")
     lines.append("")
     for name, account in report["budget"]["accounts"].items():
         lines.append(
