@@ -236,13 +236,17 @@ class Warehouse:
         query: str,
         /,
         publishers: list[str] | None = None,
+        cells_query: str | None = None,
         **params: object,
     ) -> tuple[list[str], np.ndarray]:
         """Run ``query`` (rows of (vector position, sum)) with the campaign's released vector in
         scope (``None``: the campaign's publishers); returns each entry's publisher and the
-        vector — per publisher, or per cell (dp_platform/cells.py) — zeros where no row. Call
-        inside a transaction, with whatever the query reads."""
+        vector — per publisher, or per cell (dp_platform/cells.py) — zeros where no row.
+        ``cells_query``: the same sums written for a layout with cells, run instead of ``query``
+        when the campaign has them. Call inside a transaction, with whatever the query reads."""
         layout = self._cell_scope(campaign, publishers)
+        if cells_query is not None and not layout.plain:
+            query = cells_query
         vector = np.zeros(layout.size, dtype=np.float64)
         sums = self.sql.frame(query, **params)  # columnar: 10⁵ cells are no Python loop
         vector[sums.iloc[:, 0].to_numpy(dtype=np.int64)] = sums.iloc[:, 1].to_numpy(np.float64)
@@ -475,6 +479,7 @@ class Warehouse:
                 campaign,
                 "clip",
                 publishers,
+                cells_query="clip_cells",
                 campaign=campaign.name,
                 day=day,
                 whole=whole,
