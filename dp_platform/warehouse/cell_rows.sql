@@ -10,44 +10,46 @@
 -- Layout tables (temp, written by store.py from the registered config): campaign_shape (one
 -- row: dimensions, combinations, measures, value_cap), campaign_measures (measure, value_part,
 -- scale), campaign_dim_keys (dimension, value_key, idx, stride).
+--
+-- Speed (docs/scale.md): one pass places each attributed row — its publisher's position, its
+-- conversion's value and combination number come from the same joins and one GROUP BY per
+-- (row), instead of three passes over a materialised day (the dimension and value lookups each
+-- filtered by a semi-join), then the position is arithmetic.
 CREATE OR REPLACE TEMP MACRO cell_rows(c, d0, d1) AS TABLE
 WITH
-day_rows AS (
-    SELECT a.day, a.conversion_key, a.user_key, a.user_rank, cp.position, a.weight
+placed AS (
+    SELECT
+        a.day,
+        a.user_key,
+        a.user_rank,
+        a.weight,
+        cp.position,
+        coalesce(sum(k.idx * k.stride), 0) AS combo,
+        count(k.idx) AS known,
+        coalesce(any_value(v.value), 0.0) AS value
     FROM attributed_conversions AS a
     JOIN campaign_pubs AS cp ON cp.publisher_key = a.publisher_key
+    LEFT JOIN conversions AS v
+        ON v.conversion_key = a.conversion_key
+        AND v.ts >= d0 AND v.ts < d1 + INTERVAL 1 DAY
+    LEFT JOIN conversion_dimensions AS cd ON cd.conversion_key = a.conversion_key
+    LEFT JOIN campaign_dim_keys AS k ON k.dimension = cd.dimension AND k.value_key = cd.value_key
     WHERE a.campaign = c AND a.day BETWEEN d0 AND d1
-),
-combos AS (
-    SELECT cd.conversion_key, sum(k.idx * k.stride) AS combo, count(*) AS known
-    FROM conversion_dimensions AS cd
-    JOIN campaign_dim_keys AS k ON k.dimension = cd.dimension AND k.value_key = cd.value_key
-    WHERE cd.conversion_key IN (SELECT conversion_key FROM day_rows)
-    GROUP BY cd.conversion_key
-),
-valued AS (
-    SELECT v.conversion_key, v.value
-    FROM conversions AS v
-    WHERE v.ts >= d0 AND v.ts < d1 + INTERVAL 1 DAY
-      AND v.conversion_key IN (SELECT conversion_key FROM day_rows)
+    GROUP BY a.day, a.conversion_key, a.user_key, a.user_rank, a.weight, cp.position
 )
 SELECT
-    r.day,
-    r.user_key,
-    r.user_rank,
-    CAST((r.position * s.combinations + coalesce(k.combo, 0)) * s.measures + m.measure AS BIGINT)
-        AS cell_key,
-    r.weight * m.scale * CASE
-        WHEN m.value_part
-            THEN least(greatest(coalesce(v.value, 0.0), 0.0), s.value_cap) / s.value_cap
+    p.day,
+    p.user_key,
+    p.user_rank,
+    CAST((p.position * s.combinations + p.combo) * s.measures + m.measure AS BIGINT) AS cell_key,
+    p.weight * m.scale * CASE
+        WHEN m.value_part THEN least(greatest(p.value, 0.0), s.value_cap) / s.value_cap
         ELSE 1.0
     END AS weight
-FROM day_rows AS r
+FROM placed AS p
 CROSS JOIN campaign_shape AS s
 CROSS JOIN campaign_measures AS m
-LEFT JOIN combos AS k ON k.conversion_key = r.conversion_key
-LEFT JOIN valued AS v ON v.conversion_key = r.conversion_key
-WHERE s.dimensions = 0 OR k.known = s.dimensions;
+WHERE s.dimensions = 0 OR p.known = s.dimensions;
 
 -- Every cell is released: a cell's key is its position.
 CREATE OR REPLACE TEMP TABLE cell_positions AS

@@ -18,5 +18,4 @@ GROUP BY r.user_key, r.cell_key;
 SELECT cp.position, sum(r.value) AS value
 FROM clipped_user_rows AS r
 JOIN cell_positions AS cp ON cp.cell_key = r.cell_key
-GROUP BY cp.position
-ORDER BY cp.position;
+GROUP BY cp.position;
