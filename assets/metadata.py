@@ -13,6 +13,7 @@ from datetime import date
 
 import dagster as dg
 
+from dp_platform.cells import largest_cells
 from dp_platform.display import band_chart_markdown, round_to_noise, significant
 from dp_platform.mechanisms.base import Markdown, Shown
 from dp_platform.privacy.accounting import Rho
@@ -67,11 +68,9 @@ def cell_metadata(day: PublishedDay) -> dict[str, dg.MetadataValue]:
     if len(day.cells) == len(day.values):  # one count per publisher: nothing more to show
         return {}
     metadata: dict[str, dg.MetadataValue] = {"cells": dg.MetadataValue.int(len(day.cells))}
-    keys = [k for k in day.cells[0] if k not in {"measure", "value", "sigma", "ci_low", "ci_high"}]
-    for measure in dict.fromkeys(str(c["measure"]) for c in day.cells):
-        mine = [c for c in day.cells if c["measure"] == measure]
-        sigma = float(mine[0]["sigma"])
-        top = sorted(mine, key=lambda c: -float(c["value"]))[:_TABLE_ROWS]
+    keys, largest = largest_cells(day.cells, _TABLE_ROWS)
+    for measure, top in largest.items():
+        sigma = float(top[0]["sigma"])
         rows = [
             f"| {' | '.join(str(c[k]) for k in keys)} | "
             f"{round_to_noise(float(c['value']), sigma):g} | "

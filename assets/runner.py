@@ -17,7 +17,6 @@ DuckDB, it was slower: nearly every step is in the pool, and each worker pays it
 
 from __future__ import annotations
 
-import fcntl
 import multiprocessing
 import os
 import socket
@@ -38,6 +37,7 @@ from dp_platform.cli import storage_fault
 from dp_platform.config import ConfigError, load_catalogue
 from dp_platform.daily import campaign_days, register_campaigns
 from dp_platform.errors import StorageError
+from dp_platform.file_lock import exclusive
 from dp_platform.home import Home
 from dp_platform.journal import ReleaseJournal
 from dp_platform.ledger import Ledger, LedgerError
@@ -79,18 +79,13 @@ def instance_for(home: Home) -> dg.DagsterInstance:
     under it by default, PostgreSQL if that file says so)."""
     # Two processes starting on a fresh home would both create Dagster's SQLite schemas and
     # one fails ("table … already exists"): create and touch every storage under a file lock.
-    fd = os.open(home.dagster / ".init.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with exclusive(home.dagster / ".init.lock"):
         write_instance_config(home)
         os.environ["DAGSTER_HOME"] = str(home.dagster)
         instance = dg.DagsterInstance.get()
         instance.get_runs(limit=1)
         instance.get_latest_materialization_event(dg.AssetKey("dp_platform_init_probe"))
         instance.all_instigator_state()
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
     return instance
 
 
@@ -165,6 +160,9 @@ def _recovering_dead_runs(instance: dg.DagsterInstance) -> Iterator[None]:
     started. A run already waiting for the writer slot of a process that is then SIGKILLed
     would otherwise wait forever: Dagster frees a run's slots only when the run ends, and a
     killed run never ends (found by the fault harness, docs/faults.md)."""
+    if instance.is_ephemeral:  # in memory: no other process can hold its slots
+        yield
+        return
     stop = threading.Event()
 
     def watch() -> None:

@@ -23,6 +23,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from statistics import NormalDist
 
 import numpy as np
 import scipy.sparse
@@ -30,6 +31,7 @@ import scipy.sparse
 from dp_platform.config import CampaignConfig
 
 __all__ = [
+    "CELL_STATISTICS",
     "GRID",
     "MEASURE",
     "PUBLISHER",
@@ -37,14 +39,16 @@ __all__ = [
     "Cell",
     "CellLayout",
     "cell_records",
+    "largest_cells",
     "layout_of",
     "on_grid",
     "published_values",
     "publisher_counts",
 ]
 
-Z95 = 1.959964
-"""Two-sided 95 % normal quantile: a cell's interval is value ± Z95·σ."""
+Z95 = NormalDist().inv_cdf(0.975)
+"""Two-sided 95 % normal quantile (1.95996…): a cell's interval is value ± Z95·σ, the same
+number :func:`dp_platform.consistency.normal_interval` uses at 95 %."""
 
 
 @dataclass(frozen=True)
@@ -277,6 +281,23 @@ def cell_records(
         )
         records.append(record)
     return records
+
+
+CELL_STATISTICS = frozenset({"measure", "value", "sigma", "ci_low", "ci_high"})
+"""The keys of a cell record that are not its label (publisher and dimension values)."""
+
+
+def largest_cells(
+    cells: list[dict[str, str | float]], per_measure: int
+) -> tuple[list[str], dict[str, list[dict[str, str | float]]]]:
+    """``(label keys, measure → its ``per_measure`` largest cells)`` of a day's cell records:
+    what the CLI table and the UI's top-slices tables show (noisy values only)."""
+    keys = [k for k in cells[0] if k not in CELL_STATISTICS] if cells else []
+    top: dict[str, list[dict[str, str | float]]] = {}
+    for measure in dict.fromkeys(str(c["measure"]) for c in cells):
+        mine = [c for c in cells if c["measure"] == measure]
+        top[measure] = sorted(mine, key=lambda c: -float(c["value"]))[:per_measure]
+    return keys, top
 
 
 def publisher_counts(layout: CellLayout, entries: Sequence[float]) -> np.ndarray:

@@ -15,14 +15,13 @@ locks cannot deadlock (the warehouse lock is always taken first, the ledger's in
 
 from __future__ import annotations
 
-import fcntl
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from dp_platform.errors import StorageError
+from dp_platform.file_lock import exclusive
 
 __all__ = ["Home"]
 
@@ -74,13 +73,8 @@ class Home:
     @contextmanager
     def warehouse_lock(self) -> Iterator[None]:
         """Exclusive, blocking, released on exit or when the process dies (kernel flock)."""
-        fd = os.open(self.root / ".warehouse.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with exclusive(self.root / ".warehouse.lock"):
             yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
 
 
 def _resolved(path: str | Path) -> Path:

@@ -22,17 +22,17 @@ is exactly what a stale restore looks like, and it is refused.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from dp_platform.errors import LedgerError, PublishedReleaseMissing, StorageError
+from dp_platform.file_lock import exclusive
 from dp_platform.ledger import Ledger, PublishedRecord
 
 __all__ = ["JournalEntry", "ReleaseJournal", "record_hash"]
@@ -147,19 +147,15 @@ class ReleaseJournal:
     @contextmanager
     def _locked(self) -> Iterator[None]:
         """One reconciler at a time per home (two runs must not both append the same day)."""
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path.parent / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as error:
-            raise StorageError(
-                f"{self.path.parent}: cannot open the release journal ({error})"
-            ) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with ExitStack() as held:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                held.enter_context(exclusive(self.path.parent / ".lock"))
+            except OSError as error:
+                raise StorageError(
+                    f"{self.path.parent}: cannot open the release journal ({error})"
+                ) from None
             yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
 
     def _append(self, entries: list[JournalEntry]) -> None:
         """Append in one write, then fsync (and fsync the directory when the file is new)."""

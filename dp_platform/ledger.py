@@ -38,7 +38,7 @@ from dp_platform.errors import (
 )
 from dp_platform.faults import fault_point
 from dp_platform.ledger_backends import home_ledger, open_backend
-from dp_platform.ledger_backends.base import LedgerBackend, Session, migrations, storage_error
+from dp_platform.ledger_backends.base import LedgerBackend, Session, storage_error
 from dp_platform.mechanisms.base import Chain, ChoiceT, Measurement, StateT
 from dp_platform.privacy.accounting import Rho
 from dp_platform.records import from_record, to_record
@@ -54,10 +54,6 @@ __all__ = [
     "PublishedRecord",
     "StorageError",
 ]
-
-SCHEMA_VERSION = len(migrations())
-"""The schema version this code writes (the last migration file's number)."""
-
 
 def _text(value: object) -> str:
     """A dataclass as the JSON text the ledger stores (dp_platform/records.py, lossless)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from datetime import date
+from statistics import NormalDist
 
 import dagster as dg
 import numpy as np
@@ -181,7 +182,7 @@ def test_releases_table_shows_the_last_days_largest_cells(released, capsys) -> N
 
 # -- totals, cumulative answers and intervals in `releases --json` (issue 15) ---------------------
 
-Z = 1.959964
+Z = NormalDist().inv_cdf(0.975)
 STATISTICS = {"value", "sigma", "se", "ci_low", "ci_high"}
 AXES = ("publisher", "region", "device", "measure")
 LISTS = {"publisher": PUBLISHERS, "region": REGIONS, "device": DEVICES}

@@ -7,6 +7,7 @@ import json
 import shutil
 import sqlite3
 from datetime import date, timedelta
+from statistics import NormalDist
 
 import dagster as dg
 import pytest
@@ -230,7 +231,9 @@ def test_releases_json_of_a_count_only_campaign_keeps_its_keys_and_adds_interval
     assert "cumulative" not in document  # no cells: nothing derived
     for day in document["days"]:
         assert set(day) == OLD_DAY_KEYS | INTERVAL_KEYS
-        half = 1.959964 * day["sigma"]  # one count per publisher: each value's σ is σ_i
+        half = (
+            NormalDist().inv_cdf(0.975) * day["sigma"]
+        )  # one count per publisher: each value's σ is σ_i
         for publisher, value in day["values"].items():
             interval = day["values_ci"][publisher]
             assert interval["ci_low"] == pytest.approx(value - half, rel=1e-6)

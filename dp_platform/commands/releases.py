@@ -39,21 +39,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def cell_table(cells: list[dict], per_measure: int) -> list[str]:
     """The largest cells of each measure, value ± 1.96σ rounded to what the noise justifies."""
-    from dp_platform.display import round_to_noise
+    from dp_platform.cells import largest_cells
 
     lines = []
-    keys = [k for k in cells[0] if k not in {"measure", "value", "sigma", "ci_low", "ci_high"}]
-    for measure in dict.fromkeys(c["measure"] for c in cells):
-        mine = sorted(
-            (c for c in cells if c["measure"] == measure), key=lambda c: -float(c["value"])
-        )
-        lines.append(f"  {measure}: top {min(per_measure, len(mine))} of {len(mine)} cells")
-        for cell in mine[:per_measure]:
+    keys, top = largest_cells(cells, per_measure)
+    for measure, largest in top.items():
+        count = sum(1 for c in cells if c["measure"] == measure)
+        lines.append(f"  {measure}: top {len(largest)} of {count} cells")
+        for cell in largest:
             label = " / ".join(str(cell[k]) for k in keys)
-            sigma = float(cell["sigma"])
             lines.append(
-                f"    {label:<40} {round_to_noise(float(cell['value']), sigma):>12g} "
-                f"± {round_to_noise(1.959964 * sigma, sigma):g}"
+                f"    {label:<40} {_plus_minus(float(cell['value']), float(cell['sigma']))}"
             )
     return lines
 

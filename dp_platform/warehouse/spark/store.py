@@ -16,9 +16,7 @@ after the root, so several warehouses can share a session (the tests do).
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta
@@ -29,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from dp_platform.config import CampaignConfig, ConfigError, WarehouseConfig
+from dp_platform.file_lock import exclusive
 from dp_platform.privacy.filter import RESIDUAL
 from dp_platform.warehouse.ingest import TIE_ROOM, IngestReport
 from dp_platform.warehouse.spark.catalog import Catalog
@@ -654,13 +653,8 @@ def _spark_lock(home: Home) -> Iterator[None]:
     """One writer of a home's Spark warehouse at a time (its own lock, not DuckDB's)."""
     directory = home.root / "spark"
     directory.mkdir(exist_ok=True)
-    fd = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with exclusive(directory / ".lock"):
         yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
 
 
 def tables_root(settings: WarehouseConfig, home: Home) -> str:
