@@ -55,6 +55,7 @@ __all__ = [
     "StorageError",
 ]
 
+
 def _text(value: object) -> str:
     """A dataclass as the JSON text the ledger stores (dp_platform/records.py, lossless)."""
     return json.dumps(to_record(value))
