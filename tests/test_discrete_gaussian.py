@@ -152,12 +152,16 @@ def test_secure_gaussian_noise_is_drawn_by_the_vector_sampler_on_the_checked_gri
     assert calls[0] == Fraction(2.0) / Fraction(2) ** k and len(calls) == 2
 
 
-def test_out_of_range_grids_are_left_to_opendp(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_short_vectors_and_out_of_range_grids_are_left_to_opendp(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(noise, "discrete_gaussian", lambda *a: pytest.fail("vector path"))
     source = SecureNoise()
-    tiny = source.add_gaussian(np.zeros(3), 1e-300, l2_sensitivity=1e-301, rho=1.0)  # k < -1022
-    huge = source.add_gaussian(np.array([1.7e308]), 1e300, l2_sensitivity=1e300, rho=0.5)  # k > 900
-    assert np.all(np.isfinite(tiny)) and np.isfinite(huge[0])
+    short = source.add_gaussian(np.zeros(63), 9.4, l2_sensitivity=2.0, rho=1 / (2 * 4.7**2))
+    tiny = source.add_gaussian(np.zeros(64), 1e-300, l2_sensitivity=1e-301, rho=1.0)  # k < -1022
+    huge = source.add_gaussian(np.full(64, 1e300), 1e300, l2_sensitivity=1e300, rho=0.5)  # k > 900
+    for drawn in (short, tiny, huge):
+        assert drawn.shape in {(63,), (64,)} and np.all(np.isfinite(drawn))
 
 
 def _child_words(queue) -> None:  # type: ignore[no-untyped-def]

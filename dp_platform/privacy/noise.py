@@ -59,7 +59,8 @@ one OpenDP runs), vectorised, every decision an exact comparison of random integ
 ``make_gaussian`` at this k: grid rounding, discrete Gaussian of scale S, one rounding to float),
 drawn ~3× cheaper; its words come from the operating system's secure generator
 (:class:`_SecureWords`). Out of that sampler's range (S > 2^61, or k outside [−1022, 900]),
-OpenDP draws as before, decided before anything is drawn.
+and for vectors shorter than 64 (where its per-draw calls are cheaper than one batch), OpenDP
+draws as before, decided before anything is drawn.
 """
 
 from __future__ import annotations
@@ -446,16 +447,17 @@ class _SecureWords:
 
 
 _SECURE_WORDS = _SecureWords()
+_VECTOR_FROM = 64  # below ~50 coordinates OpenDP's per-draw calls cost less than one batch
 
 
 def _on_the_grid(vector: np.ndarray, draw: Draw) -> np.ndarray | None:
     """OpenDP's Gaussian mechanism on the 2^k grid, drawn for the whole vector at once: each
     value rounded to the grid (m = x/2^k to the nearest integer), plus 2^k·N_ℤ(0, S²) with
     S = scale/2^k (:mod:`dp_platform.privacy.discrete_gaussian`, exact), rounded once to float.
-    ``None`` (OpenDP draws instead, decided before any draw) where S is out of that sampler's
-    range or 2^k·integer would not be a normal double."""
+    ``None`` (OpenDP draws instead, decided before any draw) for short vectors, where S is out
+    of that sampler's range, or where 2^k·integer would not be a normal double."""
     k = draw.k
-    if k is None or not -1022 <= k <= 900:
+    if vector.size < _VECTOR_FROM or k is None or not -1022 <= k <= 900:
         return None
     steps = Fraction(draw.scale) / Fraction(2) ** k  # the scale in grid steps
     if steps.denominator != 1 or not 1 <= steps <= MAX_SCALE:
