@@ -39,8 +39,8 @@ FALSE_FAILURE = 1e-8  # per check; the suite has fewer than ten: < 1e-7 per run 
 #       candidates each, ε = 1e-3): each agrees w.p. ≤ 0.259          ≤ 0.259^300 < 1e-170
 #   test_cli_plan: simulated one-shot total > 20 std (total ≈ 899, 20 std ≈ 54; two
 #       Laplace b = 1.92 draws below −845)                               ≤ 2·e^(−422/1.92) < 1e-95
-#   test_discrete_gaussian: 2000 secure Gaussian draws (σ = 2) each within 20σ
-#                                                                     ≤ 2000·2·e^(−200) < 1e-83
+#   test_discrete_gaussian: 2200 secure Gaussian draws (σ = 2) each within 20σ
+#                                                                     ≤ 2200·2·e^(−200) < 1e-83
 #   test_discrete_gaussian: a forked child's 4 secure words equal its parent's next 4
 #                                                                     ≤ 2^−256 < 1e-77
 #

@@ -160,8 +160,20 @@ def test_short_vectors_and_out_of_range_grids_are_left_to_opendp(
     short = source.add_gaussian(np.zeros(63), 9.4, l2_sensitivity=2.0, rho=1 / (2 * 4.7**2))
     tiny = source.add_gaussian(np.zeros(64), 1e-300, l2_sensitivity=1e-301, rho=1.0)  # k < -1022
     huge = source.add_gaussian(np.full(64, 1e300), 1e300, l2_sensitivity=1e300, rho=0.5)  # k > 900
-    for drawn in (short, tiny, huge):
+    beyond = source.add_gaussian(np.full(64, 1e300), 1e-14, l2_sensitivity=2e-15, rho=1.0)
+    for drawn in (short, tiny, huge, beyond):  # beyond: x/2^k overflows a double
         assert drawn.shape in {(63,), (64,)} and np.all(np.isfinite(drawn))
+
+
+def test_any_shape_keeps_its_shape_and_each_entry_its_noise() -> None:
+    source = SecureNoise()
+    values = np.arange(200, dtype=np.float64).reshape(2, 100) * 1000.0
+    noisy = source.add_gaussian(values, 2.0, l2_sensitivity=1.0, rho=0.125)
+    assert noisy.shape == (2, 100) and np.all(np.abs(noisy - values) < 2.0 * 20)
+    assert source.add_laplace(np.zeros((2, 3)), 1.0, l1_sensitivity=1.0, epsilon=1.0).shape == (
+        2,
+        3,
+    )
 
 
 def _child_words(queue) -> None:  # type: ignore[no-untyped-def]

@@ -400,10 +400,10 @@ class SecureNoise(NoiseSource):
         exact = _on_the_grid(vector, draw)
         if exact is not None:
             return exact
-        return np.asarray(draw.measurement(vector), dtype=np.float64)
+        return _opendp_draw(vector, draw)
 
     def _laplace(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
-        return np.asarray(draw.measurement(vector), dtype=np.float64)
+        return _opendp_draw(vector, draw)
 
     def _gumbel_max(self, vector: np.ndarray, draw: Draw) -> int:
         return int(draw.measurement(vector.tolist()))
@@ -416,6 +416,12 @@ class SecureNoise(NoiseSource):
         # interval is independent of the data, so this needs no exact sampler, only a secure one.
         fraction = secrets.randbits(53) / float(1 << 53)
         return float(low + (high - low) * fraction)
+
+
+def _opendp_draw(vector: np.ndarray, draw: Draw) -> np.ndarray:
+    """The OpenDP measurement applied to the vector's entries (passed as one NumPy array)."""
+    noisy = draw.measurement(np.ascontiguousarray(vector.ravel()))
+    return np.asarray(noisy, dtype=np.float64).reshape(vector.shape)
 
 
 class _SecureWords:
@@ -462,10 +468,14 @@ def _on_the_grid(vector: np.ndarray, draw: Draw) -> np.ndarray | None:
     steps = Fraction(draw.scale) / Fraction(2) ** k  # the scale in grid steps
     if steps.denominator != 1 or not 1 <= steps <= MAX_SCALE:
         return None
-    grid = np.rint(np.ldexp(vector, -k))  # exact: a power-of-two scaling, then rounding
+    with np.errstate(over="ignore"):  # a value beyond the grid's reach is left to OpenDP
+        grid = np.rint(np.ldexp(vector.ravel(), -k))  # exact: a power-of-two scaling, rounding
+    if not np.all(np.isfinite(grid)):
+        return None
     noise = discrete_gaussian(steps.numerator, vector.size, _SECURE_WORDS)
     total = np.array([int(m) for m in grid.tolist()], dtype=object) + noise  # exact integers
-    return np.ldexp(total.astype(np.float64), k)  # int → double rounds once, to nearest
+    noisy = np.ldexp(total.astype(np.float64), k)  # int → double rounds once, to nearest
+    return noisy.reshape(vector.shape)
 
 
 class SeededNoise(NoiseSource):
