@@ -2,7 +2,7 @@
 
 The algorithm is Canonne, Kamath & Steinke's ("The discrete Gaussian for differential
 privacy", Algorithms 1–3), the one OpenDP runs draw by draw; here every step runs on a whole
-vector with NumPy, which makes a day's 1000 draws ~10× cheaper than OpenDP's per-draw calls
+vector with NumPy, which makes a day's 1000 draws ~3× cheaper than OpenDP's per-draw calls
 (the cost was its ~15 secure-generator calls and big-rational arithmetic per draw).
 
 Exactness: every random decision is a comparison of uniformly random integers drawn from random
