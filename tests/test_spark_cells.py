@@ -124,6 +124,23 @@ def _undimensioned_load(root: Path) -> tuple[Path, Path]:
     return imps, convs
 
 
+def _parquet_load(root: Path) -> Path:
+    """Conversions as Parquet with typed columns: a null region is missing, not a value."""
+    import duckdb
+
+    path = root / "typed_conversions.parquet"
+    t = datetime(START.year, START.month, START.day, 20, 0) + timedelta(days=1)
+    with duckdb.connect() as con:
+        con.execute(
+            "COPY (SELECT * FROM (VALUES ('pq_ok', 'u007', $a, $t, 2.5, 'west', 'tv'), "
+            "('pq_null', 'u007', $a, $t, 1.0, NULL, 'tv')) "
+            "AS v(conversion_id, user_id, advertiser_id, ts, value, region, device)) "
+            f"TO '{path}' (FORMAT parquet)",
+            {"a": ADVERTISER, "t": t},
+        )
+    return path
+
+
 @pytest.fixture(scope="module")
 def engines(spark, tmp_path_factory):
     """Both warehouses after the same loads; each engine's reports and its refusal message."""
@@ -135,6 +152,7 @@ def engines(spark, tmp_path_factory):
     fates = _hostile(convs)
     second = _second_load(root)
     plain = _undimensioned_load(root)
+    parquet = _parquet_load(root)
     no_device = root / "no_device.csv"
     _append(no_device, [[*CONVERSION_HEADER, "region"]])
     duck = Warehouse(root / "duck.duckdb")
@@ -146,6 +164,7 @@ def engines(spark, tmp_path_factory):
             warehouse.ingest(*second, now=NOW, dimensions=GROWN).to_json(),
             warehouse.ingest(*plain, now=NOW).to_json(),
             warehouse.ingest(imps, convs, now=NOW, dimensions=LISTS).to_json(),  # again: nothing
+            warehouse.ingest(second[0], parquet, now=NOW, dimensions=GROWN).to_json(),
         ]
         before = warehouse.table_rows("conversions")
         with pytest.raises(ConfigError) as refused:
@@ -168,7 +187,7 @@ def _stored(duck: Warehouse, sparkw) -> tuple[pd.DataFrame, pd.DataFrame]:
 def test_dimension_ingest_reports_quarantine_and_stored_values_are_identical(engines):
     duck, sparkw, reports, refusals, fates = engines
     assert reports["duckdb"] == reports["spark"]
-    first, second, plain, again = reports["spark"]
+    first, second, plain, again, typed = reports["spark"]
     conversions = first["conversions"]
     assert conversions["rows"] == conversions["accepted"] + conversions["quarantined"]
     expected: dict[str, int] = {"duplicate_in_load": 1, "malformed_row": 1}
@@ -180,6 +199,8 @@ def test_dimension_ingest_reports_quarantine_and_stored_values_are_identical(eng
     assert second["conversions"]["accepted"] == 2
     assert plain["conversions"]["accepted"] == 1
     assert again["conversions"]["already_loaded"] and again["impressions"]["already_loaded"]
+    assert typed["conversions"]["reasons"] == {"missing_region": 1}  # a Parquet null
+    assert typed["conversions"]["accepted"] == 1
     assert refusals["duckdb"] == refusals["spark"]
     assert (
         "missing column(s) device (declared under the catalogue's dimensions)"
@@ -196,7 +217,7 @@ def test_dimension_ingest_reports_quarantine_and_stored_values_are_identical(eng
     left, right = _stored(duck, sparkw)
     pd.testing.assert_frame_equal(left, right, check_dtype=False)
     # every accepted conversion of a load made with dimensions has one row per dimension
-    accepted = conversions["accepted"] + second["conversions"]["accepted"]
+    accepted = sum(r["conversions"]["accepted"] for r in (first, second, typed))
     assert len(right) == sparkw.table_rows("conversion_dimensions") == 2 * accepted
     assert sparkw.table_rows("dimension_values") == len(GROWN["region"]) + len(DEVICES)
     values = right.set_index(keys=["conversion_id", "dimension"])["value"]
@@ -204,6 +225,7 @@ def test_dimension_ingest_reports_quarantine_and_stored_values_are_identical(eng
     assert values[("h_quoted", "region")] == QUOTED
     assert values[("h_unicode", "region")] == "südwest"
     assert values[("s_west", "region")] == "west"
+    assert values[("pq_ok", "region")] == "west"
     assert values[("c0_0_0", "region")] == "north"  # the first copy's (the generated row's)
     assert "p_plain" not in set(right.conversion_id)
     keys = right.drop_duplicates(["dimension", "value"]).set_index(["dimension", "value"])

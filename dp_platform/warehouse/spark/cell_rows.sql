@@ -6,11 +6,20 @@
 -- w·min(value, :value_cap)/:value_cap·scale (value; no value counts 0); a conversion without a
 -- listed value for each of the :dimensions dimensions is in no cell. Layout views: campaign_pubs,
 -- campaign_measures (measure, value_part, scale), campaign_dim_keys (cell_layout.sql).
--- The joins to conversions and conversion_dimensions carry the day, so a day's cells read that
--- day's partitions only. cell_positions (every key is its own position) is registered by the
--- store from Python.
+-- Speed: each conversion's combination number is summed from that day's conversion_dimensions
+-- first (one row per conversion), so the attributed rows need no aggregation after their joins
+-- (each is one (conversion, publisher), joined 1:1); the day ranges are static filters on the
+-- partitions (no join on day, which would add dynamic-pruning subqueries for nothing).
+-- cell_positions (every key is its own position) is registered by the store from Python.
 CREATE OR REPLACE TEMP VIEW cell_rows AS
 WITH
+combos AS (
+    SELECT cd.conversion_key, sum(k.idx * k.stride) AS combo, count(*) AS known
+    FROM conversion_dimensions AS cd
+    JOIN campaign_dim_keys AS k ON k.dimension = cd.dimension AND k.value_key = cd.value_key
+    WHERE cd.day BETWEEN :first AND :last
+    GROUP BY cd.conversion_key
+),
 placed AS (
     SELECT
         a.day,
@@ -18,22 +27,15 @@ placed AS (
         a.user_rank,
         a.weight,
         cp.position,
-        coalesce(sum(k.idx * k.stride), 0L) AS combo,
-        count(k.idx) AS known,
-        coalesce(max(v.value), 0.0D) AS value
+        coalesce(d.combo, 0L) AS combo,
+        coalesce(d.known, 0L) AS known,
+        coalesce(v.value, 0.0D) AS value
     FROM attributed_conversions AS a
     JOIN campaign_pubs AS cp ON cp.publisher_key = a.publisher_key
     LEFT JOIN conversions AS v
-        ON v.conversion_key = a.conversion_key
-        AND v.day = a.day
-        AND v.day BETWEEN :first AND :last
-    LEFT JOIN conversion_dimensions AS cd
-        ON cd.conversion_key = a.conversion_key
-        AND cd.day = a.day
-        AND cd.day BETWEEN :first AND :last
-    LEFT JOIN campaign_dim_keys AS k ON k.dimension = cd.dimension AND k.value_key = cd.value_key
+        ON v.conversion_key = a.conversion_key AND v.day BETWEEN :first AND :last
+    LEFT JOIN combos AS d ON d.conversion_key = a.conversion_key
     WHERE a.campaign = :campaign AND a.day BETWEEN :first AND :last
-    GROUP BY a.day, a.conversion_key, a.user_key, a.user_rank, a.weight, cp.position
 )
 SELECT
     p.day,

@@ -182,6 +182,8 @@ def _insert_dimensions(
     warehouse.spark.read.parquet(staged).createOrReplaceTempView("checked_dimensions")
     warehouse.sql.run("ingest_dimension_values", load_id=load_id)
     warehouse.sql.run("ingest_insert_dimensions", load_id=load_id)
+    for view in ("listed_dimension_values", "checked_dimensions"):  # the staged file goes
+        warehouse.spark.catalog.dropTempView(view)
 
 
 def _load(
