@@ -607,11 +607,6 @@ class Catalogue(_Strict):
                     f"campaigns[{i}].account: account {campaign.account!r} is not declared "
                     "under accounts"
                 )
-            if self.warehouse.engine == "spark" and campaign.cells_per_publisher > 1:
-                raise ValueError(
-                    f"campaigns[{i}]: breakdown and the value measure run on the duckdb "
-                    "warehouse only (warehouse.engine: spark releases counts per publisher)"
-                )
         return self
 
     def campaign(self, name: str) -> CampaignConfig:

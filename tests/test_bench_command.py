@@ -59,4 +59,4 @@ def test_bench_with_cells_loads_dimensions_and_clips_every_cell(tmp_path, capsys
 
 def test_bench_refuses_cells_with_the_pandas_reference(capsys):
     assert main(["bench", "--cells", "--reference", "pandas"]) == 2
-    assert "--cells runs on the duckdb engine without --reference" in capsys.readouterr().err
+    assert "--cells runs without --reference" in capsys.readouterr().err

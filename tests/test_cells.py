@@ -96,11 +96,6 @@ def test_breakdown_resolves_against_the_catalogues_dimensions() -> None:
             {},
             "one_shot releases one count per publisher",
         ),
-        (
-            {"breakdown": ["region"]},
-            {"warehouse": {"engine": "spark"}},
-            "breakdown and the value measure run on the duckdb warehouse only",
-        ),
     ],
 )
 def test_campaign_cells_are_refused_by_field_and_rule(fields, extra, message) -> None:

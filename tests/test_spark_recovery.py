@@ -45,10 +45,10 @@ def test_ingest_cut_before_its_commit_record_is_rolled_back(spark, tmp_path, mon
     files = _events(tmp_path)
     real_load = spark_ingest._load
 
-    def load_then_die(warehouse, source, staged, load_id, staging):
+    def load_then_die(warehouse, source, *rest):
         if source.kind == "conversions":  # impressions' keys and rows are written by now
             raise Crash
-        return real_load(warehouse, source, staged, load_id, staging)
+        return real_load(warehouse, source, *rest)
 
     def die(*args):
         raise Crash
@@ -68,6 +68,36 @@ def test_ingest_cut_before_its_commit_record_is_rolled_back(spark, tmp_path, mon
     assert warehouse.table_rows("impressions") == 12
     assert warehouse.table_rows("conversions") == 8
     assert warehouse.table_rows("users") == 4
+
+
+def test_ingest_with_dimensions_cut_before_its_commit_record_leaves_no_dimension_rows(
+    spark, tmp_path, monkeypatch
+):
+    """Conversions, their dimension rows and the new value keys were all written when the
+    process died: the next open drops them with the load, and the files load again whole."""
+    from tests.cells_data import DEVICES, REGIONS, generate
+    from tests.cells_data import write as write_cells
+
+    files = write_cells(generate(users=5, days=1, seed=2), tmp_path / "cells")
+    lists = {"region": REGIONS, "device": DEVICES}
+
+    def die(*args):
+        raise Crash
+
+    monkeypatch.setattr(spark_ingest, "_roll_back", die)  # died before cleaning up
+    warehouse = _open(spark, tmp_path)
+    monkeypatch.setattr(warehouse.catalog, "stage_ingest", die)  # every row written by now
+    with pytest.raises(Crash):
+        warehouse.ingest(*files, now=NOW, dimensions=lists)
+    assert warehouse.table_rows("conversion_dimensions") > 0
+    assert warehouse.table_rows("dimension_values") == len(REGIONS) + len(DEVICES)
+    monkeypatch.undo()
+    warehouse = _open(spark, tmp_path)  # the next open rolls it back
+    for table in ("conversions", "conversion_dimensions", "dimension_values", "loads"):
+        assert warehouse.table_rows(table) == 0, table
+    report = warehouse.ingest(*files, now=NOW, dimensions=lists)
+    assert warehouse.table_rows("conversion_dimensions") == 2 * report.conversions.accepted > 0
+    assert warehouse.table_rows("dimension_values") == len(REGIONS) + len(DEVICES)
 
 
 def test_ingest_cut_after_its_commit_record_is_rolled_forward(spark, tmp_path, monkeypatch):

@@ -282,7 +282,12 @@ def spark_ingest(spec: BenchSpec, files: dict, directory: str) -> dict:
     spark, warehouse, start_up = _spark_open(spec, directory)
     with warehouse:
         wall, cpu = time.perf_counter(), time.process_time()
-        report = warehouse.ingest(files["impressions"], files["conversions"], now=spec.now)
+        report = warehouse.ingest(
+            files["impressions"],
+            files["conversions"],
+            now=spec.now,
+            dimensions=spec.dimensions() or None,
+        )
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     peak = _peak_rss_mb() + _jvm_peak_mb(spark)
     spark.stop()

@@ -1,20 +1,19 @@
 -- Clipping (DuckDB twin: ../clip.sql) at bound r = :whole + :fraction: each user keeps the first
 -- floor(r) of their attributed conversions of the day in (ts, conversion_id) order, then the
--- fraction r - floor(r) of the next one's weights, and drops the rest; per-publisher sums of
--- the clipped (user, publisher) rows by vector position.
+-- fraction r - floor(r) of the next one's weights, and drops the rest. The rows are the day's
+-- entries of the released vector (view cell_rows of a count-only campaign: its publishers);
+-- sums of the clipped (user, cell key) rows by vector position (view cell_positions).
 WITH clipped_user_rows AS (
     SELECT
-        a.user_key,
-        a.publisher_key,
-        sum(a.weight * CASE WHEN a.user_rank < :whole THEN 1.0D ELSE :fraction END) AS value
-    FROM attributed_conversions AS a
-    WHERE a.campaign = :campaign
-      AND a.day = :day
-      AND a.user_rank <= :whole
-    GROUP BY a.user_key, a.publisher_key
+        r.user_key,
+        r.cell_key,
+        sum(r.weight * CASE WHEN r.user_rank < :whole THEN 1.0D ELSE :fraction END) AS value
+    FROM cell_rows AS r
+    WHERE r.user_rank <= :whole
+    GROUP BY r.user_key, r.cell_key
 )
 SELECT cp.position, sum(r.value) AS value
 FROM clipped_user_rows AS r
-JOIN campaign_pubs AS cp ON cp.publisher_key = r.publisher_key
+JOIN cell_positions AS cp ON cp.cell_key = r.cell_key
 GROUP BY cp.position
 ORDER BY cp.position;

@@ -33,10 +33,12 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 import duckdb
+import pandas as pd
 
 from dp_platform.config import ConfigError
 from dp_platform.warehouse.ingest import (
     TIE_ROOM,
+    DimensionLists,
     IngestError,
     IngestReport,
     KindReport,
@@ -57,8 +59,18 @@ if TYPE_CHECKING:
 
 __all__ = ["APPEND_TABLES", "ingest_files", "recover"]
 
-APPEND_TABLES = ("users", "publishers", "advertisers", "advertiser_publishers", "quarantine")
-"""Tables partitioned by load_id (conversions too, under its day partitions)."""
+APPEND_TABLES = (
+    "users",
+    "publishers",
+    "advertisers",
+    "advertiser_publishers",
+    "quarantine",
+    "dimension_values",
+)
+"""Tables partitioned by load_id (conversions and conversion_dimensions too, under their day
+partitions: :data:`DAY_LOAD_TABLES`)."""
+
+DAY_LOAD_TABLES = ("conversions", "conversion_dimensions")
 
 _ID = {"impressions": "impression_id", "conversions": "conversion_id"}
 
@@ -68,6 +80,8 @@ class _Staged:
     checked: str
     malformed: str
     rows: int
+    dimensions: str | None = None
+    """Conversions with dimensions: the passing rows' (source_row, dimension, value)."""
 
 
 def _local_directory(uri: str) -> Path:
@@ -81,15 +95,22 @@ def _local_directory(uri: str) -> Path:
     return Path(parsed.path)
 
 
-def _check_file(runner: SqlRunner, source: Source, now: datetime, directory: Path) -> _Staged:
-    """Row checks of one file in the embedded DuckDB (the DuckDB ingest's own functions);
-    staged as Parquet: every row with its reason (NULL: passed), ids and values only for the
-    rows that passed, and the malformed records."""
+def _check_file(
+    runner: SqlRunner,
+    source: Source,
+    now: datetime,
+    directory: Path,
+    dimensions: DimensionLists,
+) -> _Staged:
+    """Row checks of one file in the embedded DuckDB (the DuckDB ingest's own functions, the
+    catalogue's dimension lists included); staged as Parquet: every row with its reason (NULL:
+    passed), ids and values only for the rows that passed, the malformed records, and the
+    passing rows' dimension values (long: one row per dimension)."""
     con, kind = runner.con, source.kind
     with reading_file(source):
         stage_file(con, source)
     with reading_file(source, "could not be loaded"):
-        check_rows(runner, source, now)
+        check_rows(runner, source, now, dimensions)
     interaction = "t.interaction" if kind == "impressions" else "CAST(NULL AS VARCHAR)"
     value = "t.value" if kind == "conversions" else "CAST(NULL AS DOUBLE)"
     passed = "r.reason IS NULL"
@@ -116,9 +137,23 @@ def _check_file(runner: SqlRunner, source: Source, now: datetime, directory: Pat
         "COPY (SELECT CAST(source_row AS BIGINT) AS source_row, reason FROM malformed) "
         f"TO '{_quoted(malformed)}' (FORMAT parquet)"
     )
+    staged_dimensions = None
+    if dimensions:
+        staged_dimensions = directory / "dimensions.parquet"
+        long = " UNION ALL ".join(
+            f"SELECT s.source_row, '{name}' AS dimension, s.\"dim_{name}\" AS value "
+            "FROM source AS s ANTI JOIN rejected AS r ON r.source_row = s.source_row"
+            for name in dimensions  # names are identifiers (config.check_dimension_name)
+        )
+        con.execute(f"COPY ({long}) TO '{_quoted(staged_dimensions)}' (FORMAT parquet)")
     rows = rows_read(runner)
     drop_temporaries(con)
-    return _Staged(str(checked), str(malformed), rows)
+    return _Staged(
+        str(checked),
+        str(malformed),
+        rows,
+        None if staged_dimensions is None else str(staged_dimensions),
+    )
 
 
 def _quoted(path: Path) -> str:
@@ -126,8 +161,38 @@ def _quoted(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
+def _insert_dimensions(
+    warehouse: SparkWarehouse, staged: str, dimensions: DimensionLists, load_id: int
+) -> None:
+    """The load's accepted conversions' dimension values as small integers (DuckDB's
+    ``_insert_dimensions``): each listed value gets a key in ``dimension_values`` once (keys
+    never change), each conversion one row per dimension in ``conversion_dimensions``. The
+    lists (public) arrive as the view ``listed_dimension_values``."""
+    listed = pd.DataFrame(
+        [
+            (name, position, value)
+            for name, values in dimensions.items()
+            for position, value in enumerate(values)
+        ],
+        columns=["dimension", "position", "value"],
+    )
+    warehouse.spark.createDataFrame(
+        listed, schema="dimension STRING, position INT, value STRING"
+    ).createOrReplaceTempView("listed_dimension_values")
+    warehouse.spark.read.parquet(staged).createOrReplaceTempView("checked_dimensions")
+    warehouse.sql.run("ingest_dimension_values", load_id=load_id)
+    warehouse.sql.run("ingest_insert_dimensions", load_id=load_id)
+    for view in ("listed_dimension_values", "checked_dimensions"):  # the staged file goes
+        warehouse.spark.catalog.dropTempView(view)
+
+
 def _load(
-    warehouse: SparkWarehouse, source: Source, staged: _Staged, load_id: int, staging: str
+    warehouse: SparkWarehouse,
+    source: Source,
+    staged: _Staged,
+    load_id: int,
+    staging: str,
+    dimensions: DimensionLists,
 ) -> tuple[KindReport, list[tuple[str, str]]]:
     """Spark half of one file; returns its report and the impression-day moves still to do."""
     spark, sql, kind = warehouse.spark, warehouse.sql, source.kind
@@ -137,6 +202,8 @@ def _load(
     sql.run("ingest_duplicates")
     sql.run("ingest_keys", load_id=load_id)
     sql.run(f"ingest_insert_{kind}", load_id=load_id, tie_room=TIE_ROOM, max_tie=TIE_ROOM)
+    if staged.dimensions is not None:
+        _insert_dimensions(warehouse, staged.dimensions, dimensions, load_id)
     moves: list[tuple[str, str]] = []
     if kind == "impressions":
         days = [row[0] for row in sql.query("SELECT DISTINCT day FROM new_impressions")]
@@ -168,8 +235,9 @@ def _roll_back(warehouse: SparkWarehouse, load_ids: list[int], staging: str | No
     for load_id in load_ids:
         for table in APPEND_TABLES:
             warehouse.files.delete(f"{warehouse.root}/{table}/load_id={load_id}")
-        for path in warehouse.files.glob(f"{warehouse.root}/conversions/day=*/load_id={load_id}"):
-            warehouse.files.delete(path)
+        for table in DAY_LOAD_TABLES:
+            for path in warehouse.files.glob(f"{warehouse.root}/{table}/day=*/load_id={load_id}"):
+                warehouse.files.delete(path)
     if staging:
         warehouse.files.delete(staging)
     warehouse.refresh()
@@ -195,10 +263,13 @@ def ingest_files(
     conversions: str | Path,
     *,
     now: datetime | None = None,
+    dimensions: DimensionLists | None = None,
 ) -> IngestReport:
     """Check both files, then load both (all or nothing); the DuckDB ingest's report, and its
-    one-line refusals (the same file and row checks run first)."""
+    one-line refusals (the same file and row checks run first). ``dimensions``: the
+    catalogue's conversion dimensions (columns required, values checked and stored)."""
     moment = ingest_moment(now)
+    dimensions = dict(dimensions or {})
     staging = f"{warehouse.root}/_staging/{uuid.uuid4().hex}"
     checks = _local_directory(staging) / "checks"  # the driver's files; the moves stay
     con = duckdb.connect(":memory:")
@@ -210,7 +281,7 @@ def ingest_files(
         runner.run("schema")  # empty tables: the checks' views refer to them
         sources = [
             inspect(con, "impressions", impressions),
-            inspect(con, "conversions", conversions),
+            inspect(con, "conversions", conversions, tuple(dimensions)),
         ]
         reports = {s.kind: KindReport(source_file=str(s.path)) for s in sources}
         todo = [s for s in sources if not warehouse.catalog.loaded(s.kind, s.sha256)]
@@ -218,7 +289,7 @@ def ingest_files(
             reports[source.kind].already_loaded = source not in todo
         if todo:
             with _writing(warehouse):
-                _load_all(warehouse, runner, todo, moment, staging, reports)
+                _load_all(warehouse, runner, todo, moment, staging, reports, dimensions)
     finally:
         con.close()
         # only the checked files: a crash after the catalog's "staged" record leaves the
@@ -236,10 +307,14 @@ def _load_all(
     moment: datetime,
     staging: str,
     reports: dict[str, KindReport],
+    dimensions: DimensionLists,
 ) -> None:
     """Check every file, then record, load, stage and commit them (see module doc)."""
     checks = _local_directory(staging) / "checks"
-    staged = [_check_file(runner, s, moment, checks / f"checked_{s.kind}") for s in todo]
+    own = {s.kind: dimensions if s.kind == "conversions" else {} for s in todo}
+    staged = [
+        _check_file(runner, s, moment, checks / f"checked_{s.kind}", own[s.kind]) for s in todo
+    ]
     load_ids = warehouse.catalog.begin_ingest(
         [(s.kind, str(s.path), s.sha256) for s in todo], staging
     )
@@ -247,7 +322,7 @@ def _load_all(
     moves: list[tuple[str, str]] = []
     try:
         for source, files, load_id in zip(todo, staged, load_ids, strict=True):
-            report, more = _load(warehouse, source, files, load_id, staging)
+            report, more = _load(warehouse, source, files, load_id, staging, own[source.kind])
             reports[source.kind] = report
             moves += more
         counts = [

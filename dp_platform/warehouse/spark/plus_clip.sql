@@ -1,25 +1,28 @@
 -- AdsBPC+ clipping with the individual filter for one day (DuckDB twin: ../plus_clip.sql, where
 -- the rule is explained; privacy/filter.py is the NumPy twin). Parameters: bound
 -- r = :whole + :fraction, :two_var = 2σ², :cap the filter's budget, :residual.
+-- The rows are the day's entries of the released vector (view cell_rows: its weights on the
+-- campaign's publishers, or its cells — cell_rows.sql; what is not released, a key without a
+-- position in view cell_positions, has weight 0 for the norm).
 -- The runner checkpoints the CACHE views, so the spend rows and the vector come from one
 -- evaluation. The partition (campaign, :day) of plus_user_spend was emptied by the store.
 CACHE TABLE plus_conversions AS
 WITH rows AS (
     SELECT
-        a.user_key,
-        a.user_rank,
-        a.publisher_key,
-        sum(CASE WHEN cp.publisher_key IS NULL THEN 0.0D ELSE a.weight END) AS w
-    FROM attributed_conversions AS a
-    LEFT JOIN campaign_pubs AS cp ON cp.publisher_key = a.publisher_key
-    WHERE a.campaign = :campaign AND a.day = :day AND a.user_rank <= :whole
-    GROUP BY a.user_key, a.user_rank, a.publisher_key
+        r.user_key,
+        r.user_rank,
+        r.cell_key,
+        sum(CASE WHEN cp.cell_key IS NULL THEN 0.0D ELSE r.weight END) AS w
+    FROM cell_rows AS r
+    LEFT JOIN cell_positions AS cp ON cp.cell_key = r.cell_key
+    WHERE r.user_rank <= :whole
+    GROUP BY r.user_key, r.user_rank, r.cell_key
 ),
 running AS (
     SELECT
         *,
         sum(w) OVER (
-            PARTITION BY user_key, publisher_key ORDER BY user_rank
+            PARTITION BY user_key, cell_key ORDER BY user_rank
             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ) AS before
     FROM rows
@@ -72,14 +75,14 @@ SELECT
     ) AS f
 FROM allowed;
 
--- What is released: per (user, campaign publisher) the kept weight.
+-- What is released: per (user, vector position) the kept weight.
 CACHE TABLE plus_user_rows AS
-SELECT a.user_key, cp.position, sum(a.weight * k.f) AS value
-FROM attributed_conversions AS a
-JOIN plus_kept AS k ON k.user_key = a.user_key AND k.user_rank = a.user_rank
-JOIN campaign_pubs AS cp ON cp.publisher_key = a.publisher_key
-WHERE a.campaign = :campaign AND a.day = :day AND k.f > 0
-GROUP BY a.user_key, cp.position;
+SELECT r.user_key, cp.position, sum(r.weight * k.f) AS value
+FROM cell_rows AS r
+JOIN plus_kept AS k ON k.user_key = r.user_key AND k.user_rank = r.user_rank
+JOIN cell_positions AS cp ON cp.cell_key = r.cell_key
+WHERE k.f > 0
+GROUP BY r.user_key, cp.position;
 
 -- The spend is charged from exactly those released rows: cost = ‖c̄_u‖₂² / (2σ²).
 INSERT INTO plus_user_spend

@@ -1,21 +1,22 @@
 -- AdsBPC+ profile histogram (DuckDB twin: ../plus_profile.sql): per user
 -- T = Σ_d φ_d ‖clip_{r_d}(c_{u,d})‖₂² over the days :days (r_d = :whole[d] + :fraction[d],
--- campaign publishers only), then users per public log bin (low = :low, ratio e^:step, :bins
+-- over the released vector's entries: view cell_rows of the days' range, cell_positions), then
+-- users per public log bin (low = :low, ratio e^:step, :bins
 -- bins). The four lists are zipped element by element (DuckDB's multi-list unnest).
 WITH params AS (
     SELECT inline(arrays_zip(:days, :whole, :fraction, :factor)) AS (day, whole, fraction, factor)
 ),
 kept AS (
     SELECT
-        a.user_key,
-        a.day,
+        r.user_key,
+        r.day,
         cp.position,
-        sum(a.weight * CASE WHEN a.user_rank < p.whole THEN 1.0D ELSE p.fraction END) AS value
-    FROM attributed_conversions AS a
-    JOIN params AS p ON p.day = a.day
-    JOIN campaign_pubs AS cp ON cp.publisher_key = a.publisher_key
-    WHERE a.campaign = :campaign AND a.user_rank <= p.whole
-    GROUP BY a.user_key, a.day, cp.position
+        sum(r.weight * CASE WHEN r.user_rank < p.whole THEN 1.0D ELSE p.fraction END) AS value
+    FROM cell_rows AS r
+    JOIN params AS p ON p.day = r.day
+    JOIN cell_positions AS cp ON cp.cell_key = r.cell_key
+    WHERE r.user_rank <= p.whole
+    GROUP BY r.user_key, r.day, cp.position
 ),
 per_day AS (
     SELECT k.user_key, k.day, sum(k.value * k.value) AS norm

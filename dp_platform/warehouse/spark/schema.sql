@@ -35,6 +35,19 @@ CREATE TABLE IF NOT EXISTS conversions (
     ts TIMESTAMP, value DOUBLE, source_row BIGINT, day DATE, load_id BIGINT
 ) USING parquet PARTITIONED BY (day, load_id) LOCATION '{{root}}/conversions';
 
+-- Breakdown dimensions (DuckDB's schema.sql): each public value of a catalogue's dimension gets
+-- a small integer key once; each accepted conversion of a load made with dimensions has one row
+-- per dimension. Tagged with their load like the events (dropped with a load that never
+-- commits); conversion_dimensions is partitioned by day too, as conversions are, so a day's
+-- cells read one day of it.
+CREATE TABLE IF NOT EXISTS dimension_values (
+    dimension STRING, value_key SMALLINT, value STRING, load_id BIGINT
+) USING parquet PARTITIONED BY (load_id) LOCATION '{{root}}/dimension_values';
+
+CREATE TABLE IF NOT EXISTS conversion_dimensions (
+    conversion_key BIGINT, dimension STRING, value_key SMALLINT, day DATE, load_id BIGINT
+) USING parquet PARTITIONED BY (day, load_id) LOCATION '{{root}}/conversion_dimensions';
+
 CREATE TABLE IF NOT EXISTS quarantine (
     kind STRING, source_file STRING, source_row BIGINT, reason STRING, load_id BIGINT
 ) USING parquet PARTITIONED BY (load_id) LOCATION '{{root}}/quarantine';

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Self
 import numpy as np
 import pandas as pd
 
+from dp_platform.cells import CellLayout, layout_of
 from dp_platform.config import CampaignConfig, ConfigError, WarehouseConfig
 from dp_platform.file_lock import exclusive
 from dp_platform.privacy.filter import RESIDUAL
@@ -59,6 +60,8 @@ TABLES = (
     "impressions",
     "conversions",
     "quarantine",
+    "dimension_values",
+    "conversion_dimensions",
     _ATTRIBUTED,
     _CONTRIBUTIONS,
     _CLIPPED,
@@ -121,15 +124,10 @@ class SparkWarehouse:
         now: datetime | None = None,
         dimensions: dict[str, list[str]] | None = None,
     ) -> IngestReport:
-        """Validate and load two event files (all or nothing); see :mod:`.ingest`. Breakdown
-        dimensions are not stored on Spark (the catalogue refuses them with this engine)."""
-        if dimensions:
-            raise ConfigError(
-                "dimensions: breakdowns are loaded by the duckdb warehouse only (warehouse."
-                "engine: spark)"
-            )
+        """Validate and load two event files (all or nothing); see :mod:`.ingest`.
+        ``dimensions``: the catalogue's conversion dimensions (name → public values)."""
         self._use()
-        return ingest_files(self, impressions, conversions, now=now)
+        return ingest_files(self, impressions, conversions, now=now, dimensions=dimensions)
 
     def table_rows(self, table: str) -> int:
         """Row count of a warehouse table (monitoring; no contents)."""
@@ -189,6 +187,66 @@ class SparkWarehouse:
         vector = np.zeros(len(publishers), dtype=np.float64)
         for position, value in rows:
             vector[int(position)] = value
+        return vector
+
+    def _cell_scope(
+        self,
+        campaign: CampaignConfig,
+        publishers: list[str] | None,
+        first: date,
+        last: date,
+    ) -> CellLayout:
+        """Put the campaign's released vector for days first..last in scope (DuckDB's
+        ``_cell_scope``): campaign_pubs, view ``cell_rows`` (its attributed rows as vector
+        entries: cell_rows_plain.sql for a count-only campaign without breakdown, cell_rows.sql
+        with the layout views otherwise) and view ``cell_positions``. The layout is the
+        registered config's (public); it reaches Spark as small views, never as literals."""
+        layout = layout_of(campaign, self._scope(campaign, publishers))
+        days = {"campaign": campaign.name, "first": first, "last": last}
+        if layout.plain:
+            self.sql.run("cell_rows_plain", **days)
+            return layout
+        measures = pd.DataFrame(
+            {
+                "measure": np.arange(len(layout.measures), dtype=np.int32),
+                "value_part": [m == "value" for m in layout.measures],
+                "scale": [layout.scale(m) for m in layout.measures],
+            }
+        )
+        self.spark.createDataFrame(
+            measures, schema="measure INT, value_part BOOLEAN, scale DOUBLE"
+        ).createOrReplaceTempView("campaign_measures")
+        keys = pd.DataFrame(
+            layout.dimension_index(), columns=["dimension", "value", "idx", "stride"]
+        ).astype({"idx": np.int64, "stride": np.int64})
+        self.spark.createDataFrame(
+            keys, schema="dimension STRING, value STRING, idx BIGINT, stride BIGINT"
+        ).createOrReplaceTempView("campaign_dim_list")
+        self.sql.run("cell_layout")
+        self.spark.range(layout.size).selectExpr(
+            "id AS cell_key", "id AS position"
+        ).createOrReplaceTempView("cell_positions")
+        self.sql.run(
+            "cell_rows",
+            dimensions=len(layout.dimensions),
+            combinations=layout.combinations,
+            measures=len(layout.measures),
+            value_cap=float(layout.value_cap or 1.0),
+            **days,
+        )
+        return layout
+
+    def _cell_sums(
+        self, layout: CellLayout, query: str, cells_query: str | None = None, **params: object
+    ) -> np.ndarray:
+        """Run ``query`` (rows of (vector position, sum)) with :meth:`_cell_scope` in scope:
+        the vector of ``layout``, zeros where no row; ``cells_query`` instead for a layout with
+        cells (DuckDB's ``publisher_sums``). Columnar: 10⁵ cells are no Python loop."""
+        if cells_query is not None and not layout.plain:
+            query = cells_query
+        vector = np.zeros(layout.size, dtype=np.float64)
+        sums = self.sql.frame(query, **params)
+        vector[sums.iloc[:, 0].to_numpy(dtype=np.int64)] = sums.iloc[:, 1].to_numpy(np.float64)
         return vector
 
     @staticmethod
@@ -444,16 +502,11 @@ class SparkWarehouse:
         campaign.day_index(day)
         self._version(_ATTRIBUTED, campaign, day)
         whole = int(np.floor(bound))
-        chosen = self._scope(campaign, publishers)
-        rows = self.sql.run(
-            "clip",
-            campaign=campaign.name,
-            day=day,
-            whole=whole,
-            fraction=float(bound - whole),
+        layout = self._cell_scope(campaign, publishers, day, day)
+        vector = self._cell_sums(
+            layout, "clip", "clip_cells", whole=whole, fraction=float(bound - whole)
         )
-        vector = self._vector(chosen, rows)
-        self._store_clipped(campaign, day, bound, chosen, vector)
+        self._store_clipped(campaign, day, bound, layout, vector)
         return vector
 
     def _store_clipped(
@@ -461,19 +514,25 @@ class SparkWarehouse:
         campaign: CampaignConfig,
         day: date,
         bound: float,
-        publishers: list[str],
+        layout: CellLayout,
         vector: np.ndarray,
     ) -> None:
         """Replace the (campaign, day) partition of the clipped-vector table (schema checks)."""
         self._clear(_CLIPPED, campaign, [day])
-        if publishers:  # campaign_pubs holds these publishers (the caller's _scope)
+        if layout.publishers:  # campaign_pubs holds these publishers (the caller's scope)
             values = pd.DataFrame(
                 {"position": np.arange(len(vector), dtype=np.int32), "value": vector}
             )
             self.spark.createDataFrame(
                 values, schema="position INT, value DOUBLE"
             ).createOrReplaceTempView("clipped_new")
-            self.sql.run("clipped_store", bound=float(bound), campaign=campaign.name, day=day)
+            self.sql.run(
+                "clipped_store",
+                bound=float(bound),
+                campaign=campaign.name,
+                day=day,
+                per=layout.size // len(layout.publishers),
+            )
 
     # -- AdsBPC+: the individual filter's per-user spend (secret state) -------------------
 
@@ -509,10 +568,11 @@ class SparkWarehouse:
                 "(spends carry over, days run in order)"
             )
         whole = int(np.floor(bound))
-        chosen = self._scope(campaign, publishers)
+        layout = self._cell_scope(campaign, publishers, day, day)
         self._clear(_SPEND, campaign, [day])  # leftovers of a run that did not commit
         try:
-            rows = self.sql.run(
+            vector = self._cell_sums(
+                layout,
                 "plus_clip",
                 campaign=campaign.name,
                 day=day,
@@ -524,7 +584,6 @@ class SparkWarehouse:
             )
         finally:
             self.sql.release()
-        vector = self._vector(chosen, rows)
         top = self.sql.query(
             f"SELECT coalesce(max(spend), 0.0D) FROM {_SPEND} WHERE campaign = :c AND day = :d",
             c=campaign.name,
@@ -532,7 +591,7 @@ class SparkWarehouse:
         )[0][0]
         if top > cap * (1.0 + 1e-12):  # the filter makes this impossible; never release
             raise WarehouseError(f"campaign {campaign.name}, {day}: a spend passed the cap")
-        self._store_clipped(campaign, day, bound, chosen, vector)
+        self._store_clipped(campaign, day, bound, layout, vector)
         self.catalog.commit_spend_day(campaign.name, day, float(bound), float(sigma), float(cap))
         return vector
 
@@ -563,10 +622,9 @@ class SparkWarehouse:
             campaign.day_index(day)
             self._version(_ATTRIBUTED, campaign, day)
         whole = [int(np.floor(b)) for b in bounds]
-        self._scope(campaign, publishers)
+        self._cell_scope(campaign, publishers, min(days), max(days))
         rows = self.sql.run(
             "plus_profile",
-            campaign=campaign.name,
             days=list(days),
             whole=whole,
             fraction=[float(b - w) for b, w in zip(bounds, whole, strict=True)],
@@ -612,6 +670,11 @@ class SparkWarehouse:
             )
         whole = int(np.floor(bounding.bound))
         chosen = self._scope(campaign, publishers)
+        if not layout_of(campaign, chosen).plain:  # the config refuses it; never a short vector
+            raise ConfigError(
+                f"campaign {campaign.name}: the one-shot release on spark sums counts per "
+                "publisher only (no breakdown or value cells)"
+            )
         rows = self.sql.run(
             "oneshot_sums",
             campaign=campaign.name,

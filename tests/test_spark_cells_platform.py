@@ -1,0 +1,154 @@
+"""Sliced campaigns on Spark as an operator runs them: `ingest --config`, a Dagster run, `releases
+--json` — byte for byte what DuckDB publishes from the same events and the same seeded noise.
+
+Two homes, one per engine, the same catalogue but for its ``warehouse:`` block: an AdsBPC and an
+AdsBPC+ campaign, each broken down by region × device with measures [count, value]. Each home
+ingests the same event files through the CLI (the catalogue's dimension lists checked on ingest)
+and runs both campaigns through Dagster with one seeded noise source; the two `releases --json`
+documents (cells, their σ and intervals, per-publisher counts, derived totals, cumulative
+series) must be the same text. The Spark session must have kept nothing of the run where its UI
+or a listener would show it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from datetime import date
+
+import dagster as dg
+import numpy as np
+import pytest
+import yaml
+
+from assets.runner import run_campaigns
+from dp_platform.cli import main
+from dp_platform.home import Home
+from dp_platform.ledger import Ledger
+from dp_platform.privacy.noise import SeededNoise
+from tests.cells_data import (
+    ADVERTISER,
+    DEVICES,
+    PUBLISHERS,
+    REGIONS,
+    START,
+    VALUE_CAP,
+    generate,
+    write,
+)
+from tests.platform_fixtures import warehouse_block
+
+DAYS = 5
+TODAY = date(2026, 11, 22)
+CAMPAIGNS = {
+    "sliced": {"kind": "adsbpc", "bounds": {"quantile_days": 3, "cap": 6}},
+    "sliced_plus": {"kind": "adsbpc_plus", "cap": 5, "profile_days": 2},
+}
+
+
+def _catalogue(engine: str) -> dict:
+    return {
+        "accounts": [{"name": "acct", "rho_cap": 50}],
+        "dimensions": {
+            "region": {"source": "conversions", "values": REGIONS},
+            "device": {"source": "conversions", "values": DEVICES},
+        },
+        "campaigns": [
+            {
+                "name": name,
+                "advertiser": ADVERTISER,
+                "account": "acct",
+                "start": START.isoformat(),
+                "days": DAYS,
+                "publishers": PUBLISHERS,
+                "attribution": {"rule": "lta", "lookback_days": 30},
+                "privacy": {"rho": 4.0},
+                "mechanism": mechanism,
+                "breakdown": ["region", "device"],
+                "measures": ["count", "value"],
+                "value_cap": VALUE_CAP,
+            }
+            for name, mechanism in CAMPAIGNS.items()
+        ],
+        "warehouse": warehouse_block(engine),
+    }
+
+
+def _cli(argv: list[str]) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(argv) == 0
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def homes(spark, tmp_path_factory):
+    """Per engine: its home after `ingest --config` and one Dagster run, and the ingest JSON."""
+    root = tmp_path_factory.mktemp("spark_sliced")
+    events = generate(users=120, days=DAYS, seed=21)
+    imp, conv = write(events, root / "input")
+    out = {}
+    for engine in ("duckdb", "spark"):
+        home = Home.at(root / engine)
+        config = root / f"{engine}.yaml"
+        config.write_text(yaml.safe_dump(_catalogue(engine)))
+        argv = ["ingest", "--home", str(home.root), "--config", str(config)]
+        argv += ["--impressions", str(imp), "--conversions", str(conv)]
+        ingested = _cli([*argv, "--now", "2026-11-01T00:00:00Z", "--json"])
+        runs = run_campaigns(
+            config,
+            home.root,
+            noise=SeededNoise(7),
+            instance=dg.DagsterInstance.ephemeral(),
+            today=TODAY,
+        )
+        assert [len(r.days) for r in runs] == [DAYS, DAYS]
+        out[engine] = (home, json.loads(ingested))
+    return out
+
+
+def test_cli_ingest_reports_the_same_dimension_checks_on_both_engines(homes):
+    (_, duck), (_, spark) = homes["duckdb"], homes["spark"]
+    assert duck == spark
+    conversions = spark["conversions"]
+    assert conversions["accepted"] == conversions["rows"] > 0  # every value listed
+
+
+@pytest.mark.parametrize("campaign", list(CAMPAIGNS))
+def test_sliced_releases_are_byte_identical_on_spark_and_duckdb(homes, campaign):
+    documents = {
+        engine: _cli(["releases", "--home", str(home.root), "--campaign", campaign, "--json"])
+        for engine, (home, _) in homes.items()
+    }
+    assert documents["spark"] == documents["duckdb"]
+    document = json.loads(documents["spark"])
+    assert len(document["days"]) == DAYS
+    cells = document["days"][-1]["cells"]
+    assert len(cells) == len(PUBLISHERS) * len(REGIONS) * len(DEVICES) * 2
+    assert {c["measure"] for c in cells} == {"count", "value"}
+    assert document["days"][-1]["totals"] and document["cumulative"]
+    # the stored releases too: the same bound and σ, noisy entries equal up to Spark's
+    # summation order (published cells are on the 2^-10 grid, hence the identical text)
+    stored = {}
+    for engine, (home, _) in homes.items():
+        with Ledger.at_home(home.root, read_only=True) as ledger:
+            stored[engine] = ledger.releases(campaign)
+    for left, right in zip(stored["duckdb"], stored["spark"], strict=True):
+        assert (left.bound, left.sigma, left.charges) == (right.bound, right.sigma, right.charges)
+        np.testing.assert_allclose(left.values, right.values, rtol=0, atol=1e-9)
+
+
+def test_the_spark_run_left_no_job_or_event_log_to_show(spark, homes):
+    """The UI is off, no event log was written, and the driver's status store (what a UI or a
+    history server would read) keeps no job and at most one SQL execution — the last, which
+    Spark's clean-up cannot drop while it runs; it stays in the driver's memory, served by
+    nothing (session.py)."""
+    tracker = spark.sparkContext.statusTracker()
+    assert tracker.getJobIdsForGroup() == []
+    assert spark.sparkContext._jsc.sc().statusStore().jobsList(None).size() == 0
+    assert spark._jsparkSession.sharedState().statusStore().executionsList().size() <= 1
+    assert spark.sparkContext.getLocalProperty("spark.job.description") is None
+    assert spark.sparkContext.uiWebUrl is None
+    home, _ = homes["spark"]
+    assert not list(home.root.rglob("*eventlog*")) and not list(home.root.rglob("*events_*"))
