@@ -138,7 +138,7 @@ class AdsbpcSettings(MechanismSettings):
     kind: Literal["adsbpc"]  # required, so a dump that leaves out defaults still names it
     bounds: BoundsConfig = BoundsConfig()
     legacy_blocks: ClassVar[tuple[str, ...]] = ("bounds",)
-    releases_cells: ClassVar[bool] = True
+    cell_norm: ClassVar[Literal[1, 2] | None] = 2  # Gaussian noise: ℓ2 sensitivity
 
     def check(self, campaign: CampaignConfig) -> None:
         super().check(campaign)
