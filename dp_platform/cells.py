@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
+from typing import Literal
 
 import numpy as np
 import scipy.sparse
@@ -96,6 +97,9 @@ class CellLayout:
     dimensions: tuple[tuple[str, tuple[str, ...]], ...]
     measures: tuple[str, ...]
     value_cap: float | None = None
+    norm: Literal[1, 2] = 2
+    """The ℓp norm (the releasing mechanism's ``cell_norm``) in which one conversion's cells
+    must stay ≤ 1: it decides the measures' scale (:meth:`scale`)."""
 
     def __post_init__(self) -> None:
         names = [PUBLISHER, *(name for name, _ in self.dimensions), MEASURE]
@@ -174,10 +178,15 @@ class CellLayout:
 
     def scale(self, measure: str) -> float:
         """s: the public factor a measure's entries are multiplied by before clipping (module
-        doc). 1/√m keeps one conversion's L2 norm ≤ 1 (the Gaussian mechanisms' unit)."""
+        doc). 1/√m keeps one conversion's L2 norm ≤ 1 (the Gaussian mechanisms' unit), 1/m its
+        L1 norm (Laplace's: :attr:`norm` 1)."""
         if measure not in self.measures:
             raise ValueError(f"measure {measure!r} is not released by this campaign")
-        return 1.0 if len(self.measures) == 1 else 1.0 / math.sqrt(len(self.measures))
+        if len(self.measures) == 1:
+            return 1.0
+        if self.norm == 1:
+            return 1.0 / len(self.measures)
+        return 1.0 / math.sqrt(len(self.measures))
 
     def unscale(self, measure: str) -> float:
         """Factor from a released entry to the published number: 1/s (count), cap/s (value)."""
@@ -232,12 +241,14 @@ def _aggregation(layout: CellLayout, summed: tuple[int, ...]) -> scipy.sparse.cs
 
 
 def layout_of(campaign: CampaignConfig, publishers: list[str]) -> CellLayout:
-    """The cells of ``campaign`` over its frozen ``publishers`` (the registered config's)."""
+    """The cells of ``campaign`` over its frozen ``publishers`` (the registered config's),
+    scaled for the norm its mechanism's sensitivity is stated in."""
     return CellLayout(
         publishers=tuple(publishers),
         dimensions=tuple((d.name, tuple(d.values)) for d in campaign.breakdown),
         measures=tuple(campaign.measures),
         value_cap=campaign.value_cap,
+        norm=campaign.mechanism.cell_norm or 2,
     )
 
 
@@ -255,11 +266,13 @@ def published_values(layout: CellLayout, entries: Sequence[float]) -> np.ndarray
 
 
 def cell_records(
-    layout: CellLayout, entries: Sequence[float], sigma: float
+    layout: CellLayout, entries: Sequence[float], sigma: float, *, z: float = Z95
 ) -> list[dict[str, str | float]]:
-    """A day's release as published cells: ``{"publisher", one key per dimension, "measure",
+    """A release as published cells: ``{"publisher", one key per dimension, "measure",
     "value", "sigma", "ci_low", "ci_high"}`` in vector order — :func:`published_values` and σ
-    times each cell's :meth:`CellLayout.unscale` factor (post-processing of DP values only).
+    (the noise's standard deviation per entry) times each cell's :meth:`CellLayout.unscale`
+    factor (post-processing of DP values only); the 95 % interval is value ± z·σ, ``z`` the
+    noise law's (:data:`Z95` for Gaussian noise; a Laplace mechanism passes its own).
 
     The one place a release becomes cells: derived totals or consistency post-processing start
     from these records."""
@@ -275,8 +288,8 @@ def cell_records(
                 "measure": cell.measure,
                 "value": float(value),
                 "sigma": spread,
-                "ci_low": float(value) - Z95 * spread,
-                "ci_high": float(value) + Z95 * spread,
+                "ci_low": float(value) - z * spread,
+                "ci_high": float(value) + z * spread,
             }
         )
         records.append(record)
