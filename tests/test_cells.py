@@ -379,9 +379,7 @@ def test_plan_shows_each_measures_error_per_cell(tmp_path, capsys) -> None:
 
 
 @pytest.mark.system
-def test_simulate_rehearses_a_sliced_campaign_with_values_through_the_cli(
-    tmp_path, capsys
-) -> None:
+def test_simulate_rehearses_a_sliced_campaign_with_values_through_the_cli(tmp_path, capsys) -> None:
     """`dp-platform simulate` of a campaign broken down by an impression column (creative)
     and a conversion column (region), with the value measure: the simulated events carry both
     columns and order values, every day is released and the cells hold the data.
