@@ -99,8 +99,7 @@ def _claim_home(home: Home, options: dict) -> None:
             )
         if made_layout != options["layout"]:
             raise ConfigError(
-                f"{home.root} was made by an older demo (another sliced campaign); use a "
-                "new --home"
+                f"{home.root} was made by an older demo (another sliced campaign); use a new --home"
             )
         return
     if home.warehouse.exists() or home.ledger.exists():
