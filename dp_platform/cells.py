@@ -6,14 +6,17 @@ measure releases one entry per *cell* instead — the publisher keys frozen at r
 crossed with each dimension's public value list (in the registered order) and the measures.
 Everything here is public and fixed at registration; no key exists because the data has it.
 
-**Scaled cells.** A conversion credited to publisher p with weight w (Σ_p w ≤ 1) adds
-w·s_count to (p, its values, count) and w·min(v, cap)/cap·s_value to (p, its values, value),
-with s = 1/√m for m measures (:func:`CellLayout.scale`). One conversion's whole contribution
-then has L2 norm ≤ s·√(Σ_p w_p²·(1 + 1)) ≤ 1 for m = 2 (and = w-norm ≤ 1 for m = 1), every
-entry ≥ 0 — what a publisher-only conversion had. A user clipped to r conversions therefore
-keeps L2 ≤ r and the mechanisms' sensitivity, σ and charges are unchanged. The published value
-of a cell is the noisy entry times 1/s (count) or cap/s (value): post-processing, with σ
-rescaled by the same factor (:meth:`CellLayout.unscale`).
+**Scaled cells.** Each touch of a conversion — an impression credited with weight w_j, of
+publisher p_j, Σ_j w_j ≤ 1 — adds w_j·s to (p_j, the values, count) and w_j·min(v, cap)/cap·s
+to (p_j, the values, value), the values being the conversion's own for conversion dimensions
+and the credited impression's for impression dimensions. s is the measure scale of the
+releasing mechanism's norm (:attr:`CellLayout.norm`, from its settings' ``cell_norm``):
+1/√m for m measures under ℓ2 (the Gaussian mechanisms), 1/m under ℓ1 (Laplace). One
+conversion's whole contribution then has norm ≤ 1 in that norm, every entry ≥ 0 — what a
+publisher-only conversion had — however its credit is split. A user clipped to r conversions
+therefore keeps norm ≤ r and the mechanisms' sensitivity, σ and charges are unchanged. The
+published value of a cell is the noisy entry times 1/s (count) or cap/s (value):
+post-processing, with σ rescaled by the same factor (:meth:`CellLayout.unscale`).
 """
 
 from __future__ import annotations
@@ -102,6 +105,8 @@ class CellLayout:
     must stay ≤ 1: it decides the measures' scale (:meth:`scale`)."""
 
     def __post_init__(self) -> None:
+        if self.norm not in (1, 2):
+            raise ValueError(f"norm must be 1 or 2, not {self.norm!r}")
         names = [PUBLISHER, *(name for name, _ in self.dimensions), MEASURE]
         if len(set(names)) != len(names):
             raise ValueError(
