@@ -143,4 +143,4 @@ def answer_queries(
     noisy = np.asarray(released, dtype=np.float64)  # day × publisher
     ready = np.flatnonzero(query_ends(queries) <= day)
     values = queries[ready, :day] @ noisy
-    return {int(j): tuple(float(v) for v in row) for j, row in zip(ready, values, strict=True)}
+    return {int(j): tuple(row.tolist()) for j, row in zip(ready, values, strict=True)}

@@ -275,3 +275,44 @@ def test_more_impressions_at_one_instant_than_the_key_holds(tmp_path):
             camp = campaign(rule=rule, start=day)
             wh.attribute_day(camp, day)
             assert list(wh.day_frame("attributed", camp, [day]).publisher_id) == [publisher]
+
+
+def _bulk_settings(con) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    from dp_platform.warehouse.ingest import BULK_SETTINGS
+
+    rows = con.execute(
+        "SELECT name, value FROM duckdb_settings() WHERE list_contains(?, name)",
+        [list(BULK_SETTINGS)],
+    ).fetchall()
+    return dict(rows)
+
+
+def test_the_load_is_written_in_bulk_and_the_connection_gets_its_settings_back(
+    tmp_path, monkeypatch
+):
+    """During the load's writes: no insertion order, no FSST; after it, success or failure,
+    the connection's own values (the CSV staging and later queries rely on insertion order)."""
+    imps, convs = _files(tmp_path)
+    import dp_platform.warehouse.ingest as ingest
+
+    real, during = ingest._load_one, []
+
+    def recording(runner, source, now, *rest):
+        during.append(_bulk_settings(runner.con))
+        if len(during) > 2:  # the second ingest fails inside its transaction
+            raise RuntimeError("disk full")
+        return real(runner, source, now, *rest)
+
+    monkeypatch.setattr(ingest, "_load_one", recording)
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        before = _bulk_settings(wh.con)
+        assert before["preserve_insertion_order"] == "true"
+        wh.ingest(imps, convs, now=NOW)
+        assert _bulk_settings(wh.con) == before and wh.table_rows("impressions") == 2
+        with pytest.raises(RuntimeError):
+            wh.ingest(imps, convs, now=NOW)
+        assert _bulk_settings(wh.con) == before
+    assert len(during) == 3
+    for settings in during:
+        assert settings["preserve_insertion_order"] == "false"
+        assert settings["disabled_compression_methods"].lower() == "fsst,dict_fsst"

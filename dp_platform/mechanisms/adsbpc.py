@@ -381,7 +381,7 @@ def measure(
     sigma = _sigma_for_allotment(choice.bound, allotment, plan.factor)
     sensitivity = choice.bound * math.sqrt(plan.factor)
     noisy = resolve(noise).add_gaussian(vector, sigma, l2_sensitivity=sensitivity, rho=allotment)
-    values = tuple(float(v) for v in noisy)
+    values = tuple(noisy.tolist())  # Python floats
     charges = {"gaussian": plan.day_charge(choice.day)["gaussian"]}
     return Measurement(choice.day, choice.bound, sigma, values, charges)
 
