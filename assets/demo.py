@@ -16,7 +16,7 @@ from dp_platform.config import ConfigError, load_catalogue
 from dp_platform.consistency import ALL
 from dp_platform.daily import campaign_days
 from dp_platform.events import generate_campaign, write_events
-from dp_platform.events.campaign import DEVICES, REGIONS
+from dp_platform.events.campaign import CREATIVES, DEVICES, REGIONS
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger
 from dp_platform.mechanisms import DEFAULT_STREAM
@@ -29,13 +29,14 @@ DEMO_MARKER = "demo.json"
 DEMO_SEED = 20_261_122
 DEMO_START = date(2026, 3, 1)
 DEMO_VALUE_CAP = 200.0
-DEMO_LAYOUT = 2  # the demo's catalogue and events: a home made by an older demo is refused
+DEMO_LAYOUT = 3  # the demo's catalogue and events: a home made by an older demo is refused
 TOP_SLICES = 6
 
 
 def catalogue_for(days: int) -> dict:
     """Three campaigns of one advertiser sharing one account (the cap holds across them): two
-    count-only, and one broken down by region × device with the conversions' value."""
+    count-only, and one broken down by the credited ad's creative (an impression column) ×
+    region (a conversion column) with the conversions' value."""
     common = {
         "advertiser": "acme",
         "account": "acme-users",
@@ -50,6 +51,7 @@ def catalogue_for(days: int) -> dict:
         "dimensions": {
             "region": {"source": "conversions", "values": list(REGIONS)},
             "device": {"source": "conversions", "values": list(DEVICES)},
+            "creative": {"source": "impressions", "values": list(CREATIVES)},
         },
         "campaigns": [
             {
@@ -72,7 +74,7 @@ def catalogue_for(days: int) -> dict:
                 "privacy": {"rho": 0.5},
                 "workload": {"kind": "prefix"},
                 "objective": {"kind": "wsum", "last_weight": 7},
-                "breakdown": ["region", "device"],
+                "breakdown": ["creative", "region"],
                 "measures": ["count", "value"],
                 "value_cap": DEMO_VALUE_CAP,
             },
@@ -97,8 +99,7 @@ def _claim_home(home: Home, options: dict) -> None:
             )
         if made_layout != options["layout"]:
             raise ConfigError(
-                f"{home.root} was made by an older demo (without the sliced campaign); use a "
-                "new --home"
+                f"{home.root} was made by an older demo (another sliced campaign); use a new --home"
             )
         return
     if home.warehouse.exists() or home.ledger.exists():
@@ -120,11 +121,17 @@ def _simulate_and_ingest(home: Home, *, days: int, users: int, publishers: int) 
         days=days,
         start=DEMO_START,
         dimensions=True,  # region and device columns, from their own seeded stream
+        impression_dimensions={"creative": CREATIVES},  # each impression's ad, likewise
     )
     files = write_events(events, home.root / "input")
     dimensions = {"region": list(REGIONS), "device": list(DEVICES)}
     with home.warehouse_lock(), Warehouse(home.warehouse) as warehouse:
-        loaded = warehouse.ingest(files.impressions, files.conversions, dimensions=dimensions)
+        loaded = warehouse.ingest(
+            files.impressions,
+            files.conversions,
+            dimensions=dimensions,
+            impression_dimensions={"creative": list(CREATIVES)},
+        )
         report = loaded.to_json()
     parts = []
     for kind in ("impressions", "conversions"):

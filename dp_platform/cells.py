@@ -6,14 +6,17 @@ measure releases one entry per *cell* instead — the publisher keys frozen at r
 crossed with each dimension's public value list (in the registered order) and the measures.
 Everything here is public and fixed at registration; no key exists because the data has it.
 
-**Scaled cells.** A conversion credited to publisher p with weight w (Σ_p w ≤ 1) adds
-w·s_count to (p, its values, count) and w·min(v, cap)/cap·s_value to (p, its values, value),
-with s = 1/√m for m measures (:func:`CellLayout.scale`). One conversion's whole contribution
-then has L2 norm ≤ s·√(Σ_p w_p²·(1 + 1)) ≤ 1 for m = 2 (and = w-norm ≤ 1 for m = 1), every
-entry ≥ 0 — what a publisher-only conversion had. A user clipped to r conversions therefore
-keeps L2 ≤ r and the mechanisms' sensitivity, σ and charges are unchanged. The published value
-of a cell is the noisy entry times 1/s (count) or cap/s (value): post-processing, with σ
-rescaled by the same factor (:meth:`CellLayout.unscale`).
+**Scaled cells.** Each touch of a conversion — an impression credited with weight w_j, of
+publisher p_j, Σ_j w_j ≤ 1 — adds w_j·s to (p_j, the values, count) and w_j·min(v, cap)/cap·s
+to (p_j, the values, value), the values being the conversion's own for conversion dimensions
+and the credited impression's for impression dimensions. s is the measure scale of the
+releasing mechanism's norm (:attr:`CellLayout.norm`, from its settings' ``cell_norm``):
+1/√m for m measures under ℓ2 (the Gaussian mechanisms), 1/m under ℓ1 (Laplace). One
+conversion's whole contribution then has norm ≤ 1 in that norm, every entry ≥ 0 — what a
+publisher-only conversion had — however its credit is split. A user clipped to r conversions
+therefore keeps norm ≤ r and the mechanisms' sensitivity, σ and charges are unchanged. The
+published value of a cell is the noisy entry times 1/s (count) or cap/s (value):
+post-processing, with σ rescaled by the same factor (:meth:`CellLayout.unscale`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
+from typing import Literal
 
 import numpy as np
 import scipy.sparse
@@ -96,8 +100,13 @@ class CellLayout:
     dimensions: tuple[tuple[str, tuple[str, ...]], ...]
     measures: tuple[str, ...]
     value_cap: float | None = None
+    norm: Literal[1, 2] = 2
+    """The ℓp norm (the releasing mechanism's ``cell_norm``) in which one conversion's cells
+    must stay ≤ 1: it decides the measures' scale (:meth:`scale`)."""
 
     def __post_init__(self) -> None:
+        if self.norm not in (1, 2):
+            raise ValueError(f"norm must be 1 or 2, not {self.norm!r}")
         names = [PUBLISHER, *(name for name, _ in self.dimensions), MEASURE]
         if len(set(names)) != len(names):
             raise ValueError(
@@ -174,10 +183,15 @@ class CellLayout:
 
     def scale(self, measure: str) -> float:
         """s: the public factor a measure's entries are multiplied by before clipping (module
-        doc). 1/√m keeps one conversion's L2 norm ≤ 1 (the Gaussian mechanisms' unit)."""
+        doc). 1/√m keeps one conversion's L2 norm ≤ 1 (the Gaussian mechanisms' unit), 1/m its
+        L1 norm (Laplace's: :attr:`norm` 1)."""
         if measure not in self.measures:
             raise ValueError(f"measure {measure!r} is not released by this campaign")
-        return 1.0 if len(self.measures) == 1 else 1.0 / math.sqrt(len(self.measures))
+        if len(self.measures) == 1:
+            return 1.0
+        if self.norm == 1:
+            return 1.0 / len(self.measures)
+        return 1.0 / math.sqrt(len(self.measures))
 
     def unscale(self, measure: str) -> float:
         """Factor from a released entry to the published number: 1/s (count), cap/s (value)."""
@@ -232,12 +246,14 @@ def _aggregation(layout: CellLayout, summed: tuple[int, ...]) -> scipy.sparse.cs
 
 
 def layout_of(campaign: CampaignConfig, publishers: list[str]) -> CellLayout:
-    """The cells of ``campaign`` over its frozen ``publishers`` (the registered config's)."""
+    """The cells of ``campaign`` over its frozen ``publishers`` (the registered config's),
+    scaled for the norm its mechanism's sensitivity is stated in."""
     return CellLayout(
         publishers=tuple(publishers),
         dimensions=tuple((d.name, tuple(d.values)) for d in campaign.breakdown),
         measures=tuple(campaign.measures),
         value_cap=campaign.value_cap,
+        norm=campaign.mechanism.cell_norm or 2,
     )
 
 
@@ -255,11 +271,13 @@ def published_values(layout: CellLayout, entries: Sequence[float]) -> np.ndarray
 
 
 def cell_records(
-    layout: CellLayout, entries: Sequence[float], sigma: float
+    layout: CellLayout, entries: Sequence[float], sigma: float, *, z: float = Z95
 ) -> list[dict[str, str | float]]:
-    """A day's release as published cells: ``{"publisher", one key per dimension, "measure",
+    """A release as published cells: ``{"publisher", one key per dimension, "measure",
     "value", "sigma", "ci_low", "ci_high"}`` in vector order — :func:`published_values` and σ
-    times each cell's :meth:`CellLayout.unscale` factor (post-processing of DP values only).
+    (the noise's standard deviation per entry) times each cell's :meth:`CellLayout.unscale`
+    factor (post-processing of DP values only); the 95 % interval is value ± z·σ, ``z`` the
+    noise law's (:data:`Z95` for Gaussian noise; a Laplace mechanism passes its own).
 
     The one place a release becomes cells: derived totals or consistency post-processing start
     from these records."""
@@ -275,8 +293,8 @@ def cell_records(
                 "measure": cell.measure,
                 "value": float(value),
                 "sigma": spread,
-                "ci_low": float(value) - Z95 * spread,
-                "ci_high": float(value) + Z95 * spread,
+                "ci_low": float(value) - z * spread,
+                "ci_high": float(value) + z * spread,
             }
         )
         records.append(record)

@@ -199,17 +199,9 @@ class DimensionConfig(_Strict):
     list of values, fixed in the catalogue — a key never appears because the data has it."""
 
     source: Literal["conversions", "impressions"]
+    """The event file whose column it is: a conversion's own value (``region``), or the value
+    of the impression attribution credits (``creative``: docs/algorithm.md#cells)."""
     values: list[str] = Field(min_length=1, max_length=MAX_DIMENSION_VALUES)
-
-    @field_validator("source")
-    @classmethod
-    def _conversions_only(cls, source: str) -> str:
-        if source != "conversions":
-            raise ValueError(
-                "impressions dimensions are not supported yet (the credited impression's value "
-                "would have to flow through attribution); use a conversions column"
-            )
-        return source
 
     @field_validator("values")
     @classmethod
@@ -253,9 +245,11 @@ class MechanismSettings(_Strict):
 
     kind: str
     legacy_blocks: ClassVar[tuple[str, ...]] = ()
-    releases_cells: ClassVar[bool] = False
-    """True when the mechanism releases a campaign's cell vector (breakdowns, the value
-    measure: dp_platform/cells.py); others refuse a campaign that asks for cells."""
+    cell_norm: ClassVar[Literal[1, 2] | None] = None
+    """The p of the ℓp norm in which the mechanism's sensitivity bounds a user's contribution,
+    when it releases a campaign's cell vector (breakdowns, the value measure:
+    dp_platform/cells.py scales each measure so one conversion's cells have norm ≤ 1 in it);
+    None: it releases one count per publisher and refuses a campaign that asks for cells."""
 
     def check(self, campaign: CampaignConfig) -> None:
         """Rules that tie the block to the rest of the campaign (raise ValueError); by default
@@ -471,10 +465,11 @@ class CampaignConfig(_Strict):
                 f"breakdown: {self.cells_per_publisher} cells per publisher (value "
                 f"combinations × measures); at most {MAX_CELLS_PER_PUBLISHER}"
             )
-        if self.cells_per_publisher > 1 and not self.mechanism.releases_cells:
+        if self.cells_per_publisher > 1 and self.mechanism.cell_norm is None:
             raise ValueError(
                 f"mechanism: {self.mechanism.kind} releases one count per publisher; breakdown "
-                "and the value measure need adsbpc or adsbpc_plus"
+                "and the value measure need a mechanism that releases cells "
+                "(docs/algorithm.md#cells)"
             )
 
     @property
@@ -598,6 +593,13 @@ class Catalogue(_Strict):
         names = [a.name for a in self.accounts]
         if len(set(names)) != len(names):
             raise ValueError("accounts: names must be unique")
+        if self.warehouse.engine == "spark":
+            for name, dimension in self.dimensions.items():
+                if dimension.source == "impressions":
+                    raise ValueError(
+                        f"dimensions.{name}: impressions dimensions are loaded by the duckdb "
+                        "warehouse only (warehouse.engine: spark)"
+                    )
         campaign_names = [c.name for c in self.campaigns]
         if len(set(campaign_names)) != len(campaign_names):
             raise ValueError("campaigns: names must be unique")

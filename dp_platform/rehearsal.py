@@ -8,7 +8,11 @@ warehouse and ledger in a temporary directory). The data is simulated, so its tr
 be printed next to the noisy ones; the noise is the secure sampler's, as always.
 
 The generated events use their own advertiser and publisher ids, so the rehearsed campaign is a
-copy of the configured one with those ids (same dates, privacy, workload and mechanism).
+copy of the configured one with those ids (same dates, privacy, workload and mechanism). A
+campaign with a breakdown gets events that carry its dimensions' columns — each conversion its
+user's value of every conversion dimension, each impression a value of every impression
+dimension, drawn from the public lists — and every conversion a log-normal order value, so its
+cells (and the value measure) are rehearsed as they would run.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dp_platform.config import AccountConfig, CampaignConfig, Catalogue, ConfigError
+from dp_platform.cells import layout_of, published_values, publisher_counts
+from dp_platform.config import AccountConfig, CampaignConfig, Catalogue
 from dp_platform.daily import (
     answers_through,
     bound_day,
@@ -46,7 +51,9 @@ _DEFAULT_PUBLISHERS = 5  # for ``publishers: all``
 
 @dataclass(frozen=True)
 class RehearsedDay:
-    """One simulated day: the DP outputs, and the simulation's truth beside them."""
+    """One simulated day: the DP outputs, and the simulation's truth beside them. Totals are
+    attributed conversions over every publisher (a campaign with cells: its count cells); with
+    the value measure also the attributed value (each conversion's capped at ``value_cap``)."""
 
     day: int
     bound: float
@@ -58,6 +65,8 @@ class RehearsedDay:
     noisy_answer: float | None
     true_answer: float | None
     rho_charged: float
+    noisy_value_total: float | None = None
+    true_value_total: float | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,7 @@ class Rehearsal:
     rho_spent: float
     days: list[RehearsedDay]
     campaign_level: dict[str, dict]
+    cells_per_publisher: int = 1
 
 
 def _publisher_count(campaign: CampaignConfig) -> int:
@@ -77,15 +87,30 @@ def _publisher_count(campaign: CampaignConfig) -> int:
     return _DEFAULT_PUBLISHERS
 
 
-def _truth(warehouse: Warehouse, registration: Registration, days: list[date]) -> np.ndarray:
-    """Unclipped per-publisher attributed sums, day × publisher (simulated data only)."""
+def _truth(
+    warehouse: Warehouse, registration: Registration, days: list[date], column: str = "weight"
+) -> np.ndarray:
+    """Unclipped per-publisher attributed sums, day × publisher (simulated data only):
+    ``weight`` counts conversions, ``value`` sums weight × the value capped at value_cap.
+    Every simulated event carries a listed value of each dimension, so all of it is in cells."""
     campaign = registration.config
     frame = warehouse.day_frame("attributed", campaign, days)
-    sums = frame.groupby(["day", "publisher_id"])["weight"].sum()
+    if column == "value":
+        values = warehouse.day_frame("conversions", campaign, days)
+        capped = (
+            values.set_index("conversion_id")["value"].fillna(0.0).clip(0.0, campaign.value_cap)
+        )
+        frame = frame.assign(value=frame["weight"] * frame["conversion_id"].map(capped))
+    sums = frame.groupby(["day", "publisher_id"])[column].sum()
     table = sums.unstack(fill_value=0.0).reindex(
         index=days, columns=registration.publishers, fill_value=0.0
     )
     return table.to_numpy(dtype=np.float64)
+
+
+def _simulated_lists(campaign: CampaignConfig, source: str) -> dict[str, list[str]]:
+    """The breakdown's dimensions read from ``source``'s events, with their public lists."""
+    return {d.name: list(d.values) for d in campaign.breakdown if d.source == source}
 
 
 def rehearse(
@@ -98,12 +123,8 @@ def rehearse(
     noise: NoiseSource | None = None,
 ) -> Rehearsal:
     """Run ``campaign``'s plan over ``users`` simulated users (seed ``data_seed``)."""
-    if campaign.cells_per_publisher > 1:
-        raise ConfigError(
-            f"campaign {campaign.name}: simulate rehearses one count per publisher; the "
-            "simulated events have no breakdown columns (breakdown and the value measure "
-            "cannot be rehearsed yet)"
-        )
+    conversion_lists = _simulated_lists(campaign, "conversions")
+    impression_lists = _simulated_lists(campaign, "impressions")
     with tempfile.TemporaryDirectory(prefix="dp-rehearsal-") as scratch:
         root = Path(scratch)
         events = generate_campaign(
@@ -116,6 +137,8 @@ def rehearse(
             start=campaign.start,
             lookback_days=campaign.attribution.lookback_days,
             advertisers=(_ADVERTISER,),
+            conversion_dimensions=conversion_lists,
+            impression_dimensions=impression_lists,
         )
         files = write_events(events, root / "input")
         with (
@@ -124,7 +147,13 @@ def rehearse(
         ):
             # the simulated events may lie in the future: ingest as of the campaign's end
             after = datetime.combine(campaign.end + timedelta(days=1), time(), tzinfo=UTC)
-            warehouse.ingest(files.impressions, files.conversions, now=after)
+            warehouse.ingest(
+                files.impressions,
+                files.conversions,
+                now=after,
+                dimensions=conversion_lists or None,
+                impression_dimensions=impression_lists or None,
+            )
             publishers = warehouse.advertiser_publishers(_ADVERTISER)
             rehearsed = campaign.model_copy(
                 update={"advertiser": _ADVERTISER, "publishers": publishers}
@@ -156,6 +185,7 @@ def rehearse(
         rho_spent=float(spent),
         days=rows,
         campaign_level=level,
+        cells_per_publisher=campaign.cells_per_publisher,
     )
 
 
@@ -171,6 +201,9 @@ def _stream(
     ends = (plan.queries != 0)[:, ::-1].argmax(axis=1)
     ends = plan.queries.shape[1] - ends  # the last day each query reads
     truth = _truth(warehouse, registration, days)
+    layout = layout_of(campaign, registration.publishers)
+    measures_value = "value" in layout.measures
+    value_truth = _truth(warehouse, registration, days, "value") if measures_value else None
     rows = []
     for index, day in enumerate(days, start=1):
         warehouse.contributions_day(campaign, day)
@@ -179,13 +212,18 @@ def _stream(
         answers = answers_through(ledger, registration, day)
         ending = [j for j in answers.answers if ends[j] == index]
         query = ending[-1] if ending else None
+        noisy_value = None
+        if value_truth is not None:  # the value cells of the day, in published units
+            published = published_values(layout, release.values)
+            measure = np.tile(layout.measures, layout.size // len(layout.measures))
+            noisy_value = float(published[measure == "value"].sum())
         rows.append(
             RehearsedDay(
                 day=index,
                 bound=release.bound,
                 bound_method=choice.method,
                 sigma=release.sigma,
-                noisy_total=float(sum(release.values)),
+                noisy_total=float(sum(publisher_counts(layout, release.values))),
                 true_total=float(truth[index - 1].sum()),
                 query=query,
                 noisy_answer=None if query is None else float(sum(answers.answers[query])),
@@ -195,6 +233,10 @@ def _stream(
                 rho_charged=float(
                     sum([*choice.charges.values(), *release.charges.values()], Rho.zero())
                 ),
+                noisy_value_total=noisy_value,
+                true_value_total=None
+                if value_truth is None
+                else float(value_truth[index - 1].sum()),
             )
         )
     return rows

@@ -79,8 +79,11 @@ class QuarantinedRows(_Model):
 
 
 class AttributedConversions(_Model):
-    """One row per (attributed conversion, credited publisher); ``user_rank`` is the
-    conversion's 0-based place in its user's day in (ts, conversion_id) order."""
+    """One row per (attributed conversion, credited publisher, touch); ``user_rank`` is the
+    conversion's 0-based place in its user's day in (ts, conversion_id) order; ``touch`` the
+    credited impressions' combination over the campaign's impression dimensions (0 without
+    any; missing when an impression has no listed value: in no cell). An engine that does not
+    record touches leaves the column out."""
 
     campaign: Series[str] = pa.Field(str_length=_TEXT)
     day: Series[pa.Date]
@@ -89,6 +92,7 @@ class AttributedConversions(_Model):
     user_rank: Series[int] = pa.Field(ge=0)
     publisher_id: Series[str] = pa.Field(str_length=_TEXT)
     weight: Series[float] = pa.Field(gt=0, le=1 + _WEIGHT_SLACK)
+    touch: Series[pd.Int64Dtype] | None = pa.Field(ge=0, nullable=True)
 
     @pa.dataframe_check
     def weights_sum_to_at_most_one(cls, frame: pd.DataFrame) -> pd.Series:
@@ -97,7 +101,9 @@ class AttributedConversions(_Model):
 
     @pa.dataframe_check
     def one_publisher_row_per_conversion(cls, frame: pd.DataFrame) -> pd.Series:
-        return ~frame.duplicated(["campaign", "conversion_id", "publisher_id"], keep=False)
+        """One row per publisher of a conversion — per (publisher, touch) with touches."""
+        keys = ["campaign", "conversion_id", "publisher_id"]
+        return ~frame.duplicated(keys + (["touch"] if "touch" in frame else []), keep=False)
 
     @pa.dataframe_check
     def ranks_number_each_user_day(cls, frame: pd.DataFrame) -> bool:

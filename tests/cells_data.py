@@ -1,6 +1,10 @@
 """Event files with breakdown dimensions and conversion values, and an independent NumPy
 attribution + clipping of them (the reference the cell pipeline is checked against).
 
+Conversions carry ``region`` and ``device``; impressions carry ``creative`` (an impression
+dimension: the credited impression's value places the credit). The reference attributes by
+every rule (lta, fta, uni, time_decay, u_shaped), written here from docs/data.md#4-attribution.
+
 Imported explicitly by tests/test_cells*.py; not a pytest conftest."""
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dp_platform.clipping import clipped_sums
 START = date(2026, 3, 1)
 REGIONS = ["north", "south"]
 DEVICES = ["mobile", "desktop", "tv"]
+CREATIVES = ["banner", "video", "native"]
 PUBLISHERS = ["pubA", "pubB", "pubC"]
 ADVERTISER = "acme"
 VALUE_CAP = 50.0
@@ -24,10 +29,10 @@ VALUE_CAP = 50.0
 
 @dataclass(frozen=True)
 class Events:
-    """The generated rows (impressions: user, publisher, ts, id; conversions: user, ts, id,
-    value or None, region, device)."""
+    """The generated rows (impressions: user, publisher, ts, id, creative; conversions: user,
+    ts, id, value or None, region, device)."""
 
-    impressions: list[tuple[str, str, datetime, str]]
+    impressions: list[tuple[str, str, datetime, str, str]]
     conversions: list[tuple[str, datetime, str, float | None, str, str]]
 
     def without_user(self, user: str) -> Events:
@@ -41,12 +46,15 @@ class Events:
         return sorted({c[0] for c in self.conversions})
 
 
-def generate(*, users: int, days: int, seed: int, heavy: int = 0) -> Events:
+def generate(*, users: int, days: int, seed: int, heavy: int = 0, focused: bool = False) -> Events:
     """Users see a few ads a day on random publishers and convert Poisson(1.5) times a day,
-    with log-normal values (some above the cap, some missing) and random region/device.
+    with log-normal values (some above the cap, some missing) and random region/device; each
+    impression shows a random creative (its own seeded stream: the other rows do not change).
     ``heavy`` users convert 8 times on day 1 in one cell with values above the cap (they reach
-    the clipping bound, so a wrong scale would show)."""
+    the clipping bound, so a wrong scale would show); ``focused`` puts their day-1 impressions
+    on one publisher and creative, so that a multi-touch rule credits them to one cell too."""
     rng = np.random.default_rng(seed)
+    creatives = np.random.default_rng([seed, 7])
     impressions, conversions = [], []
     for u in range(users):
         user = f"u{u:03d}"
@@ -55,7 +63,10 @@ def generate(*, users: int, days: int, seed: int, heavy: int = 0) -> Events:
             for j in range(rng.integers(1, 4)):
                 ts = base + timedelta(seconds=int(rng.integers(0, 40_000)))
                 pub = PUBLISHERS[int(rng.integers(len(PUBLISHERS)))]
-                impressions.append((user, pub, ts, f"i{u}_{d}_{j}"))
+                creative = CREATIVES[int(creatives.integers(len(CREATIVES)))]
+                if focused and u < heavy and d == 0:
+                    pub, creative = PUBLISHERS[0], CREATIVES[0]
+                impressions.append((user, pub, ts, f"i{u}_{d}_{j}", creative))
             n = 8 if (u < heavy and d == 0) else int(rng.poisson(1.5))
             for j in range(n):
                 ts = base + timedelta(seconds=int(rng.integers(40_000, 86_000)))
@@ -74,16 +85,25 @@ def _iso(ts: datetime) -> str:
 
 
 def write(events: Events, directory: Path) -> tuple[Path, Path]:
-    """The event CSVs (docs/data.md#1-event-files) with the region and device columns."""
+    """The event CSVs (docs/data.md#1-event-files) with the creative, region and device
+    columns (a column the catalogue does not declare is ignored by ingest)."""
     directory.mkdir(parents=True, exist_ok=True)
     imp, conv = directory / "impressions.csv", directory / "conversions.csv"
     with imp.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(
-            ["impression_id", "user_id", "publisher_id", "advertiser_id", "ts", "interaction"]
+            [
+                "impression_id",
+                "user_id",
+                "publisher_id",
+                "advertiser_id",
+                "ts",
+                "interaction",
+                "creative",
+            ]
         )
-        for user, pub, ts, iid in events.impressions:
-            writer.writerow([iid, user, pub, ADVERTISER, _iso(ts), "view"])
+        for user, pub, ts, iid, creative in events.impressions:
+            writer.writerow([iid, user, pub, ADVERTISER, _iso(ts), "view", creative])
     with conv.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(
@@ -96,6 +116,54 @@ def write(events: Events, directory: Path) -> tuple[Path, Path]:
     return imp, conv
 
 
+def touch_weights(rule: str, ages_days: list[float], half_life_days: float) -> list[float]:
+    """One conversion's weights over its candidates in (ts, impression_id) order, per rule
+    (docs/data.md#4-attribution), ``ages_days`` = conv.ts − imp.ts."""
+    m = len(ages_days)
+    if rule == "lta":
+        return [0.0] * (m - 1) + [1.0]
+    if rule == "fta":
+        return [1.0] + [0.0] * (m - 1)
+    if rule == "uni":
+        return [1.0 / m] * m
+    if rule == "u_shaped":
+        if m <= 2:
+            return [1.0 / m] * m
+        return [0.4] + [0.2 / (m - 2)] * (m - 2) + [0.4]
+    if rule == "time_decay":
+        raw = [2.0 ** (-age / half_life_days) for age in ages_days]
+        return [w / sum(raw) for w in raw]
+    raise ValueError(rule)
+
+
+def credited_rows(
+    events: Events, day: date, *, rule: str = "lta", lookback_days: int = 30, half_life=7.0
+) -> list[tuple[str, datetime, str, float | None, dict[str, str], str, float]]:
+    """The day's attributed (conversion, impression) credits: (user, ts, conversion id,
+    value, {dimension: value} of the conversion and of the credited impression, publisher,
+    weight) — one row per candidate with weight > 0."""
+    by_user: dict[str, list[tuple[datetime, str, str, str]]] = {}
+    for user, pub, ts, iid, creative in events.impressions:
+        by_user.setdefault(user, []).append((ts, iid, pub, creative))
+    rows = []
+    for user, ts, cid, value, region, device in events.conversions:
+        if ts.date() != day:
+            continue
+        window = sorted(
+            t for t in by_user.get(user, []) if ts - timedelta(days=lookback_days) <= t[0] < ts
+        )
+        if not window:
+            continue
+        ages = [(ts - t[0]).total_seconds() / 86_400 for t in window]
+        for (_, _, pub, creative), weight in zip(
+            window, touch_weights(rule, ages, half_life), strict=True
+        ):
+            if weight > 0:
+                labels = {"region": region, "device": device, "creative": creative}
+                rows.append((user, ts, cid, value, labels, pub, weight))
+    return rows
+
+
 def reference_cells(
     events: Events,
     day: date,
@@ -103,39 +171,32 @@ def reference_cells(
     *,
     dimensions: list[str],
     measures: list[str],
+    rule: str = "lta",
     lookback_days: int = 30,
+    half_life_days: float = 7.0,
 ) -> np.ndarray:
     """The day's cell vector in published units (count: kept conversions; value: kept
-    min(value, cap)), by last-touch attribution and clipping written here in NumPy —
-    independent of the warehouse's SQL; clipping by dp_platform/clipping.py."""
-    lists = {"region": REGIONS, "device": DEVICES}
+    min(value, cap)), by attribution (``rule``) and clipping written here in NumPy —
+    independent of the warehouse's SQL; clipping by dp_platform/clipping.py. ``dimensions``
+    in breakdown order, from region, device (conversions) and creative (impressions)."""
+    lists = {"region": REGIONS, "device": DEVICES, "creative": CREATIVES}
     combos = int(np.prod([len(lists[d]) for d in dimensions])) if dimensions else 1
-    by_user: dict[str, list[tuple[datetime, str, str]]] = {}
-    for user, pub, ts, iid in events.impressions:
-        by_user.setdefault(user, []).append((ts, iid, pub))
-    rows = []  # (user, ts, id, cell, value)
-    for user, ts, cid, value, region, device in events.conversions:
-        if ts.date() != day:
-            continue
-        window = [
-            t for t in by_user.get(user, []) if ts - timedelta(days=lookback_days) <= t[0] < ts
-        ]
-        if not window:
-            continue
-        _, _, pub = max(window)
+    rows = []  # (user, ts, id, cell, weight, value)
+    for user, ts, cid, value, labels, pub, weight in credited_rows(
+        events, day, rule=rule, lookback_days=lookback_days, half_life=half_life_days
+    ):
         combo, stride = 0, combos
-        for name, chosen in (("region", region), ("device", device)):
-            if name in dimensions:
-                stride //= len(lists[name])
-                combo += lists[name].index(chosen) * stride
+        for name in dimensions:
+            stride //= len(lists[name])
+            combo += lists[name].index(labels[name]) * stride
         cell = PUBLISHERS.index(pub) * combos + combo
-        rows.append((user, ts.timestamp(), cid, cell, min(value or 0.0, VALUE_CAP)))
+        rows.append((user, ts.timestamp(), cid, cell, weight, min(value or 0.0, VALUE_CAP)))
     size = len(PUBLISHERS) * combos
     if not rows:
         return np.zeros(size * len(measures))
-    users, ts, ids, cells, values = (np.asarray(c) for c in zip(*rows, strict=True))
+    users, ts, ids, cells, weights, values = (np.asarray(c) for c in zip(*rows, strict=True))
     per_measure = []
     for measure in measures:
-        weights = np.ones(len(rows)) if measure == "count" else values.astype(np.float64)
-        per_measure.append(clipped_sums(users, ts, ids, cells, weights, size, bound))
+        amounts = weights.astype(np.float64) * (1.0 if measure == "count" else values)
+        per_measure.append(clipped_sums(users, ts, ids, cells, amounts, size, bound))
     return np.stack(per_measure, axis=1).reshape(-1)

@@ -57,6 +57,20 @@ def test_bench_with_cells_loads_dimensions_and_clips_every_cell(tmp_path, capsys
     assert result["seconds"]["clipping"] > 0
 
 
+def test_bench_with_impression_cells_loads_the_impressions_column(tmp_path, capsys):
+    argv = ["bench", "--conversions", "2000", "--impressions", "12000", "--users", "500"]
+    argv += ["--publishers", "6", "--days", "3", "--lookback-days", "7", "--cells"]
+    argv += ["--impression-cells", "--threads", "1", "--workdir", str(tmp_path), "--json"]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["impression_cells"] is True
+    impressions = result["ingest_report"]["impressions"]
+    assert impressions["accepted"] == 12000 and impressions["quarantined"] == 0
+    assert result["rows"]["attributed"] > 0 and result["seconds"]["clipping"] > 0
+    assert main(["bench", "--impression-cells"]) == 2
+    assert "--impression-cells needs --cells" in capsys.readouterr().err
+
+
 def test_bench_refuses_cells_with_the_pandas_reference(capsys):
     assert main(["bench", "--cells", "--reference", "pandas"]) == 2
     assert "--cells runs without --reference" in capsys.readouterr().err

@@ -1,5 +1,10 @@
-"""A campaign with a breakdown and the value measure, end to end through Dagster: `ingest
---config`, `run`, `releases --json` cells — and the black-box test of what it publishes.
+"""Campaigns with a breakdown and the value measure, end to end through Dagster: `ingest
+--config`, `run`, `releases --json` cells — and the black-box test of what they publish.
+
+Three campaigns share one ingest and one run: ``sliced`` (AdsBPC, last touch, region × device:
+conversion columns), ``touched`` (AdsBPC, uniform multi-touch, creative × device: creative is
+an impressions column, so one conversion's credit lands in several creatives' cells) and
+``once`` (the one-shot Laplace release of creative × region cells).
 
 Black box: the released cells of every day are z-scored against an independent NumPy
 attribution + clipping of the same events (tests/cells_data.py) at the day's released bound,
@@ -28,6 +33,7 @@ from dp_platform.privacy.noise import SeededNoise
 from dp_platform.publication import published_days
 from tests.cells_data import (
     ADVERTISER,
+    CREATIVES,
     DEVICES,
     PUBLISHERS,
     REGIONS,
@@ -42,30 +48,46 @@ DAYS = 8
 TODAY = date(2026, 11, 22)
 
 
+BREAKDOWNS = {"sliced": ["region", "device"], "touched": ["creative", "device"]}
+RULES = {"sliced": "lta", "touched": "uni"}
+
+
+def _campaign(name: str, mechanism: dict, rule: str, breakdown: list[str], rho: float) -> dict:
+    return {
+        "name": name,
+        "advertiser": ADVERTISER,
+        "account": "acct",
+        "start": START.isoformat(),
+        "days": DAYS,
+        "publishers": PUBLISHERS,
+        "attribution": {"rule": rule, "lookback_days": 30},
+        "privacy": {"rho": rho},
+        "mechanism": mechanism,
+        "breakdown": breakdown,
+        "measures": ["count", "value"],
+        "value_cap": VALUE_CAP,
+    }
+
+
 def _catalogue(mechanism: dict) -> dict:
     return {
         "accounts": [{"name": "acct", "rho_cap": 50}],
         "dimensions": {
             "region": {"source": "conversions", "values": REGIONS},
             "device": {"source": "conversions", "values": DEVICES},
+            "creative": {"source": "impressions", "values": CREATIVES},
         },
         "campaigns": [
-            {
-                "name": "sliced",
-                "advertiser": ADVERTISER,
-                "account": "acct",
-                "start": START.isoformat(),
-                "days": DAYS,
-                "publishers": PUBLISHERS,
-                "attribution": {"rule": "lta", "lookback_days": 30},
-                "privacy": {"rho": 4.0},
-                "mechanism": mechanism,
-                "breakdown": ["region", "device"],
-                "measures": ["count", "value"],
-                "value_cap": VALUE_CAP,
-            }
+            *(
+                _campaign(name, mechanism, RULES[name], BREAKDOWNS[name], 4.0)
+                for name in ("sliced", "touched")
+            ),
+            _campaign("once", ONE_SHOT, "uni", ["creative", "region"], 1.0),
         ],
     }
+
+
+ONE_SHOT = {"kind": "one_shot", "bound": 2}
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +121,7 @@ def released(tmp_path_factory):
     )
     instance = dg.DagsterInstance.ephemeral()
     runs = run_campaigns(config, home.root, noise=SeededNoise(7), instance=instance, today=TODAY)
-    assert [len(r.days) for r in runs] == [DAYS]
+    assert [len(r.days) for r in runs][:2] == [DAYS, DAYS]
     return events, home, instance
 
 
@@ -126,12 +148,15 @@ def test_releases_json_carries_every_cell_of_every_day(released, capsys) -> None
         assert set(day["values"]) == set(PUBLISHERS)  # per publisher: counts over the cells
 
 
+@pytest.mark.parametrize("name", list(BREAKDOWNS))
 def test_released_cells_are_centred_on_an_independent_attribution_and_clipping(
-    released,
+    released, name
 ) -> None:
+    """``touched`` splits each conversion's credit over its impressions' creatives (uni):
+    the reference credits each impression's publisher and creative by the same rule."""
     events, home, _ = released
     with Ledger.at_home(home.root, read_only=True) as ledger:
-        days = published_days(ledger, "sliced")
+        days = published_days(ledger, name)
     z = []
     for published in days:
         day = date.fromordinal(START.toordinal() + published.day - 1)
@@ -139,8 +164,9 @@ def test_released_cells_are_centred_on_an_independent_attribution_and_clipping(
             events,
             day,
             published.bound,
-            dimensions=["region", "device"],
+            dimensions=BREAKDOWNS[name],
             measures=["count", "value"],
+            rule=RULES[name],
         )
         values = np.array([c["value"] for c in published.cells])
         sigmas = np.array([c["sigma"] for c in published.cells])
@@ -185,7 +211,7 @@ def test_releases_table_shows_the_last_days_largest_cells(released, capsys) -> N
 Z = NormalDist().inv_cdf(0.975)
 STATISTICS = {"value", "sigma", "se", "ci_low", "ci_high"}
 AXES = ("publisher", "region", "device", "measure")
-LISTS = {"publisher": PUBLISHERS, "region": REGIONS, "device": DEVICES}
+LISTS = {"publisher": PUBLISHERS, "region": REGIONS, "device": DEVICES, "creative": CREATIVES}
 
 
 @pytest.fixture(scope="module")
@@ -194,37 +220,42 @@ def document(released) -> dict:
     return _releases_json(home)
 
 
-def _releases_json(home: Home) -> dict:
+def _releases_json(home: Home, campaign: str = "sliced") -> dict:
     import contextlib
     import io
 
     out = io.StringIO()
+    argv = ["releases", "--home", str(home.root), "--campaign", campaign, "--json"]
     with contextlib.redirect_stdout(out):
-        assert main(["releases", "--home", str(home.root), "--campaign", "sliced", "--json"]) == 0
+        assert main(argv) == 0
     return json.loads(out.getvalue())
 
 
-def _label(row: dict) -> tuple[str, ...]:
-    return tuple(str(row[a]) for a in AXES)
+def _label(row: dict, axes: tuple[str, ...] = AXES) -> tuple[str, ...]:
+    return tuple(str(row[a]) for a in axes)
 
 
-def test_every_derived_total_is_exactly_the_sum_of_its_slices_on_every_day(document) -> None:
+@pytest.mark.parametrize("name", list(BREAKDOWNS))
+def test_every_derived_total_is_exactly_the_sum_of_its_slices_on_every_day(released, name) -> None:
+    axes = ("publisher", *BREAKDOWNS[name], "measure")
+    first, second = (LISTS[d] for d in BREAKDOWNS[name])
+    document = _releases_json(released[1], name)
     # one total for every label tuple with at least one "all": every subset of the axes summed
-    per_measure = (len(PUBLISHERS) + 1) * (len(REGIONS) + 1) * (len(DEVICES) + 1)
-    cells_per_measure = len(PUBLISHERS) * len(REGIONS) * len(DEVICES)
+    per_measure = (len(PUBLISHERS) + 1) * (len(first) + 1) * (len(second) + 1)
+    cells_per_measure = len(PUBLISHERS) * len(first) * len(second)
     for day in document["days"]:
-        numbers = {_label(c): c["value"] for c in day["cells"]}
+        numbers = {_label(c, axes): c["value"] for c in day["cells"]}
         assert len(day["totals"]) == 2 * (per_measure - cells_per_measure)
         for total in day["totals"]:
-            assert set(total) == set(AXES) | {"value", "se", "ci_low", "ci_high"}
-            numbers[_label(total)] = total["value"]
+            assert set(total) == set(axes) | {"value", "se", "ci_low", "ci_high"}
+            numbers[_label(total, axes)] = total["value"]
         checked = 0
         for total in day["totals"]:
-            label = _label(total)
-            summed = [a for a in AXES[:-1] if total[a] == "all"]
+            label = _label(total, axes)
+            summed = [a for a in axes[:-1] if total[a] == "all"]
             assert summed, label
             for axis in summed:  # split along each summed axis: the slices one level down
-                position = AXES.index(axis)
+                position = axes.index(axis)
                 slices = [
                     numbers[(*label[:position], value, *label[position + 1 :])]
                     for value in LISTS[axis]
@@ -234,7 +265,7 @@ def test_every_derived_total_is_exactly_the_sum_of_its_slices_on_every_day(docum
             cells = [
                 c["value"]
                 for c in day["cells"]
-                if all(total[a] in ("all", c[a]) for a in AXES[:-1])
+                if all(total[a] in ("all", c[a]) for a in axes[:-1])
                 and c["measure"] == total["measure"]
             ]
             assert total["value"] == sum(cells)
@@ -345,3 +376,47 @@ def test_slice_chart_draws_the_top_slices_of_the_cumulative_series(document) -> 
     assert [s["value"][-1] for s in chosen] == last[:3]
     png = slice_chart(slices, title="t", label_keys=("region", "device"), top=3)
     assert png.startswith(b"\x89PNG")
+
+
+# -- the one-shot release of cells (Laplace, ℓ1) ---------------------------------------------------
+
+
+def test_one_shot_publishes_cells_whose_publisher_totals_are_exact_sums(released) -> None:
+    """`releases --json` carries the one-shot's cells (creative × region × measure per
+    publisher) with the Laplace law's σ and interval; each publisher's value is the exact sum
+    of its count cells and the total the sum of those."""
+    document = _releases_json(released[1], "once")
+    assert document["days"] == []
+    release = document["one_shot"]
+    cells = release["cells"]
+    assert len(cells) == len(PUBLISHERS) * len(CREATIVES) * len(REGIONS) * 2
+    assert set(cells[0]) == {
+        "publisher",
+        "creative",
+        "region",
+        "measure",
+        "value",
+        "sigma",
+        "ci_low",
+        "ci_high",
+    }
+    b = release["scale"]  # Laplace scale of a released entry: its cells are × 1/s = 2
+    for cell in cells:
+        unit = 2.0 if cell["measure"] == "count" else 2.0 * VALUE_CAP
+        assert cell["sigma"] == pytest.approx(np.sqrt(2) * b * unit)
+        assert cell["ci_high"] - cell["value"] == pytest.approx(b * np.log(20) * unit)
+    for publisher, value in release["values"].items():
+        mine = [
+            c["value"] for c in cells if c["publisher"] == publisher and c["measure"] == "count"
+        ]
+        assert value == sum(mine)
+    assert release["total"] == sum(release["values"].values())
+
+
+def test_one_shot_cells_reach_the_dagster_metadata(released) -> None:
+    _, _, instance = released
+    event = instance.get_latest_materialization_event(dg.AssetKey(["once", "one_shot_release"]))
+    metadata = event.asset_materialization.metadata
+    assert metadata["cells"].value == len(PUBLISHERS) * len(CREATIVES) * len(REGIONS) * 2
+    table = metadata["top_value_slices"].value.splitlines()
+    assert table[0] == "| publisher | creative | region | noisy value | 95 % interval |"

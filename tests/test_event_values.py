@@ -106,3 +106,43 @@ def test_dimensions_are_written_as_named_columns(tmp_path, fmt: str) -> None:
         if hasattr(column.type, "value_type"):
             column = column.cast(column.type.value_type)
         assert column.to_pylist() == [labels[c] for c in codes]
+
+
+def test_asking_for_named_dimensions_changes_no_other_output_and_writes_their_columns(
+    tmp_path,
+) -> None:
+    """Impression dimensions (a value per impression) and further conversion dimensions (a
+    value per user) come from streams of their own: every other array is unchanged, and the
+    files carry one column each, with values from the public lists only."""
+    from dp_platform.events.campaign import CREATIVES
+
+    plain = generate_campaign(seed=5, dimensions=True, **_SMALL)
+    named = generate_campaign(
+        seed=5,
+        dimensions=True,
+        conversion_dimensions={"tier": ["gold", "silver"]},
+        impression_dimensions={"creative": CREATIVES},
+        **_SMALL,
+    )
+    assert _digest(plain) == _digest(named)
+    assert (
+        plain.conv_dimensions["region"][1].tolist() == named.conv_dimensions["region"][1].tolist()
+    )
+    labels, codes = named.imp_dimensions["creative"]
+    assert labels == tuple(CREATIVES) and len(codes) == named.n_impressions
+    shares = np.bincount(codes, minlength=len(labels)) / len(codes)
+    np.testing.assert_allclose(shares, list(CREATIVES.values()), atol=0.03)  # 5000 draws
+    tier_labels, tier = named.conv_dimensions["tier"]
+    first: dict[int, int] = {}
+    for user, code in zip(named.conv_user.tolist(), tier.tolist(), strict=True):
+        assert first.setdefault(user, code) == code  # a conversion dimension is the user's
+    files = write_events(named, tmp_path, fmt="csv")
+    impressions = pacsv.read_csv(files.impressions)
+    conversions = pacsv.read_csv(files.conversions)
+    assert impressions.column_names[-1] == "creative"
+    assert set(impressions.column("creative").to_pylist()) <= set(CREATIVES)
+    assert set(conversions.column("tier").to_pylist()) <= set(tier_labels)
+    with pytest.raises(ValueError, match="asked for twice"):
+        generate_campaign(
+            seed=5, dimensions=True, conversion_dimensions={"region": ["x"]}, **_SMALL
+        )

@@ -9,7 +9,9 @@ produce the same histograms and clipped vectors. Defaults are the full scale of 
 ``--engine spark`` (or a catalogue given with ``--config`` whose ``warehouse:`` block says spark)
 times the Spark warehouse instead; docs/scale.md has measured figures for both. ``--cells``
 releases cells instead of one count per publisher: 2 conversion dimensions of 5 values each
-(ingested and checked) × [count, value] — 50 cells per publisher, on either engine.
+(ingested and checked) × [count, value] — 50 cells per publisher, on either engine;
+``--impression-cells`` makes the second an impressions column (attribution then records the
+credited impression's value).
 """
 
 from __future__ import annotations
@@ -57,6 +59,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="breakdown by 2 dimensions of 5 values × [count, value]",
     )
+    parser.add_argument(
+        "--impression-cells",
+        action="store_true",
+        help="with --cells: the second dimension is an impressions column",
+    )
     parser.add_argument("--workdir", help="keep data and warehouse here (default: a temp dir)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(handler=run)
@@ -75,6 +82,8 @@ def _spec(args: argparse.Namespace) -> BenchSpec:
     spark = warehouse.spark if warehouse else None
     if args.cells and args.reference != "none":
         raise ConfigError("--cells runs without --reference (the pandas reference has no cells)")
+    if args.impression_cells and not args.cells:
+        raise ConfigError("--impression-cells needs --cells")
     return BenchSpec(
         conversions=args.conversions,
         impressions=args.impressions,
@@ -92,6 +101,7 @@ def _spec(args: argparse.Namespace) -> BenchSpec:
         spark_master=spark.master if spark else "local[2]",
         spark_conf=tuple(sorted(spark.conf.items())) if spark else (),
         cells=args.cells,
+        impression_cells=args.impression_cells,
     )
 
 
@@ -100,7 +110,8 @@ def render(result: dict) -> str:
         f"{result['conversions']:,} conversions, {result['impressions']:,} impressions, "
         f"{result['users']:,} users, {result['publishers']} publishers, {result['days']} days, "
         f"{result['rule']}, {result['mode']}"
-        + (", cells (2 dimensions × 5 values × [count, value])" if result.get("cells") else ""),
+        + (", cells (2 dimensions × 5 values × [count, value])" if result.get("cells") else "")
+        + (", the second an impressions column" if result.get("impression_cells") else ""),
         f"{'stage':<14}{result['engine'] + ' s':>10}"
         + (f"{'pandas s':>10}{'speed-up':>10}" if "reference" in result else ""),
     ]

@@ -6,9 +6,9 @@ the warehouse's quarantine table with a reason code; the report counts rows read
 quarantined per reason (never showing ids or values). A file loaded before (same content) is
 skipped, so re-running an ingest adds nothing. ``--config CONFIG`` names the catalogue whose
 ``warehouse:`` block chooses the engine (default: the embedded DuckDB warehouse) and whose
-``dimensions:`` name the breakdown columns each conversion must carry (a value outside a
-dimension's public list is quarantined as ``unknown_<dimension>_value``, an empty one as
-``missing_<dimension>``).
+``dimensions:`` name the breakdown columns each conversion (``source: conversions``) or
+impression (``source: impressions``) must carry (a value outside a dimension's public list is
+quarantined as ``unknown_<dimension>_value``, an empty one as ``missing_<dimension>``).
 """
 
 from __future__ import annotations
@@ -99,16 +99,25 @@ def run(args: argparse.Namespace) -> int:
     now = _now(args.now)
     catalogue = load_catalogue(args.config) if args.config else None
     settings = catalogue.warehouse if catalogue else WarehouseConfig()
-    dimensions = {
-        name: list(dimension.values)
-        for name, dimension in (catalogue.dimensions if catalogue else {}).items()
-        if dimension.source == "conversions"
+    lists = {
+        source: {
+            name: list(dimension.values)
+            for name, dimension in (catalogue.dimensions if catalogue else {}).items()
+            if dimension.source == source
+        }
+        for source in ("conversions", "impressions")
     }
+    # impression columns only when declared: an engine that cannot load them has no keyword
+    by_impression = {"impression_dimensions": lists["impressions"]} if lists["impressions"] else {}
     home = _home(args.home)
     try:
         with open_warehouse(settings, home) as warehouse:
             report = warehouse.ingest(
-                args.impressions, args.conversions, now=now, dimensions=dimensions or None
+                args.impressions,
+                args.conversions,
+                now=now,
+                dimensions=lists["conversions"] or None,
+                **by_impression,
             )
     except (IngestError, FileNotFoundError):
         raise

@@ -11,7 +11,11 @@
 * Optional breakdown dimensions (``dimensions=True``): each user has a ``region`` and a
   ``device`` (public value lists :data:`REGIONS`, :data:`DEVICES`, illustrative shares), and
   every conversion carries its user's. They are drawn from a separate seeded stream after
-  everything else, so every other output is identical with or without them.
+  everything else, so every other output is identical with or without them. Any other
+  breakdown is asked for by name and public values: ``conversion_dimensions`` (a value per
+  user, carried by their conversions) and ``impression_dimensions`` (a value per impression,
+  e.g. the ad's ``creative``: :data:`CREATIVES`), each from its own seeded stream too; a list
+  of values gets equal shares, a mapping value → share its shares.
 * Conversions follow an impression of the same user and advertiser after a log-normal lag
   (median ``median_lag_hours``, long tail: some fall outside the look-back window); clicks are
   ``click_weight`` times likelier to lead to one. A share ``unattributed_share`` are organic:
@@ -24,13 +28,14 @@ out sorted by time, as a log would be.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from datetime import date, timedelta
 
 import numpy as np
 
 from dp_platform.events.model import US_PER_DAY, EventSet, epoch_us
 
-__all__ = ["DEVICES", "REGIONS", "generate_campaign"]
+__all__ = ["CREATIVES", "DEVICES", "REGIONS", "DimensionValues", "generate_campaign"]
 
 # Public breakdown values and their shares of users (illustrative, not measured).
 REGIONS: dict[str, float] = {
@@ -41,7 +46,14 @@ REGIONS: dict[str, float] = {
     "middle_east_africa": 0.06,
 }
 DEVICES: dict[str, float] = {"mobile": 0.62, "desktop": 0.31, "tablet": 0.07}
+CREATIVES: dict[str, float] = {"banner": 0.45, "video": 0.35, "native": 0.20}
+"""An impression dimension's public values and shares (illustrative): the ad shown."""
 _DIMENSION_STREAM = 1  # spawn key of the dimensions' generator: independent of the main stream
+_CONVERSION_COLUMNS_STREAM = 2  # further conversion dimensions (asked for by name)
+_IMPRESSION_COLUMNS_STREAM = 3  # impression dimensions
+
+DimensionValues = Sequence[str] | Mapping[str, float]
+"""A dimension's public values: a list (equal shares) or value → share."""
 
 _US_PER_HOUR = 3_600_000_000
 
@@ -125,6 +137,31 @@ def _user_dimensions(
     return out
 
 
+def _shares(name: str, values: DimensionValues) -> tuple[tuple[str, ...], np.ndarray]:
+    """A dimension's labels and their probabilities (equal for a list)."""
+    labels = tuple(values)
+    if not labels or len(set(labels)) != len(labels):
+        raise ValueError(f"dimension {name!r}: values must be distinct and not empty")
+    if isinstance(values, Mapping):
+        shares = np.fromiter((float(values[v]) for v in labels), float, len(labels))
+        if not (np.all(shares >= 0) and shares.sum() > 0):
+            raise ValueError(f"dimension {name!r}: shares must be >= 0 and not all 0")
+        return labels, shares / shares.sum()
+    return labels, np.full(len(labels), 1.0 / len(labels))
+
+
+def _drawn_dimensions(
+    seed: int, stream: int, dimensions: Mapping[str, DimensionValues], size: int
+) -> dict[str, tuple[tuple[str, ...], np.ndarray]]:
+    """``size`` draws of each dimension's code from its shares, on its own seeded stream."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(stream,)))
+    out: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
+    for name, values in dimensions.items():
+        labels, shares = _shares(name, values)
+        out[name] = (labels, rng.choice(len(labels), size=size, p=shares).astype(np.int16))
+    return out
+
+
 def generate_campaign(
     *,
     seed: int,
@@ -145,8 +182,12 @@ def generate_campaign(
     value_median: float = math.exp(3.0),
     value_sigma_log: float = 1.0,
     dimensions: bool = False,
+    conversion_dimensions: Mapping[str, DimensionValues] | None = None,
+    impression_dimensions: Mapping[str, DimensionValues] | None = None,
 ) -> EventSet:
-    """Impressions over [start − lookback, end] and conversions over the campaign's days."""
+    """Impressions over [start − lookback, end] and conversions over the campaign's days.
+    ``conversion_dimensions`` / ``impression_dimensions``: further breakdown columns (module
+    doc); they change no other output."""
     if min(users, publishers, days) < 1 or not advertisers:
         raise ValueError("users, publishers, days and advertisers must be >= 1")
     if not (value_median > 0 and value_sigma_log >= 0):
@@ -187,6 +228,17 @@ def generate_campaign(
     value = np.round(rng.lognormal(math.log(value_median), value_sigma_log, conversions), 2)
     user, publisher, advertiser, ts, click = imp
     conv_user = conv_user[order]
+    by_conversion = _user_dimensions(seed, users, conv_user) if dimensions else {}
+    per_user = _drawn_dimensions(
+        seed, _CONVERSION_COLUMNS_STREAM, conversion_dimensions or {}, users
+    )
+    for name, (labels, codes) in per_user.items():
+        if name in by_conversion:
+            raise ValueError(f"dimension {name!r} is asked for twice")
+        by_conversion[name] = (labels, codes[conv_user])
+    by_impression = _drawn_dimensions(
+        seed, _IMPRESSION_COLUMNS_STREAM, impression_dimensions or {}, impressions
+    )
     return EventSet(
         imp_user=user,
         imp_publisher=publisher,
@@ -200,5 +252,6 @@ def generate_campaign(
         n_users=users,
         n_publishers=publishers,
         advertisers=tuple(advertisers),
-        conv_dimensions=_user_dimensions(seed, users, conv_user) if dimensions else {},
+        conv_dimensions=by_conversion,
+        imp_dimensions=by_impression,
     )

@@ -109,6 +109,11 @@ def write_events(
     imp_width = id_width(events.n_impressions)
     conv_width = id_width(events.n_conversions)
 
+    dimension_values = {
+        name: pa.array(list(labels), pa.string())
+        for name, (labels, _) in (*events.conv_dimensions.items(), *events.imp_dimensions.items())
+    }
+
     def impressions(lo: int, hi: int) -> list[pa.Array]:
         return [
             _names("imp", hi - lo, imp_width, lo),
@@ -117,12 +122,11 @@ def write_events(
             _dictionary(events.imp_advertiser[lo:hi], advertisers),
             pa.array(events.imp_ts[lo:hi], _TS),
             _dictionary(events.imp_click[lo:hi].astype(np.int32), interactions),
+            *(
+                _dictionary(codes[lo:hi], dimension_values[name])
+                for name, (_, codes) in events.imp_dimensions.items()
+            ),
         ]
-
-    dimension_values = {
-        name: pa.array(list(labels), pa.string())
-        for name, (labels, _) in events.conv_dimensions.items()
-    }
 
     def conversions(lo: int, hi: int) -> list[pa.Array]:
         return [
@@ -145,6 +149,7 @@ def write_events(
             ("advertiser_id", text),
             ("ts", _TS),
             ("interaction", text),
+            *((name, text) for name in events.imp_dimensions),  # optional breakdowns
         ]
     )
     conv_schema = pa.schema(

@@ -47,7 +47,8 @@ class EventSet:
     written as ``imp<i>`` and conversion ``j`` as ``conv<j>`` (zero-padded), so string order of
     the ids equals index order — the tie-break order of docs/data.md#1-event-files.
 
-    ``conv_dimensions`` (optional): breakdown name → (its value list, each conversion's code).
+    ``conv_dimensions`` (optional): breakdown name → (its value list, each conversion's code);
+    ``imp_dimensions`` the same per impression (e.g. the ad's creative).
     """
 
     imp_user: np.ndarray
@@ -63,6 +64,7 @@ class EventSet:
     n_publishers: int
     advertisers: tuple[str, ...] = ("acme",)
     conv_dimensions: dict[str, tuple[tuple[str, ...], np.ndarray]] = field(default_factory=dict)
+    imp_dimensions: dict[str, tuple[tuple[str, ...], np.ndarray]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         m = len(self.imp_user)
@@ -73,11 +75,17 @@ class EventSet:
         for name in ("conv_advertiser", "conv_ts", "conv_value"):
             if len(getattr(self, name)) != c:
                 raise ValueError(f"{name} must have {c} entries like conv_user")
-        for name, (labels, codes) in self.conv_dimensions.items():
-            if len(codes) != c:
-                raise ValueError(f"dimension {name!r} must have {c} entries like conv_user")
-            if c and not 0 <= int(codes.min()) <= int(codes.max()) < len(labels):
-                raise ValueError(f"dimension {name!r} has a code outside its {len(labels)} values")
+        for rows, like, dimensions in (
+            (c, "conv_user", self.conv_dimensions),
+            (m, "imp_user", self.imp_dimensions),
+        ):
+            for name, (labels, codes) in dimensions.items():
+                if len(codes) != rows:
+                    raise ValueError(f"dimension {name!r} must have {rows} entries like {like}")
+                if rows and not 0 <= int(codes.min()) <= int(codes.max()) < len(labels):
+                    raise ValueError(
+                        f"dimension {name!r} has a code outside its {len(labels)} values"
+                    )
 
     @property
     def n_impressions(self) -> int:

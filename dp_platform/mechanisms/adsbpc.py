@@ -15,10 +15,12 @@ the row by (r_i, −r_i), L2 norm √2·r_i); one publisher under replace is fac
 float σ used never costs more than its exact allotment.
 
 Cells (docs/algorithm.md#cells): with a breakdown or the value measure, x[i] has one entry per
-cell and each conversion contributes a vector of L2 norm ≤ 1 (scale 1/√m for m measures), so a
+cell and each conversion contributes a vector of L2 norm ≤ 1 (scale 1/√m for m measures; also
+when a multi-touch rule splits it over impressions of several creatives' cells), so a
 clipped user row still has L2 ≤ r_i and every figure above holds with k = the number of cells;
 ``replace`` pays factor 2 as soon as there is more than one cell (tests/test_cells.py checks
-the sensitivity by removing each user in turn).
+the sensitivity by removing each user in turn, tests/test_cells_touch.py with impression
+dimensions under every multi-touch rule).
 
 Streaming: day i reads only that day's histogram and clipped vector, and the state of day i−1.
 Query answers are post-processing of released vectors (free). The state holds secret parts (the
@@ -138,7 +140,7 @@ class AdsbpcSettings(MechanismSettings):
     kind: Literal["adsbpc"]  # required, so a dump that leaves out defaults still names it
     bounds: BoundsConfig = BoundsConfig()
     legacy_blocks: ClassVar[tuple[str, ...]] = ("bounds",)
-    releases_cells: ClassVar[bool] = True
+    cell_norm: ClassVar[Literal[1, 2] | None] = 2  # Gaussian noise: ℓ2 sensitivity
 
     def check(self, campaign: CampaignConfig) -> None:
         super().check(campaign)

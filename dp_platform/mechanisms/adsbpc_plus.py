@@ -122,7 +122,7 @@ class PlusSettings(MechanismSettings):
     """
 
     kind: Literal["adsbpc_plus"]  # required, so a dump that leaves out defaults still names it
-    releases_cells: ClassVar[bool] = True
+    cell_norm: ClassVar[Literal[1, 2] | None] = 2  # Gaussian noise: ℓ2 sensitivity
     histogram_share: float = Field(default=0.03, ge=SHARE_FLOOR, lt=1)
     profile_share: float = Field(default=0.02, ge=0, lt=1)
     profile_days: int = Field(default=7, ge=0, description="m: days the profile is read from")

@@ -4,7 +4,7 @@
 INSERT INTO attributed_conversions
 WITH
 matched AS (
-    SELECT conv.*, imp.publisher_key
+    SELECT conv.*, imp.publisher_key, touch_of(imp.load_id, imp.source_row) AS touch
     FROM scope_windowed_conversions($advertiser, $first, $last, $lookback_days, $tie_room) AS conv
     ASOF JOIN scope_impressions($advertiser, $first, $last, $lookback_days) AS imp
         ON imp.user_key = conv.user_key AND conv.window_key <= imp.ord_key
@@ -13,6 +13,6 @@ matched AS (
 SELECT
     $campaign, day, conversion_key, user_key,
     CAST(row_number() OVER (PARTITION BY user_key, day ORDER BY ts, conversion_id) - 1 AS INTEGER),
-    publisher_key, 1.0
+    publisher_key, 1.0, touch
 FROM matched
 ORDER BY day;

@@ -7,6 +7,7 @@
 CREATE OR REPLACE TEMP TABLE private_candidates AS
 SELECT
     conversion_key, conversion_id, user_key, day, ts, publisher_key, ord_key,
+    touch_of(load_id, source_row) AS touch,
     age_us / 3600000000.0 AS age_hours,
     row_number() OVER (ORDER BY conversion_key, ord_key) - 1 AS idx
 FROM scope_candidates($advertiser, $first, $last, $lookback_days, $tie_room)

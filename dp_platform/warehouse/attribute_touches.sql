@@ -7,14 +7,17 @@
 --   u_shaped    40% first, 40% last, 20% split evenly over the m - 2 in between;
 --               m = 1: 100%; m = 2: 50% / 50%;
 --   lta / fta   1 to the last / first.
--- Rows are per (conversion, publisher): a publisher's weights within one conversion add up.
+-- Rows are per (conversion, publisher, touch): a publisher's weights within one conversion add
+-- up, kept apart by the credited impressions' touch (attribution_scope.sql: touch_of; one
+-- touch, 0, for a campaign without impression dimensions).
 INSERT INTO attributed_conversions
 WITH
 conv AS (
     SELECT * FROM scope_conversions($advertiser, $first, $last, $tie_room)
 ),
 cand AS (
-    SELECT conversion_key, publisher_key, ord_key, age_us
+    SELECT
+        conversion_key, publisher_key, ord_key, age_us, touch_of(load_id, source_row) AS touch
     FROM scope_candidates($advertiser, $first, $last, $lookback_days, $tie_room)
 ),
 per_conv AS (
@@ -31,6 +34,7 @@ raw AS (
     SELECT
         cand.conversion_key,
         cand.publisher_key,
+        cand.touch,
         CASE $rule
             WHEN 'uni' THEN 1.0 / p.m
             WHEN 'lta' THEN CASE WHEN cand.ord_key = p.last_key THEN 1.0 ELSE 0.0 END
@@ -47,9 +51,9 @@ raw AS (
     JOIN per_conv AS p ON p.conversion_key = cand.conversion_key
 ),
 by_publisher AS (
-    SELECT conversion_key, publisher_key, sum(w) AS w
+    SELECT conversion_key, publisher_key, touch, sum(w) AS w
     FROM raw
-    GROUP BY conversion_key, publisher_key
+    GROUP BY conversion_key, publisher_key, touch
 ),
 totals AS (
     SELECT conversion_key, sum(w) AS total
@@ -68,7 +72,8 @@ ranked AS (
 SELECT
     $campaign, r.day, r.conversion_key, r.user_key, CAST(r.user_rank AS INTEGER),
     b.publisher_key,
-    CASE WHEN $rule = 'time_decay' THEN b.w / t.total ELSE b.w END
+    CASE WHEN $rule = 'time_decay' THEN b.w / t.total ELSE b.w END,
+    b.touch
 FROM by_publisher AS b
 JOIN totals AS t ON t.conversion_key = b.conversion_key
 JOIN ranked AS r ON r.conversion_key = b.conversion_key

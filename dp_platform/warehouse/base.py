@@ -85,7 +85,11 @@ class WarehouseEngine(Protocol):
         *,
         now: datetime | None = None,
         dimensions: dict[str, list[str]] | None = None,
-    ) -> IngestReport: ...
+        impression_dimensions: dict[str, list[str]] | None = None,
+    ) -> IngestReport:
+        """Load both files; ``dimensions`` / ``impression_dimensions`` are the catalogue's
+        breakdown columns of the conversions / impressions file (name → public values)."""
+        ...
 
     def table_rows(self, table: str) -> int: ...
 

@@ -68,19 +68,31 @@ class BenchSpec:
     spark_conf: tuple[tuple[str, str], ...] = ()
     cells: bool = False
     """Release cells: publishers × 2 conversion dimensions of 5 values × [count, value]."""
+    impression_cells: bool = False
+    """With ``cells``: the second dimension is an impressions column (attribution credits the
+    impression's value: docs/algorithm.md#cells)."""
 
-    def dimensions(self) -> dict[str, list[str]]:
-        """The benchmark's breakdown (empty without ``cells``): region and device, 5 each."""
+    def source(self, name: str) -> str:
+        """The event file a benchmark dimension is a column of."""
+        return "impressions" if self.impression_cells and name == BENCH_DIMS[1] else "conversions"
+
+    def dimensions(self, source: str | None = None) -> dict[str, list[str]]:
+        """The benchmark's breakdown (empty without ``cells``): region and device, 5 each;
+        ``source``: only the columns of that file."""
         if not self.cells:
             return {}
-        return {name: [f"{name}{i}" for i in range(BENCH_DIMENSION_VALUES)] for name in BENCH_DIMS}
+        return {
+            name: [f"{name}{i}" for i in range(BENCH_DIMENSION_VALUES)]
+            for name in BENCH_DIMS
+            if source is None or self.source(name) == source
+        }
 
     def campaign(self) -> CampaignConfig:
         cells: dict[str, object] = {}
         if self.cells:
             cells = {
                 "breakdown": [
-                    {"name": name, "source": "conversions", "values": values}
+                    {"name": name, "source": self.source(name), "values": values}
                     for name, values in self.dimensions().items()
                 ],
                 "measures": ["count", "value"],
@@ -136,26 +148,27 @@ def generate(spec: BenchSpec, directory: str) -> dict:
         lookback_days=spec.lookback_days,
     )
     files = write_events(events, directory, fmt="parquet")
-    conversions = str(files.conversions)
-    if spec.cells:
-        conversions = _with_dimensions(spec, conversions)
+    paths = {"impressions": str(files.impressions), "conversions": str(files.conversions)}
+    for kind, path in paths.items():
+        if spec.dimensions(kind):
+            paths[kind] = _with_dimensions(spec, path, kind)
     return {
-        "impressions": str(files.impressions),
-        "conversions": conversions,
+        **paths,
         "seconds": time.perf_counter() - started,
     }
 
 
-def _with_dimensions(spec: BenchSpec, path: str) -> str:
-    """The conversions file with one column per benchmark dimension, each row's value picked
+def _with_dimensions(spec: BenchSpec, path: str, kind: str) -> str:
+    """The ``kind`` file with one column per benchmark dimension of it, each row's value picked
     by a hash of its id (uniform over the 5 values, reproducible)."""
     import duckdb
 
     target = path.replace(".parquet", "_cells.parquet")
+    key = "conversion_id" if kind == "conversions" else "impression_id"
     columns = ", ".join(
-        f"list_extract({values!r}, CAST(hash(conversion_id || '{name}') % {len(values)} AS "
+        f"list_extract({values!r}, CAST(hash({key} || '{name}') % {len(values)} AS "
         f"INTEGER) + 1) AS {name}"
-        for name, values in spec.dimensions().items()
+        for name, values in spec.dimensions(kind).items()
     )
     with duckdb.connect() as con:
         con.execute(
@@ -178,7 +191,8 @@ def duckdb_ingest(spec: BenchSpec, files: dict, database: str) -> dict:
             files["impressions"],
             files["conversions"],
             now=spec.now,
-            dimensions=spec.dimensions() or None,
+            dimensions=spec.dimensions("conversions") or None,
+            impression_dimensions=spec.dimensions("impressions") or None,
         )
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         profile = list(warehouse.sql.timings)
@@ -387,6 +401,7 @@ def run_bench(spec: BenchSpec, workdir: str | Path, *, reference: str | None = N
         "threads": spec.threads,
         "memory_limit": spec.memory_limit,
         "cells": spec.cells,
+        "impression_cells": spec.impression_cells,
         "seconds": seconds,
         "cpu_seconds": cpu_seconds,
         "load_average_before_pipeline": piped["load_average"],

@@ -1,6 +1,8 @@
 -- Attributed partitions of the days $days ($first..$last bound them), with string ids for
 -- conversions and publishers: for schema checks only (private rows).
-SELECT x.campaign, x.day, c.conversion_id, x.user_key, x.user_rank, p.publisher_id, x.weight
+SELECT
+    x.campaign, x.day, c.conversion_id, x.user_key, x.user_rank, p.publisher_id, x.weight,
+    x.touch
 FROM attributed_conversions AS x
 JOIN conversions AS c ON c.conversion_key = x.conversion_key
 JOIN publishers AS p ON p.publisher_key = x.publisher_key

@@ -86,7 +86,7 @@ REASONS = (
 the name of a catalogue dimension (:func:`dimension_reasons`)."""
 
 DimensionLists = dict[str, list[str]]
-"""A catalogue's conversion dimensions: name → public value list."""
+"""A catalogue's dimensions of one event file: name → public value list."""
 
 
 def dimension_reasons(name: str) -> tuple[str, str]:
@@ -142,10 +142,10 @@ class IngestReport:
         }
 
 
-def _dimension_items(source: Source, dimensions: DimensionLists) -> list[str]:
+def _dimension_items(dimensions: DimensionLists) -> list[str]:
     """Each dimension's trimmed text as ``dim_<name>``, and ``dimension_reason``: the first
     dimension that is empty (``missing_<name>``) or not in its public list."""
-    if source.kind != "conversions" or not dimensions:
+    if not dimensions:
         return ["CAST(NULL AS VARCHAR) AS dimension_reason"]
     items, arms = [], []
     for name, values in dimensions.items():
@@ -161,7 +161,7 @@ def _dimension_items(source: Source, dimensions: DimensionLists) -> list[str]:
 
 def _projection(source: Source, dimensions: DimensionLists | None = None) -> str:
     """Select list of the `source` view: text trimmed (empty → NULL, macro in
-    ingest_text.sql), other types kept; then the catalogue's dimensions."""
+    ingest_text.sql), other types kept; then the catalogue's dimensions of this file."""
     items = []
     for name in (*REQUIRED[source.kind], *OPTIONAL_COLUMNS[source.kind]):
         quoted = '"' + name.replace('"', '""') + '"'
@@ -173,7 +173,7 @@ def _projection(source: Source, dimensions: DimensionLists | None = None) -> str
             items.append(f"{quoted} AS {name}")
         else:
             items.append(f"ingest_text(CAST({quoted} AS VARCHAR)) AS {name}")
-    items += _dimension_items(source, dimensions or {})
+    items += _dimension_items(dimensions or {})
     return ", ".join(items)
 
 
@@ -280,32 +280,41 @@ def rows_read(runner: SqlRunner) -> int:
     )
 
 
-def _insert_dimensions(runner: SqlRunner, load_id: int, dimensions: DimensionLists) -> None:
-    """The load's accepted conversions' dimension values as small integers: each listed value
-    gets a key in ``dimension_values`` once (keys never change), and each conversion one row
-    per dimension in ``conversion_dimensions``."""
+_DIMENSION_ROWS = {
+    "conversions": ("conversion_dimensions", "e.conversion_key"),
+    "impressions": ("impression_dimensions", "e.load_id, e.source_row"),
+}
+"""Per event file: the table its dimension values go to, and the event's key columns there."""
+
+
+def _insert_dimensions(
+    runner: SqlRunner, source: Source, load_id: int, dimensions: DimensionLists
+) -> None:
+    """The load's accepted events' dimension values as small integers: each listed value gets
+    a key in ``dimension_values`` once (keys never change), and each event one row per
+    dimension in ``conversion_dimensions`` (by conversion_key) or ``impression_dimensions``
+    (by load and row: impressions have no other fixed key)."""
+    table, key = _DIMENSION_ROWS[source.kind]
     for name, values in dimensions.items():
         runner.run("ingest_dimension_values", dimension=name, listed=list(values))
         runner.con.execute(
-            "INSERT INTO conversion_dimensions "
-            "SELECT c.conversion_key, $dimension, d.value_key "
-            "FROM conversions AS c "
-            "JOIN source AS s ON s.source_row = c.source_row "
+            f"INSERT INTO {table} "
+            f"SELECT {key}, $dimension, d.value_key "
+            f"FROM {source.kind} AS e "
+            "JOIN source AS s ON s.source_row = e.source_row "
             f'JOIN dimension_values AS d ON d.dimension = $dimension AND d.value = s."dim_{name}" '
-            "WHERE c.load_id = $load_id",
+            "WHERE e.load_id = $load_id",
             {"dimension": name, "load_id": load_id},
         )
 
 
-def _load_one(
-    runner: SqlRunner, source: Source, now: datetime, dimensions: DimensionLists
-) -> KindReport:
-    """Check, key and insert one staged file; the caller holds the transaction."""
+def _load_one(runner: SqlRunner, source: Source, now: datetime, own: DimensionLists) -> KindReport:
+    """Check, key and insert one staged file (``own``: the dimensions of its kind); the caller
+    holds the transaction."""
     report = KindReport(source_file=str(source.path))
     if _already_loaded(runner, source):
         report.already_loaded = True
         return report
-    own = dimensions if source.kind == "conversions" else {}
     check_rows(runner, source, now, own)
     load_id = runner.query("SELECT nextval('load_ids')")[0][0]
     runner.run("ingest_keys")
@@ -316,7 +325,7 @@ def _load_one(
     runner.run("ingest_duplicates", load_id=load_id, kind=source.kind)
     if source.kind == "impressions":
         runner.run("ingest_ties", load_id=load_id, tie_room=TIE_ROOM, max_tie=TIE_ROOM)
-    _insert_dimensions(runner, load_id, own)
+    _insert_dimensions(runner, source, load_id, own)
     reasons = runner.run(
         "ingest_quarantine", load_id=load_id, kind=source.kind, source_file=str(source.path)
     )
@@ -346,16 +355,21 @@ def ingest_files(
     *,
     now: datetime | None = None,
     dimensions: DimensionLists | None = None,
+    impression_dimensions: DimensionLists | None = None,
 ) -> IngestReport:
-    """Check both files, then load both in one transaction (all or nothing). ``dimensions``:
-    the catalogue's conversion dimensions (columns required, values checked and stored)."""
+    """Check both files, then load both in one transaction (all or nothing). ``dimensions``
+    and ``impression_dimensions``: the catalogue's dimensions of each file (columns required,
+    values checked and stored)."""
     moment = ingest_moment(now)
-    dimensions = dict(dimensions or {})
+    own: dict[str, DimensionLists] = {
+        "impressions": dict(impression_dimensions or {}),
+        "conversions": dict(dimensions or {}),
+    }
     # DuckDB's progress bar would print into the command's output (stdout is the report)
     runner.con.execute("SET enable_progress_bar = false")
     sources = [
-        inspect(runner.con, "impressions", impressions),
-        inspect(runner.con, "conversions", conversions, tuple(dimensions)),
+        inspect(runner.con, kind, path, tuple(own[kind]))
+        for kind, path in (("impressions", impressions), ("conversions", conversions))
     ]
     try:
         for source in sources:
@@ -366,7 +380,7 @@ def ingest_files(
         with _writing(runner), _bulk_load(runner.con), runner.transaction():
             for source in sources:
                 with reading_file(source, "could not be loaded"):
-                    reports.append(_load_one(runner, source, moment, dimensions))
+                    reports.append(_load_one(runner, source, moment, own[source.kind]))
     finally:
         drop_temporaries(runner.con)
     return IngestReport(impressions=reports[0], conversions=reports[1])

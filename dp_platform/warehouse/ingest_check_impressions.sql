@@ -1,6 +1,8 @@
 -- Row-level checks of a staged impressions file (view `source`, built by ingest.py with
--- columns source_row, impression_id, user_id, publisher_id, advertiser_id, ts, interaction;
--- text fields already trimmed, empty text is NULL). The first failing rule names the reason.
+-- columns source_row, impression_id, user_id, publisher_id, advertiser_id, ts, interaction,
+-- dimension_reason; text fields already trimmed, empty text is NULL). The first failing rule
+-- names the reason. dimension_reason: the first catalogue dimension of this file that is empty
+-- or has an unlisted value (built by ingest.py from the public lists; NULL without any).
 -- Only the failing rows are materialised (`rejected`: source_row, reason); the rows that pass
 -- are read again from `source` by the insert, so no copy of a large file is ever made.
 -- Duplicates and ties are checked after the insert (ingest_duplicates.sql, ingest_ties.sql).
@@ -16,7 +18,8 @@ SELECT
     ts AS ts_given,
     TRY_CAST(ts AS TIMESTAMPTZ) AS ts,
     interaction AS interaction_given,
-    lower(interaction) AS interaction
+    lower(interaction) AS interaction,
+    dimension_reason
 FROM source;
 
 -- One scan judges every row and, for the rows that pass, collects the distinct user,
@@ -55,6 +58,7 @@ FROM (
                 WHEN ts IS NULL THEN 'unparsable_ts'
                 WHEN NOT (ts >= $ts_min AND ts < $ts_max) THEN 'ts_out_of_range'
                 WHEN interaction NOT IN ('view', 'click') THEN 'unknown_interaction'
+                WHEN dimension_reason IS NOT NULL THEN dimension_reason
                 WHEN ts > $now THEN 'future_ts'
             END AS reason
         FROM typed

@@ -89,6 +89,15 @@ CREATE TABLE IF NOT EXISTS conversion_dimensions (
     value_key SMALLINT NOT NULL
 );
 
+-- Impressions have no surrogate key (ord_key can be re-ranked by a later load's ties): an
+-- impression is its (load_id, source_row), which never changes.
+CREATE TABLE IF NOT EXISTS impression_dimensions (
+    load_id BIGINT NOT NULL,
+    source_row BIGINT NOT NULL,
+    dimension VARCHAR NOT NULL,
+    value_key SMALLINT NOT NULL
+);
+
 -- Rejected rows: where they came from and why, never their values.
 CREATE TABLE IF NOT EXISTS quarantine (
     load_id BIGINT NOT NULL,
@@ -98,9 +107,12 @@ CREATE TABLE IF NOT EXISTS quarantine (
     reason VARCHAR NOT NULL
 );
 
--- One row per (attributed conversion, credited publisher). user_rank is the conversion's
--- 0-based position among the user's attributed conversions of the day in (ts, conversion_id)
--- order: the clipping order of docs/algorithm.md#clipping, fixed before any bound is known.
+-- One row per (attributed conversion, credited publisher, touch). user_rank is the
+-- conversion's 0-based position among the user's attributed conversions of the day in
+-- (ts, conversion_id) order: the clipping order of docs/algorithm.md#clipping, fixed before any
+-- bound is known. touch: the credited impressions' combination number over the campaign's
+-- impression dimensions (attribution_touch.sql; 0 without any, NULL when the impression has no
+-- listed value for one of them: that credit is in no cell).
 CREATE TABLE IF NOT EXISTS attributed_conversions (
     campaign VARCHAR NOT NULL,
     day DATE NOT NULL,
@@ -108,17 +120,25 @@ CREATE TABLE IF NOT EXISTS attributed_conversions (
     user_key INTEGER NOT NULL,
     user_rank INTEGER NOT NULL,
     publisher_key INTEGER NOT NULL,
-    weight DOUBLE NOT NULL
+    weight DOUBLE NOT NULL,
+    touch INTEGER
 );
 
--- private_last_touch: each conversion's drawn touch, written once and never deleted, so
--- re-attributing a day returns the same table and each conversion's ε is spent once.
+-- private_last_touch: each conversion's drawn touch (its publisher and touch combination),
+-- written once and never deleted, so re-attributing a day returns the same table and each
+-- conversion's ε is spent once.
 CREATE TABLE IF NOT EXISTS private_touch_choices (
     campaign VARCHAR NOT NULL,
     conversion_key BIGINT NOT NULL,
     publisher_key INTEGER NOT NULL,
+    touch INTEGER,
     PRIMARY KEY (campaign, conversion_key)
 );
+
+-- Warehouses made before impression dimensions: the column is added (its rows had none: 0).
+ALTER TABLE attributed_conversions ADD COLUMN IF NOT EXISTS touch INTEGER DEFAULT 0;
+
+ALTER TABLE private_touch_choices ADD COLUMN IF NOT EXISTS touch INTEGER DEFAULT 0;
 
 CREATE TABLE IF NOT EXISTS user_day_contributions (
     campaign VARCHAR NOT NULL,

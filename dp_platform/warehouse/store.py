@@ -62,6 +62,16 @@ def _days(first: date, last: date) -> list[date]:
     return [first + timedelta(days=i) for i in range((last - first).days + 1)]
 
 
+def _dimension_keys(
+    campaign: CampaignConfig, layout: CellLayout, source: str
+) -> list[tuple[str, str, int, int]]:
+    """The layout's (dimension, value, index, stride) rows of the breakdown's dimensions read
+    from ``source``'s events (conversions: placed by cell_rows.sql; impressions: by the
+    credited impression's touch, attribution_touch.sql)."""
+    sources = {d.name: d.source for d in campaign.breakdown}
+    return [row for row in layout.dimension_index() if sources[row[0]] == source]
+
+
 class Warehouse:
     """One DuckDB file; the schema is created idempotently on open (unless read-only).
 
@@ -126,10 +136,19 @@ class Warehouse:
         *,
         now: datetime | None = None,
         dimensions: dict[str, list[str]] | None = None,
+        impression_dimensions: dict[str, list[str]] | None = None,
     ) -> IngestReport:
         """Validate and load two event files (all or nothing); see :mod:`.ingest`.
-        ``dimensions``: the catalogue's conversion dimensions (name → public values)."""
-        return ingest_files(self.sql, impressions, conversions, now=now, dimensions=dimensions)
+        ``dimensions`` / ``impression_dimensions``: the catalogue's dimensions of the
+        conversions / impressions file (name → public values)."""
+        return ingest_files(
+            self.sql,
+            impressions,
+            conversions,
+            now=now,
+            dimensions=dimensions,
+            impression_dimensions=impression_dimensions,
+        )
 
     def table_rows(self, table: str) -> int:
         """Row count of a warehouse table (monitoring; no contents)."""
@@ -213,10 +232,10 @@ class Warehouse:
         if layout.plain:
             self.sql.run("cell_rows_plain")
             return layout
-        keys = layout.dimension_index()
+        keys = _dimension_keys(campaign, layout, "conversions")
         self.sql.run(
             "cell_layout",
-            dimensions=len(layout.dimensions),
+            dimensions=len({name for name, *_ in keys}),
             combinations=layout.combinations,
             measures=len(layout.measures),
             value_cap=float(layout.value_cap or 1.0),
@@ -230,6 +249,21 @@ class Warehouse:
         )
         self.sql.run("cell_rows", cells_per_publisher=layout.combinations * len(layout.measures))
         return layout
+
+    def _touch_scope(self, campaign: CampaignConfig) -> None:
+        """With impression dimensions in the breakdown, attribution records the credited
+        impression's touch (attribution_touch.sql); without, touch_of stays the constant 0."""
+        keys = _dimension_keys(campaign, layout_of(campaign, []), "impressions")
+        if not keys:
+            return
+        self.sql.run(
+            "attribution_touch",
+            touch_dimensions=len({name for name, *_ in keys}),
+            dim_names=[k[0] for k in keys],
+            dim_values=[k[1] for k in keys],
+            dim_idx=[k[2] for k in keys],
+            dim_strides=[k[3] for k in keys],
+        )
 
     def publisher_sums(
         self,
@@ -336,6 +370,7 @@ class Warehouse:
             # attribution's temp macros over this campaign_pubs (bound now; only attribution
             # reads them, so the per-day clipping scopes skip them)
             self.sql.run("attribution_scope")
+            self._touch_scope(campaign)
             self.sql.query(
                 f"DELETE FROM {_ATTRIBUTED} WHERE campaign = $campaign "
                 "AND day BETWEEN $first AND $last",
@@ -671,8 +706,9 @@ class Warehouse:
         *,
         publishers: list[str] | None = None,
     ) -> np.ndarray:
-        """True per-publisher sums of the campaign's period after the plan's bounding (PRIVATE:
-        for oneshot.release_one_shot only). Needs attribute_days over the whole period."""
+        """True per-publisher (or per-cell) sums of the campaign's period after the plan's
+        bounding (PRIVATE: for oneshot.release_one_shot only). Needs attribute_days over the
+        whole period."""
         done = self.sql.query(
             "SELECT count(DISTINCT day) FROM partitions WHERE asset = $asset "
             "AND campaign = $campaign AND day BETWEEN $first AND $last",
@@ -692,6 +728,7 @@ class Warehouse:
                 campaign,
                 "oneshot_sums",
                 publishers,
+                cells_query="oneshot_sums_cells",
                 campaign=campaign.name,
                 advertiser=campaign.advertiser,
                 first=campaign.start,

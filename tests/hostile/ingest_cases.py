@@ -807,6 +807,30 @@ def _(w: Workspace) -> Expect:
     )
 
 
+@case(
+    "impression_dimension_value_not_listed",
+    "quarantined: unknown_<dimension>_value / missing_<dimension> (impressions column)",
+)
+def _(w: Workspace) -> Expect:
+    """A catalogue declares ``creative`` on impressions: a value outside its public list and
+    an empty one are quarantined (the value is never shown), the listed one loads."""
+    header = [*IMP_HEADER, "creative"]
+    rows = [
+        [*w.imp(0), "banner"],
+        [*w.imp(1), f"carousel-{SECRET}"],
+        [*w.imp(2), ""],
+    ]
+    catalogue = w.path("campaigns.yaml")
+    catalogue.write_text(
+        "accounts: [{name: a, rho_cap: 1}]\n"
+        "dimensions:\n  creative: {source: impressions, values: [banner, video]}\n"
+        "campaigns: [{name: c, advertiser: acme, account: a, start: 2026-03-01}]\n"
+    )
+    reasons = {"unknown_creative_value": 1, "missing_creative": 1}
+    loaded = w.loaded(impressions=w.csv("imps.csv", header, rows), rows=(3, 1), imp_reasons=reasons)
+    return loaded | _extra("--config", str(catalogue))
+
+
 # -- small helpers ----------------------------------------------------------------------------
 
 
