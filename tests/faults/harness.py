@@ -42,7 +42,14 @@ from tests.faults.workers import (
 )
 from tests.faults.world import World, prepare_world
 
-PROCESS_TIMEOUT = 600.0  # a process alive this long is stuck: killed and reported
+# A schedule is hung when none of its live processes has used any CPU for HUNG_AFTER seconds
+# (a deadlock: every process asleep, waiting on something that never comes); then they are
+# killed and reported. Wall time alone is no sign of a hang: on a loaded machine, under `nice`,
+# four runs of seed 5 took over 600 s going through the writer pool one step at a time, and a
+# 600 s wall-clock limit reported them as hung (docs/faults.md#measured). PROCESS_TIMEOUT is
+# the backstop for a process that spins without end.
+HUNG_AFTER = 180.0
+PROCESS_TIMEOUT = 3600.0
 # waiting this long on a dead process's pool slot: reported and killed (3 times the interval at
 # which a running `dp-platform run` frees dead runs' slots itself: assets/runner.py)
 STUCK_AFTER = 6.0
@@ -102,6 +109,38 @@ class ScheduleResult:
             for o in self.outcomes
             if o.killed_by and o.killed_by not in {"stuck", "hung"}
         )
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) a process has used so far, from ``/proc``; None if unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Progress:
+    """Whether a schedule's processes still move: any of them used CPU, started or ended in
+    the last :data:`HUNG_AFTER` seconds."""
+
+    def __init__(self, now: float, hung_after: float = HUNG_AFTER) -> None:
+        self.hung_after = hung_after
+        self.last_move = now
+        self.cpu: dict[int, float] = {}
+
+    def moved(self, now: float) -> None:
+        """A process started or ended."""
+        self.last_move = now
+
+    def hung(self, now: float, cpu: dict[int, float | None]) -> bool:
+        """``cpu``: the live processes' CPU seconds now (None: unknown, counted as moving)."""
+        for pid, used in cpu.items():
+            if used is None or used > self.cpu.get(pid, -1.0):
+                self.last_move = now
+            if used is not None:
+                self.cpu[pid] = used
+        return now - self.last_move >= self.hung_after
 
 
 class _Running:
@@ -175,8 +214,19 @@ def run_processes(
     stuck_since: dict[int, float] = {}
     next_look = 0.0
     began = time.monotonic()
+    progress = Progress(began)
+    next_cpu_look = 0.0
     while waiting or running:
         now = time.monotonic()
+        if running and now >= next_cpu_look:
+            next_cpu_look = now + 1.0
+            hung = progress.hung(now, {p.pid: cpu_seconds(p.pid) for p in running})
+        else:
+            hung = False
+        if hung:
+            for process in running:
+                process.outcome.killed_by = "hung"
+                process.kill()
         if dead and running and now >= next_look:
             next_look = now + 1.0
             stuck = waiting_on_dead_slots(home / "dagster", dead)
@@ -189,6 +239,7 @@ def run_processes(
             outcome = outcomes[waiting.pop(0)]
             handle = _launch(context, outcome.job, home, world, outcome.log)
             running.append(_Running(outcome, now, handle))
+            progress.moved(now)
         for process in list(running):
             code = process.exit_code()
             age = now - process.started
@@ -202,6 +253,7 @@ def run_processes(
                     process.kill()
                 continue
             process.reap()
+            progress.moved(now)
             running.remove(process)
             dead.add(process.pid)
             outcome = process.outcome
