@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             keep=args.keep,
             echo=_echo,
             max_seconds=None if args.max_minutes is None else 60 * args.max_minutes,
+            backend_option="--postgres" if args.postgres else None,
         ).to_json()
     text = json.dumps(summary, indent=2)
     print(text)

@@ -78,9 +78,11 @@ def scratch_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="dp_faults_", dir=memory))
 
 
-def replay_command(seed: int, ledger_url: str | None) -> str:
-    url = f" --ledger-url {ledger_url}" if ledger_url else ""
-    return f"python -m tests.faults --schedules 1 --seed {seed}{url}"
+def replay_command(seed: int, ledger_url: str | None, backend_option: str | None = None) -> str:
+    """The command that re-runs schedule ``seed`` alone; ``backend_option`` (e.g.
+    ``--postgres``) instead of the URL of a server that is gone once the run ends."""
+    option = backend_option or (f"--ledger-url {ledger_url}" if ledger_url else "")
+    return f"python -m tests.faults --schedules 1 --seed {seed}{' ' + option if option else ''}"
 
 
 @dataclass
@@ -419,10 +421,11 @@ def run_many(
     keep: bool = False,
     echo: Callable[[str], None] = print,
     max_seconds: float | None = None,
+    backend_option: str | None = None,
 ) -> Summary:
     """Schedules ``seed .. seed + schedules − 1``, one at a time; homes removed unless they
     failed (or ``keep``). ``max_seconds``: start no schedule after this much wall time (the
-    summary says how many ran)."""
+    summary says how many ran). ``backend_option``: how a replay names the backend."""
     began = time.monotonic()
     context = forkserver()
     world, golden = prepare(workdir, context, ledger_url)
@@ -444,7 +447,7 @@ def run_many(
             for violation in result.violations:
                 echo(f"  VIOLATION: {violation}")
             echo(f"  home kept: {result.home}")
-            echo(f"  replay: {replay_command(result.seed, ledger_url)}")
+            echo(f"  replay: {replay_command(result.seed, ledger_url, backend_option)}")
         elif not keep:
             shutil.rmtree(result.home, ignore_errors=True)
     summary.seconds = time.monotonic() - began
