@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -65,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
             max_seconds=None if args.max_minutes is None else 60 * args.max_minutes,
             backend_option="--postgres" if args.postgres else None,
         ).to_json()
+    if args.workdir is None and not args.keep and not summary["failed_seeds"]:
+        shutil.rmtree(workdir, ignore_errors=True)  # the scratch directory in memory: empty now
     text = json.dumps(summary, indent=2)
     print(text)
     if args.json:
