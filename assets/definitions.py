@@ -6,6 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from assets.dagster_fixes import apply_event_log_engines, apply_pool_wait
 from assets.factory import CampaignScope, campaign_definitions, writer_pool
 from assets.resources import CatalogueResource, LedgerResource, WarehouseResource
 from dp_platform.config import load_catalogue
@@ -21,7 +22,13 @@ def build_definitions(
     noise: NoiseSource | None = None,
     integer_noise: IntegerNoiseSource | None = None,
 ) -> dg.Definitions:
-    """Definitions for a catalogue over a platform home. The noise sources are for tests only."""
+    """Definitions for a catalogue over a platform home. The noise sources are for tests only.
+
+    Also corrects, in this process, how Dagster waits for the writer pool slot (it spun a core)
+    and how it stores events (a new engine per event): assets/dagster_fixes.py. Whoever builds
+    the definitions may execute the steps."""
+    apply_pool_wait()
+    apply_event_log_engines()
     config_path = Path(config_path).resolve()
     catalogue = load_catalogue(config_path)
     plans = campaign_plans(catalogue, config_path.parent)

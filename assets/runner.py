@@ -31,6 +31,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from assets.dagster_fixes import apply_revision_cache
 from assets.definitions import build_definitions
 from assets.partitions import daily_job_name, final_job_name
 from dp_platform.cli import storage_fault
@@ -79,6 +80,7 @@ def instance_for(home: Home) -> dg.DagsterInstance:
     under it by default, PostgreSQL if that file says so)."""
     # Two processes starting on a fresh home would both create Dagster's SQLite schemas and
     # one fails ("table … already exists"): create and touch every storage under a file lock.
+    apply_revision_cache()  # each storage re-read Dagster's migration scripts (dagster_fixes.py)
     with exclusive(home.dagster / ".init.lock"):
         write_instance_config(home)
         os.environ["DAGSTER_HOME"] = str(home.dagster)
@@ -156,10 +158,11 @@ RECOVERY_INTERVAL_S = 2.0
 
 @contextmanager
 def _recovering_dead_runs(instance: dg.DagsterInstance) -> Iterator[None]:
-    """While a run executes, free the pool slots of runs whose process has died since it
+    """While runs execute, free the pool slots of runs whose process has died since they
     started. A run already waiting for the writer slot of a process that is then SIGKILLed
     would otherwise wait forever: Dagster frees a run's slots only when the run ends, and a
-    killed run never ends (found by the fault harness, docs/faults.md)."""
+    killed run never ends (found by the fault harness, docs/faults.md). One watcher covers all
+    the runs of a process (its own instance costs about 0.4 s of CPU to open)."""
     if instance.is_ephemeral:  # in memory: no other process can hold its slots
         yield
         return
@@ -265,10 +268,11 @@ def run_campaigns(
     definitions = build_definitions(
         config_path, home_dir.root, noise=noise, integer_noise=integer_noise
     )
-    return [
-        _materialise(definitions, instance, home_dir, item, through, today, log_level)
-        for item in work
-    ]
+    with _recovering_dead_runs(instance):
+        return [
+            _materialise(definitions, instance, home_dir, item, through, today, log_level)
+            for item in work
+        ]
 
 
 def _may_have_work(item: CampaignWork, through: date | None, today: date) -> bool:
@@ -324,7 +328,8 @@ def _materialise_in_worker(
     definitions = build_definitions(config_path, home_dir.root)
     instance = instance_for(home_dir)
     try:
-        return _materialise(definitions, instance, home_dir, item, through, today, log_level)
+        with _recovering_dead_runs(instance):
+            return _materialise(definitions, instance, home_dir, item, through, today, log_level)
     except RunFailed as error:
         # Only the message crosses back to the parent, not the failed step's exception: keep
         # a storage fault (disk full, read-only home) the one-line error it is in this process.
@@ -389,10 +394,9 @@ def _execute(
 ) -> str:
     job = definitions.resolve_job_def(job_name)
     try:
-        with _recovering_dead_runs(instance):
-            result = job.execute_in_process(
-                instance=instance, tags=tags, run_config=_console(log_level), **keys
-            )
+        result = job.execute_in_process(
+            instance=instance, tags=tags, run_config=_console(log_level), **keys
+        )
     except Exception as error:
         cause = _user_error(error)
         if cause is not None:

@@ -29,7 +29,9 @@ import duckdb
 import numpy as np
 
 from dp_platform import mechanisms
+from dp_platform.errors import StorageError
 from dp_platform.home import Home
+from dp_platform.ledger import Ledger
 from dp_platform.privacy.filter import budget_fraction, remaining
 from dp_platform.records import to_record
 from dp_platform.registration import load_registration
@@ -107,17 +109,26 @@ def golden_of(home: Home, ledger_block: dict | None) -> Golden:
 
 
 def complete(home: Home, ledger_block: dict | None) -> bool:
-    """Every day of both campaigns released and the campaign-level releases drawn."""
-    with open_ledger(home, ledger_block) as ledger:
-        names = set(ledger.campaigns())
-        if not set(CAMPAIGNS) <= names:
+    """Every day of both campaigns released and the campaign-level releases drawn (False when
+    nothing was registered yet: every process of the schedule died or was refused first)."""
+    try:
+        with open_ledger(home, ledger_block) as ledger:
+            return _complete(ledger)
+    except StorageError as error:  # the read-only views' words for an empty ledger
+        if "no ledger here" in str(error):
             return False
-        for name in CAMPAIGNS:
-            if [r.day for r in ledger.releases(name)] != list(range(1, DAYS + 1)):
-                return False
-            wanted = set(load_registration(ledger, name).plan.releases)
-            if not wanted <= set(ledger.campaign_releases(name)):
-                return False
+        raise
+
+
+def _complete(ledger: Ledger) -> bool:
+    if not set(CAMPAIGNS) <= set(ledger.campaigns()):
+        return False
+    for name in CAMPAIGNS:
+        if [r.day for r in ledger.releases(name)] != list(range(1, DAYS + 1)):
+            return False
+        wanted = set(load_registration(ledger, name).plan.releases)
+        if not wanted <= set(ledger.campaign_releases(name)):
+            return False
     return True
 
 
@@ -289,6 +300,9 @@ def check_dagster_draws(home: Home) -> list[str]:
     true (each draw is reported by at most one run; a killed run may report none)."""
     import dagster as dg  # only here: the harness's parent process needs no Dagster otherwise
 
+    from assets.dagster_fixes import apply_revision_cache
+
+    apply_revision_cache()  # as the platform opens an instance (0.4 s of CPU saved per check)
     problems = []
     instance = dg.DagsterInstance.from_config(str(home.dagster))
     try:

@@ -20,6 +20,11 @@ from tests.faults.workers import Job
 from tests.faults.world import CAMPAIGNS, DAYS, START, STREAM_ASSETS
 
 KINDS = ("run", "run_cli", "materialize", "backfill", "edit", "ingest")
+# Start delays and outside kills, scaled to how long processes live (docs/faults.md#measured):
+# a whole `run` of both campaigns lasts about 2-8 s here, a single-asset materialisation less
+# than 1 s, so a timed kill in 0.2-5 s lands anywhere from start-up to the last release.
+MAX_START_DELAY = 3.0
+KILL_AFTER = (0.2, 5.0)
 KIND_WEIGHTS = (30, 6, 26, 22, 8, 8)
 
 
@@ -69,7 +74,7 @@ def _fault(rng: random.Random, job: Job) -> tuple[str | None, float | None]:
         nth = 1 if point == "campaign_release.drawn" else rng.randint(1, passes)
         return (point if nth == 1 else f"{point}@{nth}"), None
     if roll < 0.70:
-        return None, round(rng.uniform(0.3, 12.0), 2)
+        return None, round(rng.uniform(*KILL_AFTER), 2)
     return None, None
 
 
@@ -79,7 +84,7 @@ def draw_schedule(seed: int) -> Schedule:
     jobs = []
     for _ in range(rng.randint(2, 8)):
         kind = rng.choices(KINDS, KIND_WEIGHTS)[0]
-        delay = 0.0 if rng.random() < 0.5 else round(rng.uniform(0.0, 8.0), 2)
+        delay = 0.0 if rng.random() < 0.5 else round(rng.uniform(0.0, MAX_START_DELAY), 2)
         campaign = rng.choice(CAMPAIGNS)
         first = START + timedelta(days=rng.randrange(DAYS))
         last = first + timedelta(days=rng.randrange(DAYS - (first - START).days))

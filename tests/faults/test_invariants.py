@@ -133,3 +133,11 @@ def test_a_draw_shown_twice_in_dagster_is_caught(clean, tmp_path) -> None:
     instance.dispose()
     problems = invariants.check_dagster_draws(home)
     assert problems == ["plus/noisy_daily_release: drawn_now shown twice for ['2026-03-02']"]
+
+
+def test_a_home_where_nothing_was_registered_is_not_complete(tmp_path) -> None:
+    """Every process of seed 63 died or was refused before registering anything: the harness
+    must retry, not crash on the empty ledger (it did, on PostgreSQL)."""
+    home = Home.at(tmp_path / "empty")
+    assert not home.ledger.exists()
+    assert invariants.complete(home, None) is False

@@ -111,6 +111,16 @@ class World:
     base: Path
     extra: ExtraLoad
 
+    @classmethod
+    def at(cls, directory: Path) -> World:
+        """The world :func:`prepare_world` made in ``directory``."""
+        late = directory / "late"
+        rows = sum(1 for _ in (late / "late_impressions.csv").open()) - 1
+        return cls(
+            directory / "base",
+            ExtraLoad(late / "late_impressions.csv", late / "late_conversions.csv", rows),
+        )
+
     def copy_to(self, target: Path, ledger_block: dict | None) -> Home:
         """A fresh home for one schedule, its catalogue naming the schedule's ledger."""
         shutil.copytree(self.base, target)
