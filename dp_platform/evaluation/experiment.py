@@ -23,6 +23,7 @@ from dp_platform.evaluation.methods import (
     BASELINES,
     LABELS,
     METHODS,
+    PLUS_METHODS,
     Context,
     Outcome,
     rho_charged,
@@ -110,7 +111,7 @@ class MethodResult:
 
     @property
     def private(self) -> bool:
-        return self.name != "oracle"
+        return self.name not in ("oracle", "plus_oracle")
 
     def to_json(self) -> dict:
         out = {
@@ -167,6 +168,12 @@ class ExperimentResult:
         plus = self.error("adsbpc_plus")
         if plus is not None and ours:
             out["adsbpc_plus_over_adsbpc"] = plus / ours
+        if plus is not None and baselines:
+            best = min(baselines, key=lambda n: baselines[n])
+            out["adsbpc_plus_over_best_baseline"] = plus / baselines[best]
+        plus_oracle = self.error("plus_oracle")
+        if plus is not None and plus_oracle:
+            out["adsbpc_plus_over_its_oracle"] = plus / plus_oracle
         return out
 
     def to_json(self) -> dict:
@@ -219,8 +226,8 @@ def run_experiment(
     spec = dataset_spec(config.dataset)
     if data is None:
         data, prepare_seconds = prepare_dataset(config)
-    plus_plan = None
-    if "adsbpc_plus" in config.methods:
+    plus_plan = plus_diagonal_plan = None
+    if set(PLUS_METHODS) & set(config.methods):
         if plus_data is None:
             started = time.perf_counter()
             plus_data = prepare_plus(
@@ -233,9 +240,12 @@ def run_experiment(
                 )
             )
             prepare_seconds += time.perf_counter() - started
-        plus_plan = adsbpc_plus.make_plan(
-            plus_campaign_for(config.make_workload(), rho=config.rho, cap=spec.cap)
-        )
+        plus_campaign = plus_campaign_for(config.make_workload(), rho=config.rho, cap=spec.cap)
+        plus_plan = adsbpc_plus.make_plan(plus_campaign)
+        if "plus_diagonal" in config.methods:
+            settings = plus_campaign.mechanism.model_copy(update={"strategy": "diagonal"})
+            diagonal = plus_campaign.model_copy(update={"mechanism": settings})
+            plus_diagonal_plan = adsbpc_plus.make_plan(diagonal)
     if data.n_days != config.days:
         raise ValueError(f"data has {data.n_days} days, config {config.days}")
     workload = config.make_workload()
@@ -250,6 +260,7 @@ def run_experiment(
         quantile=campaign.mechanism.bounds.p,
         plus_plan=plus_plan,
         plus_data=plus_data,
+        plus_diagonal_plan=plus_diagonal_plan,
     )
     names = _ordered(config.methods)
     results: dict[str, MethodResult] = {}
