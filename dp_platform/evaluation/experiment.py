@@ -23,6 +23,7 @@ from dp_platform.evaluation.methods import (
     BASELINES,
     LABELS,
     METHODS,
+    ONE_REPEAT,
     PLUS_METHODS,
     Context,
     Outcome,
@@ -124,6 +125,7 @@ class MethodResult:
             "seconds": self.seconds,
             "rho_charged": self.rho_charged,
             "bias_share": self.score.bias_share,
+            "error_consistent": self.score.error_consistent,
         }
         if self.mean_bounds is not None:
             out["mean_bounds"] = list(self.mean_bounds)
@@ -265,11 +267,12 @@ def run_experiment(
     names = _ordered(config.methods)
     results: dict[str, MethodResult] = {}
     label = f"{config.dataset}/{config.workload} ρ={config.rho:g} n={config.days}"
-    with Progress(len(names) * config.repeats, label, enabled=show_progress) as bar:
+    total = sum(1 if name in ONE_REPEAT else config.repeats for name in names)
+    with Progress(total, label, enabled=show_progress) as bar:
         for name in names:
             started = time.perf_counter()
             outcomes: list[Outcome] = []
-            for repeat in range(config.repeats):
+            for repeat in range(1 if name in ONE_REPEAT else config.repeats):
                 noise: Callable[[str], NoiseSource] = lambda m, k=repeat: SeededNoise(  # noqa: E731
                     noise_seed(config.seed, m, k)
                 )

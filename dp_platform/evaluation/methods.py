@@ -58,6 +58,7 @@ __all__ = [
     "BASELINES",
     "LABELS",
     "METHODS",
+    "ONE_REPEAT",
     "Context",
     "Outcome",
     "daily_outcome",
@@ -83,6 +84,9 @@ LABELS = {
 }
 PLUS_METHODS = ("adsbpc_plus", "plus_oracle", "plus_diagonal", "plus_mse")  # row-level data
 CANDIDATES = ("plus_diagonal", "plus_mse")  # AdsBPC+ variants measured, not the default
+ONE_REPEAT = ("plus_oracle",)
+"""Methods whose choices read no noise: their expected error (the tables' "error") is the same
+in every repeat, so one repeat gives it; their realised error and ± std are of that one run."""
 
 
 @dataclass(frozen=True)

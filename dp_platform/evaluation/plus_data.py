@@ -81,14 +81,16 @@ class Pairs:
     """(user, publisher) pairs with conversions on two or more days, and their days.
 
     ``row_cell[r]``: the (pair, day) cell of row r, or −1 when its pair has one day only;
-    ``cell_pair``/``cell_day``: each cell's pair and (0-based) day; ``pair_user``: each pair's
-    user. ``by_user``/``user_starts``: every row's index grouped by user (CSR), to gather one
-    user's history when the filter cuts them.
+    ``cell_pair``/``cell_day``: each cell's pair and (0-based) day, cells in day order (day d's
+    at ``day_cells[d]:[d+1]``); ``pair_user``: each pair's user. ``by_user``/``user_starts``:
+    every row's index grouped by user (CSR), to gather one user's history when the filter
+    cuts them.
     """
 
     row_cell: np.ndarray
     cell_pair: np.ndarray
     cell_day: np.ndarray
+    day_cells: np.ndarray
     pair_user: np.ndarray
     by_user: np.ndarray
     user_starts: np.ndarray
@@ -143,16 +145,23 @@ class PlusData:
         cell_multi[cell_id[multi_row]] = True
         cell_index = np.cumsum(cell_multi) - 1
         row_cell = np.full(self.user.size, -1, dtype=np.int32)
-        row_cell[order[multi_row]] = cell_index[cell_id[multi_row]]
+        row_cell[order[multi_row]] = cell_index[cell_id[multi_row]]  # renumbered below
         first_of_cell = np.flatnonzero(new_cell & multi_row)
         cell_pair = pair_index[pair_id[first_of_cell]]
         cell_day = self.day[order[first_of_cell]].astype(np.int64)
+        by_day = np.argsort(cell_day, kind="stable")  # cells in day order: a day's cells are
+        renumber = np.empty_like(by_day)  # one block, earlier days a prefix
+        renumber[by_day] = np.arange(by_day.size)
+        cell_pair, cell_day = cell_pair[by_day], cell_day[by_day]
+        day_cells = np.searchsorted(cell_day, np.arange(self.n_days + 1))
         first_of_pair = np.flatnonzero(new_pair & multi_row)
         pair_user = (pair_key[first_of_pair] // self.n_publishers).astype(np.int64)
         del order, pair_key, pair_id, cell_id, multi_row, new_pair, new_cell
+        multi = row_cell >= 0
+        row_cell[multi] = renumber[row_cell[multi]]
         by_user = np.argsort(self.user, kind="stable").astype(np.int32)
         user_starts = np.searchsorted(self.user[by_user], np.arange(self.n_users + 1))
-        return Pairs(row_cell, cell_pair, cell_day, pair_user, by_user, user_starts)
+        return Pairs(row_cell, cell_pair, cell_day, day_cells, pair_user, by_user, user_starts)
 
 
 def prepare_plus(conversions: ConversionSet) -> PlusData:
@@ -254,7 +263,7 @@ class RowFilter:
         self.data = data
         self.c = np.asarray(matrix, dtype=np.float64)
         self.pairs = data.pairs
-        self.spread = np.zeros((data.n_users, data.n_days))  # Σ k² of one-day pairs, per day
+        self.spread = np.zeros((data.n_days, data.n_users))  # Σ k² of one-day pairs, per day
         self.cell_kept = np.zeros(self.pairs.cells)  # k of each multi-day (pair, day) cell
         self.days_kept = np.zeros((data.n_publishers, data.n_days))  # X_j over every user
         self.dead = np.zeros(data.n_users, dtype=bool)
@@ -264,13 +273,12 @@ class RowFilter:
     def _past(self, day: int) -> tuple[np.ndarray, np.ndarray]:
         """(‖P_{u,t}‖² per user, P_{u,t} at each multi-day pair)."""
         coef = self.c[day, :day]
-        norms = self.spread[:, :day] @ coef**2
+        norms = coef**2 @ self.spread[:day]
         pairs = self.pairs
-        past_cells = pairs.cell_day < day
+        end = int(pairs.day_cells[day])  # the cells of days < t: a prefix
+        weights = np.repeat(coef, np.diff(pairs.day_cells[: day + 1]))
         pair_past = np.bincount(
-            pairs.cell_pair[past_cells],
-            coef[pairs.cell_day[past_cells]] * self.cell_kept[past_cells],
-            minlength=pairs.pairs,
+            pairs.cell_pair[:end], weights * self.cell_kept[:end], minlength=pairs.pairs
         )
         norms += np.bincount(pairs.pair_user, pair_past**2, minlength=self.data.n_users)
         return norms, pair_past
@@ -324,19 +332,17 @@ class RowFilter:
         )
         rise = np.bincount(user, keep * (2.0 * b + keep * a), minlength=data.n_users)
         over = past_norm > room
-        alpha = np.ones(data.n_users)
-        alpha[over] = np.sqrt(room[over] / past_norm[over])
-        norm = np.where(over, room, past_norm + rise)
-        cost = norm / two_var
+        cost = np.where(over, room, past_norm + rise) / two_var
         # what the day keeps
         self.kept_rows[rows] = keep
-        single = ~multi
-        self.spread[:, day] = np.bincount(
-            user[single],
-            keep[single] * (2.0 * same[single] + keep[single]),
-            minlength=data.n_users,
-        )
-        self.cell_kept += np.bincount(cell[multi], keep[multi], minlength=pairs.cells)
+        square = np.where(multi, 0.0, keep * (2.0 * same + keep))  # one-day pairs only
+        self.spread[day] = np.bincount(user, square, minlength=data.n_users)
+        first_cell, last_cell = int(pairs.day_cells[day]), int(pairs.day_cells[day + 1])
+        if last_cell > first_cell:
+            index = np.where(multi, cell - first_cell, last_cell - first_cell)  # spill slot
+            self.cell_kept[first_cell:last_cell] = np.bincount(
+                index, keep, minlength=last_cell - first_cell + 1
+            )[:-1]
         today = np.bincount(data.publisher[rows], keep, minlength=data.n_publishers)
         self.days_kept[:, day] = today
         # the row: every user's past through C, minus what cut users no longer release
@@ -344,7 +350,8 @@ class RowFilter:
         released -= self.dead_kept[:, :day] @ c[day, :day]
         dying = np.flatnonzero(over & ~self.dead)
         if dying.size:
-            lost = self._history(dying, 1.0 - alpha[dying], day)
+            alpha = np.sqrt(room[dying] / past_norm[dying])
+            lost = self._history(dying, 1.0 - alpha, day)
             released -= lost[:, :day] @ c[day, :day]
             self.dead_kept += self._history(dying, np.ones(dying.size), day)
             self.dead[dying] = True
@@ -480,8 +487,8 @@ def _cross_norms(data: PlusData, bounds: tuple[float, ...], m: int) -> np.ndarra
     multi = cell >= 0
     day = data.day[:end][multi].astype(np.int64)
     whole = count_fraction(data.rank[:end][multi], np.asarray(bounds)[day])
-    kept = np.bincount(cell[multi], whole, minlength=pairs.cells)
-    early = pairs.cell_day < m
-    total = np.bincount(pairs.cell_pair[early], kept[early], minlength=pairs.pairs)
-    squares = np.bincount(pairs.cell_pair[early], kept[early] ** 2, minlength=pairs.pairs)
+    end = int(pairs.day_cells[m])
+    kept = np.bincount(cell[multi], whole, minlength=end)
+    total = np.bincount(pairs.cell_pair[:end], kept, minlength=pairs.pairs)
+    squares = np.bincount(pairs.cell_pair[:end], kept**2, minlength=pairs.pairs)
     return np.bincount(pairs.pair_user, total**2 - squares, minlength=data.n_users)

@@ -7,8 +7,8 @@ objective J(s) = Σ_q w_q (bias_q(s)² + Var_q(s)) (wsum; max_q for maxvar) over
 public bin edges; elsewhere s is the production rule's (:func:`estimate_scale`). Var_q(s) is
 s² times the rows after day m's variance. Bias: a user of bin j (profile T_j, the bin's
 geometric centre) is cut at the first row where a flat user's cost share (the plan's
-allotments) reaches s²/T_j, and loses a_j conversions a day from then on (:func:`daily_amount`:
-the conversions of a day with squared norm T_j spread uniformly over the k publishers)
+allotments) reaches s²/T_j, and loses a_j conversions a day from then on (:func:`daily_amount`,
+the fewest a day of squared norm T_j can hold)
 — through C: the loss of query q is a_j·(Q(1 − C⁻¹v))_q, v the rows of a flat user up to the
 cut — spread over the k publishers; summed with the noisy bin counts (point estimate).
 Post-processing of the noisy profile with public values: it costs nothing more.
@@ -41,12 +41,11 @@ __all__ = ["daily_amount", "mse_choose", "mse_scale"]
 ScaleRule = Callable[[np.ndarray], float]
 
 
-def daily_amount(norm2: np.ndarray, cells: int) -> np.ndarray:
-    """Conversions a day of squared norm ``norm2`` holds if they fall uniformly on ``cells``
-    cells: E‖c‖² = a + a(a − 1)/k, solved for a (√T for one cell, → T for many)."""
-    k = float(max(cells, 1))
-    b = 1.0 - 1.0 / k
-    return (np.sqrt(b * b + 4.0 * norm2 / k) - b) * k / 2.0
+def daily_amount(norm2: np.ndarray) -> np.ndarray:
+    """The fewest conversions a day of mean squared norm T can hold: T when T ≤ 1 (days of at
+    most one conversion: norm² = count) and √T above (all on one cell: norm = count)."""
+    t = np.asarray(norm2, dtype=np.float64)
+    return np.minimum(t, np.sqrt(t))
 
 
 def mse_scale(plan: PlusPlan, publishers: int, weights: np.ndarray | None) -> ScaleRule:
@@ -69,7 +68,7 @@ def mse_scale(plan: PlusPlan, publishers: int, weights: np.ndarray | None) -> Sc
     top = profile_top(plan)
     edges = top * top * PROFILE_EDGES
     centre = np.sqrt(edges[:-1] * edges[1:])
-    amount = daily_amount(centre, publishers)
+    amount = daily_amount(centre)
     assert plan.sigma_profile is not None
     sigma = plan.sigma_profile
 

@@ -930,6 +930,14 @@ class PlusMechanism:
                 f"s0 {data['scale_prior']:g} (kept unless the noisy profile rules it out), "
                 f"cap {data['cap']}"
             )
+        if plan.correlated:
+            lines.append(
+                f"  noise strategy {plan.strategy_kind}: day t releases Σ_j C_tj x_j + N(0, σ_t²) "
+                "and publishes the decoded day (correlated noise across days); each user is "
+                f"charged their whole row (κ {plan.cross_weight:.3g})"
+            )
+        else:
+            lines.append("  noise strategy diagonal: independent noise per day")
         return lines
 
 
