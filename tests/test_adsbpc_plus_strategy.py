@@ -246,3 +246,14 @@ def test_the_measurement_record_keeps_the_row_sigma_and_old_records_read_without
     old = to_record(release)
     del old["row_sigma"]
     assert from_record(Measurement, old).row_sigma is None
+
+
+def test_the_plan_command_shows_the_strategy():
+    from dp_platform.mechanisms.adsbpc_plus import MECHANISM
+
+    shown = "\n".join(MECHANISM.describe(make_plan(_campaign())))
+    assert "noise strategy sqrt" in shown and "decoded day" in shown
+    assert "noise strategy diagonal" in "\n".join(
+        MECHANISM.describe(make_plan(_campaign("diagonal")))
+    )
+    assert MECHANISM.summary(make_plan(_campaign()))["strategy"] == "sqrt"

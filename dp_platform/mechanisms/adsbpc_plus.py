@@ -22,6 +22,16 @@ refuses ``replace``). Budget (zCDP, exact): ρ = ρ1 + n·ρ_h + ρ_p, fixed bef
   (:mod:`dp_platform.privacy.filter`). r_i and σ_i depend only on earlier DP outputs (this
   day's noisy histogram included) and the config, never on the data directly.
 
+- **Noise strategy** (``strategy``, :mod:`dp_platform.privacy.strategy`; default ``auto``: the
+  one with the lower planned error for the workload). Day i releases the row
+  y_i = Σ_{j≤i} C_ij x̄_j + N(0, σ_i² I) of a public lower-triangular C ≥ 0 and publishes the
+  decoded x̂_i = (C⁻¹y)_i (post-processing). The filter charges user u the squared norm of their
+  whole row, ‖α_{u,i}(Σ_{j<i} C_ij c̄_{u,j} + C_ii c̄_{u,i})‖²/(2σ_i²); when their earlier days
+  alone pass their remaining budget the row is scaled to it (α < 1) and every later row of
+  theirs is 0. The row's ℓ2 sensitivity (declared to the sampler) and the ledger's worst case
+  are Δ_i = Σ_{j≤i} C_ij r_j. ``diagonal`` (C = I) is the mechanism before strategies: Δ_i = r_i
+  and x̂_i = y_i; a plan registered before strategies reads back as it.
+
 Cells (docs/algorithm.md#cells): with a breakdown or the value measure the filter's vector is
 the cell vector (each conversion of L2 norm ≤ 1); each user is charged ‖c̄_u‖₂²/(2σ_i²) over
 the cells they filled, and the profile reads the same vectors (tests/test_cells.py: removing a
@@ -35,7 +45,7 @@ publishers; a_i = Σ_j γ_j² Q_ji² the workload's variance weight of day i and
 σ_i no longer grows with r_i above s, so r_i rises to where it stops cutting.
 
 Ledger charges: ρ_h every day, ρ_p on day m+1, and as the Gaussian part the rise of
-min(ρ1, Σ_{t≤i} r_t²/(2σ_t²)) — the most any single user can have lost so far — with whatever
+min(ρ1, Σ_{t≤i} Δ_t²/(2σ_t²)) — the most any single user can have lost so far — with whatever
 is left of ρ1 on day n, so a finished campaign is charged exactly ρ and a stopped one never less
 than what it may have cost.
 """
@@ -931,11 +941,12 @@ class PlusMechanism:
                 f"cap {data['cap']}"
             )
         if plan.correlated:
-            lines.append(
-                f"  noise strategy {plan.strategy_kind}: day t releases Σ_j C_tj x_j + N(0, σ_t²) "
-                "and publishes the decoded day (correlated noise across days); each user is "
-                f"charged their whole row (κ {plan.cross_weight:.3g})"
-            )
+            lines += [
+                f"  noise strategy {plan.strategy_kind}: day t releases Σ_j C_tj x_j + N(0, σ_t²)"
+                " and publishes the decoded day",
+                "    (noise correlated across days); each user is charged their whole row "
+                f"(cross-day weight κ {plan.cross_weight:.3g})",
+            ]
         else:
             lines.append("  noise strategy diagonal: independent noise per day")
         return lines
