@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from dp_platform.home import Home
     from dp_platform.privacy.discrete import IntegerNoiseSource
-    from dp_platform.warehouse.base import PeriodBound, ProfileGrid
+    from dp_platform.warehouse.base import PeriodBound, ProfileGrid, StrategyRow
 
 __all__ = ["TABLES", "SparkWarehouse", "open_at_home"]
 
@@ -51,6 +51,7 @@ _ATTRIBUTED = "attributed_conversions"
 _CONTRIBUTIONS = "user_day_contributions"
 _CLIPPED = "clipped_daily_vectors"
 _SPEND = "plus_user_spend"
+_VALUES = "plus_user_values"
 _US_PER_DAY = 86_400_000_000
 TABLES = (
     "users",
@@ -545,9 +546,11 @@ class SparkWarehouse:
         cap: float,
         *,
         publishers: list[str] | None = None,
+        row: StrategyRow | None = None,
     ) -> np.ndarray:
         """The AdsBPC+ filter clip of the day (as DuckDB's): write-once per (campaign, day);
-        the spends count once the catalog records the day (catalog.py)."""
+        the spends count once the catalog records the day (catalog.py). With a correlated
+        strategy's ``row``, the day's row of C·x̄ (plus_rows.sql, as DuckDB's)."""
         if not (bound > 0 and sigma > 0 and cap > 0 and np.isfinite([bound, sigma, cap]).all()):
             raise ValueError("bound, sigma and cap must be finite numbers > 0")
         index = campaign.day_index(day)
@@ -570,10 +573,16 @@ class SparkWarehouse:
         whole = int(np.floor(bound))
         layout = self._cell_scope(campaign, publishers, day, day)
         self._clear(_SPEND, campaign, [day])  # leftovers of a run that did not commit
+        strategy: dict = {}
+        if row is not None:
+            self.sql.run("plus_values_schema")
+            self._clear(_VALUES, campaign, [day])
+            earlier = [campaign.start + timedelta(days=i) for i in range(index - 1)]
+            strategy = row.sql_parameters(earlier)
         try:
             vector = self._cell_sums(
                 layout,
-                "plus_clip",
+                "plus_clip" if row is None else "plus_rows",
                 campaign=campaign.name,
                 day=day,
                 whole=whole,
@@ -581,6 +590,7 @@ class SparkWarehouse:
                 two_var=2.0 * float(sigma) ** 2,
                 cap=float(cap),
                 residual=RESIDUAL,
+                **strategy,
             )
         finally:
             self.sql.release()
@@ -610,12 +620,14 @@ class SparkWarehouse:
         days: list[date],
         bounds: list[float],
         factors: list[float],
-        cap: int,
+        cap: float,
         *,
         grid: ProfileGrid,
         publishers: list[str] | None = None,
+        cross: float = 0.0,
     ) -> np.ndarray:
-        """Users per profile bin (``grid``, × Λ²) of T_u = Σ_d φ_d‖clip(c)‖²."""
+        """Users per profile bin (``grid``, × cap²) of T_u = Σ_d φ_d‖clip(c)‖² (+ ``cross`` ×
+        the cross-day term of a correlated strategy, as DuckDB's)."""
         if not (len(days) == len(bounds) == len(factors)) or not days:
             raise ValueError("need one bound and one factor per day, and at least one day")
         for day in days:
@@ -629,6 +641,7 @@ class SparkWarehouse:
             whole=whole,
             fraction=[float(b - w) for b, w in zip(bounds, whole, strict=True)],
             factor=[float(f) for f in factors],
+            cross=float(cross),
             **grid.sql_parameters(cap),
         )
         hist = np.zeros(grid.bins, dtype=np.int64)
