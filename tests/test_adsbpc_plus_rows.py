@@ -7,6 +7,10 @@ each day's released row by a vector whose squared norm is exactly what the filte
 for u that day × 2σ² — over cells (breakdown and value), for every user and every day — and
 never anyone else's; the recorded spends must stay within the cap. A filter that charged only
 the day's new conversions, or that kept a cut user's past in later rows, fails here.
+
+The layouts include impression dimensions (the credited impression's creative, under last touch
+and under the multi-touch uniform rule): a conversion's credit then fills the cells of its
+touches, and a user's earlier days are carried per cell all the same.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dp_platform.warehouse import Warehouse
 from dp_platform.warehouse.base import StrategyRow
 from tests.cells_data import (
     ADVERTISER,
+    CREATIVES,
     DEVICES,
     PUBLISHERS,
     REGIONS,
@@ -35,14 +40,16 @@ NOW = datetime(2100, 1, 1, tzinfo=UTC)
 DAYS = 3
 SIGMA, CAP, BOUND = 1.0, 5.0, 3.0
 LAYOUTS = {
-    "plain": ([], ["count"]),
-    "both": (["region", "device"], ["count", "value"]),
+    "plain": ([], ["count"], "lta"),
+    "both": (["region", "device"], ["count", "value"], "lta"),
+    "creative_region": (["creative", "region"], ["count", "value"], "lta"),
+    "creative_device_uni": (["creative", "device"], ["count"], "uni"),
 }
 
 
 def _campaigns():
     entries = []
-    for name, (breakdown, measures) in LAYOUTS.items():
+    for name, (breakdown, measures, rule) in LAYOUTS.items():
         entries.append(
             {
                 "name": name,
@@ -51,7 +58,7 @@ def _campaigns():
                 "start": START.isoformat(),
                 "days": DAYS + 1,
                 "publishers": PUBLISHERS,
-                "attribution": {"rule": "lta", "lookback_days": 30},
+                "attribution": {"rule": rule, "lookback_days": 30},
                 "mechanism": {
                     "kind": "adsbpc_plus",
                     "cap": 5,
@@ -66,6 +73,7 @@ def _campaigns():
     dimensions = {
         "region": {"source": "conversions", "values": REGIONS},
         "device": {"source": "conversions", "values": DEVICES},
+        "creative": {"source": "impressions", "values": CREATIVES},
     }
     cat = {"accounts": [{"name": "acct", "rho_cap": 100}], "dimensions": dimensions}
     return parse_catalogue({**cat, "campaigns": entries}).campaigns
@@ -78,7 +86,13 @@ def _rows(events, directory) -> dict[str, tuple[list[np.ndarray], dict[str, list
     matrix = sqrt_matrix(DAYS + 1)
     out = {}
     with Warehouse(":memory:") as wh:
-        wh.ingest(imp, conv, now=NOW, dimensions={"region": REGIONS, "device": DEVICES})
+        wh.ingest(
+            imp,
+            conv,
+            now=NOW,
+            dimensions={"region": REGIONS, "device": DEVICES},
+            impression_dimensions={"creative": CREATIVES},
+        )
         for campaign in _campaigns():
             last = START + timedelta(days=DAYS - 1)
             wh.attribute_days(campaign, START, last)
@@ -101,7 +115,9 @@ def _rows(events, directory) -> dict[str, tuple[list[np.ndarray], dict[str, list
 
 @pytest.fixture(scope="module")
 def removals(tmp_path_factory):
-    events = generate(users=6, days=DAYS, seed=5, heavy=1)
+    # the heavy user's day-1 impressions on one publisher and creative: every rule credits
+    # their 8 conversions to one cell per measure
+    events = generate(users=6, days=DAYS, seed=5, heavy=1, focused=True)
     base = tmp_path_factory.mktemp("rows")
     full = _rows(events, base / "all")
     without = {user: _rows(events.without_user(user), base / user) for user in events.users}
@@ -113,6 +129,8 @@ def removals(tmp_path_factory):
 def test_each_row_charges_each_user_the_squared_norm_of_their_part(removals, name) -> None:
     events, full, without = removals
     rows, costs = full[name]
+    if LAYOUTS[name][0]:  # a breakdown: the rows spread over many cells, not one per publisher
+        assert np.count_nonzero(rows[-1]) > 2 * len(PUBLISHERS)
     cut = 0
     for user in events.users:
         other_rows, other_costs = without[user][name]

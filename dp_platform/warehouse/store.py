@@ -24,7 +24,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from dp_platform.cells import CellLayout, layout_of
+from dp_platform.cells import CellLayout, dimension_keys, layout_of
 from dp_platform.config import CampaignConfig, ConfigError, WarehouseConfig
 from dp_platform.faults import fault_point
 from dp_platform.privacy.filter import RESIDUAL
@@ -60,16 +60,6 @@ class WarehouseError(ConfigError):
 
 def _days(first: date, last: date) -> list[date]:
     return [first + timedelta(days=i) for i in range((last - first).days + 1)]
-
-
-def _dimension_keys(
-    campaign: CampaignConfig, layout: CellLayout, source: str
-) -> list[tuple[str, str, int, int]]:
-    """The layout's (dimension, value, index, stride) rows of the breakdown's dimensions read
-    from ``source``'s events (conversions: placed by cell_rows.sql; impressions: by the
-    credited impression's touch, attribution_touch.sql)."""
-    sources = {d.name: d.source for d in campaign.breakdown}
-    return [row for row in layout.dimension_index() if sources[row[0]] == source]
 
 
 class Warehouse:
@@ -232,7 +222,7 @@ class Warehouse:
         if layout.plain:
             self.sql.run("cell_rows_plain")
             return layout
-        keys = _dimension_keys(campaign, layout, "conversions")
+        keys = dimension_keys(campaign, layout, "conversions")
         self.sql.run(
             "cell_layout",
             dimensions=len({name for name, *_ in keys}),
@@ -253,7 +243,7 @@ class Warehouse:
     def _touch_scope(self, campaign: CampaignConfig) -> None:
         """With impression dimensions in the breakdown, attribution records the credited
         impression's touch (attribution_touch.sql); without, touch_of stays the constant 0."""
-        keys = _dimension_keys(campaign, layout_of(campaign, []), "impressions")
+        keys = dimension_keys(campaign, layout_of(campaign, []), "impressions")
         if not keys:
             return
         self.sql.run(
