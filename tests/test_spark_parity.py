@@ -223,7 +223,7 @@ def test_every_rule_gives_the_same_rows_histograms_and_vectors(engines, rule):
     )
 
 
-def _one_shot_campaign(one_shot: dict):
+def _one_shot_campaign(one_shot: dict, **fields: object):
     from dp_platform.config import parse_campaign
 
     return parse_campaign(
@@ -235,6 +235,7 @@ def _one_shot_campaign(one_shot: dict):
             "days": DAYS,
             "mechanism": {"kind": "one_shot", **one_shot},
             "attribution": {"rule": "uni", "lookback_days": LOOKBACK},
+            **fields,
         }
     )
 
@@ -256,6 +257,26 @@ def test_one_shot_sums_and_reach_histograms_are_identical(engines):
         histograms = [w.reach_histogram(post, cap) for w in (duck, sparkw)]
         assert histograms[0].sum() > 0
         np.testing.assert_array_equal(*histograms)
+
+
+def test_one_shot_cell_sums_are_identical(engines):
+    """A one-shot release of cells (count and value per publisher, ℓ1-scaled by 1/2:
+    oneshot_sums_cells.sql), pre and post enforcement, over the same attribution."""
+    duck, sparkw, _ = engines
+    for enforcement, bound in (("post", 2.5), ("pre", 2.0)):
+        camp = _one_shot_campaign(
+            {"enforcement": enforcement, "bound": bound},
+            measures=["count", "value"],
+            value_cap=5.0,
+        )
+        for warehouse in (duck, sparkw):
+            warehouse.attribute_days(camp, START, LAST)
+        plan = plan_from_config(camp)
+        sums = [w.one_shot_sums(camp, plan.period_bound) for w in (duck, sparkw)]
+        publishers = duck.campaign_publishers(camp)
+        assert sums[1].shape == (2 * len(publishers),)
+        assert sums[1][0::2].sum() > 0 and sums[1][1::2].sum() > 0  # counts and values
+        np.testing.assert_allclose(sums[0], sums[1], rtol=0, atol=1e-9)
 
 
 def test_adsbpc_plus_filter_spends_and_profile_are_identical(engines):
