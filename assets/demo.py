@@ -20,6 +20,7 @@ from dp_platform.events.campaign import CREATIVES, DEVICES, REGIONS
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger
 from dp_platform.mechanisms import DEFAULT_STREAM
+from dp_platform.publication import noise_std, release_strategy
 from dp_platform.registration import load_registration
 from dp_platform.release_view import release_document
 from dp_platform.reporting import cumulative_chart, slice_chart
@@ -194,6 +195,9 @@ def run_demo(home_dir: Path, *, days: int, users: int, publishers: int) -> dict:
             registration = load_registration(ledger, entry.name)
             campaign, plan = registration.config, registration.plan.stream
             releases = ledger.releases(campaign.name)
+            strategy = release_strategy(
+                ledger.campaign_info(campaign.name)["plan"]["stream"]["plan"]
+            )
             truth = _truth(home, campaign, len(releases))
             layout = layout_of(campaign, list(campaign.publishers))
             # per publisher, counts: a sliced campaign's count cells summed over the breakdown
@@ -210,8 +214,8 @@ def run_demo(home_dir: Path, *, days: int, users: int, publishers: int) -> dict:
                     noisy_answer = float(weights @ noisy[:day].sum(axis=1))
                     true_answer = float(weights @ truth[:day].sum(axis=1))
                     errors.append(noisy_answer - true_answer)
-                    sigmas = np.array([r.sigma * unit for r in releases[:day]])
-                    variances.append(noisy.shape[1] * float((weights**2) @ sigmas**2))
+                    std = unit * noise_std(strategy, releases[:day], weights)
+                    variances.append(noisy.shape[1] * std**2)
                     points.append((day, noisy_answer, true_answer, math.sqrt(variances[-1])))
                 rows.append(
                     {

@@ -43,6 +43,7 @@ __all__ = [
     "Cell",
     "CellLayout",
     "cell_records",
+    "dimension_keys",
     "largest_cells",
     "layout_of",
     "on_grid",
@@ -255,6 +256,16 @@ def layout_of(campaign: CampaignConfig, publishers: list[str]) -> CellLayout:
         value_cap=campaign.value_cap,
         norm=campaign.mechanism.cell_norm or 2,
     )
+
+
+def dimension_keys(
+    campaign: CampaignConfig, layout: CellLayout, source: str
+) -> list[tuple[str, str, int, int]]:
+    """The layout's (dimension, value, index, stride) rows of the breakdown's dimensions read
+    from ``source``'s events — every engine's placement: conversions' by cell_rows.sql,
+    impressions' by the credited impression's touch (attribution_touch.sql)."""
+    sources = {d.name: d.source for d in campaign.breakdown}
+    return [row for row in layout.dimension_index() if sources[row[0]] == source]
 
 
 def published_values(layout: CellLayout, entries: Sequence[float]) -> np.ndarray:

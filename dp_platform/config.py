@@ -593,13 +593,6 @@ class Catalogue(_Strict):
         names = [a.name for a in self.accounts]
         if len(set(names)) != len(names):
             raise ValueError("accounts: names must be unique")
-        if self.warehouse.engine == "spark":
-            for name, dimension in self.dimensions.items():
-                if dimension.source == "impressions":
-                    raise ValueError(
-                        f"dimensions.{name}: impressions dimensions are loaded by the duckdb "
-                        "warehouse only (warehouse.engine: spark)"
-                    )
         campaign_names = [c.name for c in self.campaigns]
         if len(set(campaign_names)) != len(campaign_names):
             raise ValueError("campaigns: names must be unique")

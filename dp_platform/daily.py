@@ -163,11 +163,16 @@ def release_day(
         )
     choice = ledger.bound_choice(campaign.name, index, mechanism.chain)
     assert choice is not None  # clipped_day needed it
+    # write-once: days 1..d−1 cannot change once stored; the ledger requires day d−1 before
+    # drawing day d, and a correlated mechanism checks it got every earlier day
+    earlier = tuple(ledger.releases(campaign.name, through=index - 1))
     return ledger.release_for_day(
         campaign.name,
         index,
         mechanism.release_charges(plan, choice),
-        lambda stored_choice: mechanism.measure(plan, stored_choice, clipped, noise=noise),
+        lambda stored_choice: mechanism.measure(
+            plan, stored_choice, clipped, noise=noise, earlier=earlier
+        ),
         publishers,
         mechanism.chain,
     )

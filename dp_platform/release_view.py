@@ -126,6 +126,8 @@ class CumulativeRows:
         # gridded values: every running sum is exact (consistency.on_grid)
         self.raw = np.cumsum(np.concatenate(raw_parts), axis=1)
         self.se = np.sqrt(np.cumsum(np.concatenate(variance_parts), axis=1))
+        # correlated noise across days (an AdsBPC+ strategy): the exact to-date σ, per day
+        self.se *= np.array([day.to_date_factor for day in days])[None, :]
 
         self._last, self._whole = prefix_isotonic(self.raw, self.se)
 

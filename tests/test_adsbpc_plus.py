@@ -25,7 +25,9 @@ from dp_platform.privacy.noise import Draw, NoiseSource, SeededNoise
 from dp_platform.records import from_record, to_record
 
 
-def _campaign(**overrides):
+def _campaign(strategy: str = "diagonal", **overrides):
+    """A 12-day prefix campaign; the diagonal strategy unless asked (the rules these tests
+    check are the diagonal's; tests/test_adsbpc_plus_strategy.py has the correlated ones)."""
     data = {
         "name": "plus",
         "advertiser": "acme",
@@ -37,6 +39,7 @@ def _campaign(**overrides):
         "adsbpc_plus": {"profile_days": 4, "cap": 6},
     }
     data.update(overrides)
+    data["adsbpc_plus"] = {"strategy": strategy, **data["adsbpc_plus"]}
     return parse_campaign(data)
 
 

@@ -20,8 +20,11 @@ from dp_platform.events.paper import paper_dataset
 from dp_platform.mechanisms.adsbpc_plus import (
     PROFILE_GRID,
     make_plan,
+    profile_cross,
     profile_factors,
+    profile_top,
     run_stream,
+    strategy_row,
 )
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.warehouse import Warehouse
@@ -32,7 +35,7 @@ START = date(2026, 3, 1)
 DAYS = 6
 
 
-def _campaign(name: str = "plus"):
+def _campaign(name: str = "plus", strategy: str = "auto"):
     return parse_campaign(
         {
             "name": name,
@@ -43,7 +46,7 @@ def _campaign(name: str = "plus"):
             "mechanism": "adsbpc_plus",
             "attribution": {"rule": "lta", "lookback_days": 1},
             "privacy": {"rho": 0.3},
-            "adsbpc_plus": {"profile_days": 2, "cap": 5},
+            "adsbpc_plus": {"profile_days": 2, "cap": 5, "strategy": strategy},
         }
     )
 
@@ -54,7 +57,7 @@ def loaded(tmp_path_factory):
     files = write_events(data.to_events(START), tmp_path_factory.mktemp("ev"), fmt="parquet")
     wh = Warehouse(":memory:")
     wh.ingest(files.impressions, files.conversions, now=FAR_FUTURE)
-    for name in ("plus", "again"):
+    for name in ("plus", "again", "rows"):
         camp = _campaign(name)
         wh.attribute_days(camp, START, START + timedelta(days=DAYS - 1))
         wh.contributions_days(camp, START, START + timedelta(days=DAYS - 1))
@@ -65,13 +68,20 @@ def loaded(tmp_path_factory):
 def _warehouse_stream(wh, campaign, plan, seed):
     def clip(day, bound, sigma):
         when = START + timedelta(days=day - 1)
-        return wh.plus_clipped_vector(campaign, when, bound, sigma, plan.filter_cap)
+        row = strategy_row(plan, day)
+        return wh.plus_clipped_vector(campaign, when, bound, sigma, plan.filter_cap, row=row)
 
     def profile(factors):
         m = plan.config.profile_days
         days = [START + timedelta(days=i) for i in range(m)]
         return wh.plus_profile_histogram(
-            campaign, days, list(state_bounds[:m]), factors, 5, grid=PROFILE_GRID
+            campaign,
+            days,
+            list(state_bounds[:m]),
+            factors,
+            profile_top(plan),
+            grid=PROFILE_GRID,
+            cross=profile_cross(plan),
         )
 
     histograms = [wh.day_histogram(campaign, START + timedelta(days=d)) for d in range(DAYS)]
@@ -91,10 +101,14 @@ def _warehouse_stream(wh, campaign, plan, seed):
     )
 
 
-def test_sql_filter_equals_the_numpy_engine_and_production_equals_evaluation(loaded):
+@pytest.mark.parametrize(("name", "strategy"), [("plus", "diagonal"), ("rows", "sqrt")])
+def test_sql_filter_equals_the_numpy_engine_and_production_equals_evaluation(
+    loaded, name, strategy
+):
     data, wh = loaded
-    campaign = _campaign()
+    campaign = _campaign(name, strategy)
     plan = replace(make_plan(campaign), filter_cap=0.05)  # a tight budget: the filter binds
+    assert plan.strategy_kind == strategy
     releases, state = _warehouse_stream(wh, campaign, plan, seed=5)
     run = run_plus(plan, prepare_plus(data), SeededNoise(5))
     np.testing.assert_array_equal([r.choice.bound for r in releases], run.bounds)

@@ -101,12 +101,12 @@ def test_an_impression_dimension_is_a_breakdown_like_any_other() -> None:
     assert campaign.cells_per_publisher == len(DEVICES) * len(CREATIVES)
 
 
-def test_spark_refuses_impression_dimensions_by_field() -> None:
-    with pytest.raises(ConfigError) as error:
-        _catalogue([_entry("c", "lta", [], ["count"])], warehouse={"engine": "spark"})
-    assert "dimensions.creative: impressions dimensions are loaded by the duckdb" in str(
-        error.value
-    )
+def test_both_engines_accept_impression_dimensions() -> None:
+    """Spark loads and attributes them as DuckDB does (tests/test_spark_cells.py)."""
+    for engine in ("duckdb", "spark"):
+        entry = _entry("c", "uni", ["creative"], ["count"])
+        campaign = _catalogue([entry], warehouse={"engine": engine}).campaigns[0]
+        assert [d.source for d in campaign.breakdown] == ["impressions"]
 
 
 def test_ingest_quarantines_unknown_and_missing_creatives(tmp_path) -> None:

@@ -21,6 +21,7 @@ from dp_platform.privacy.filter import (
     budget_fraction,
     clip_unit_rows,
     filter_cap,
+    remaining,
     worst_case_charge,
 )
 
@@ -145,3 +146,130 @@ def test_ledger_charge_is_the_worst_case_rise_and_stops_at_rho1():
         spent += charge
     assert charges == [Fraction(3, 10), Fraction(4, 10), Fraction(3, 10), Fraction(0)]
     assert filter_cap(rho1) < 1 and filter_cap(rho1) > 1 - 1e-8
+
+
+# -- correlated strategies (privacy/strategy.py): a row carries earlier days -----------------
+
+
+def _reference_rows(conversions: ConversionSet, matrix: np.ndarray, cap: float):
+    """The filter for a strategy C, user by user in plain loops: each row α·(P + C_tt·k) with
+    P = Σ_{j<t} C_tj k_j; conversions kept in order while ‖row‖² ≤ 2σ²(cap − s_u) (the partial
+    one by bisection, not the closed form); α < 1 only when ‖P‖² alone is above it. Returns per
+    day the rows' sum, the users' costs, each user's kept vectors."""
+    data = prepare_plus(conversions)
+    users, pubs = data.n_users, data.n_publishers
+    kept = np.zeros((users, data.n_days, pubs))
+    spend = np.zeros(users)
+    out = []
+    for t, (bound, sigma) in enumerate(zip(BOUNDS, SIGMAS, strict=True)):
+        rows = data.rows(t)
+        total, costs = np.zeros(pubs), np.zeros(users)
+        for u in range(users):
+            room = 2 * sigma**2 * float(remaining(cap, np.array([spend[u]]))[0])
+            past = matrix[t, :t] @ kept[u, :t]
+            if past @ past > room:
+                vector = np.sqrt(room / (past @ past)) * past
+            else:
+                vector = past.copy()
+                mine = sorted(
+                    (int(data.rank[i]), i)
+                    for i in range(rows.start, rows.stop)
+                    if data.user[i] == u
+                )
+                for rank, i in mine:
+                    p, most = int(data.publisher[i]), float(count_fraction(rank, bound))
+
+                    def norm(
+                        f: float, p: int = p, base: np.ndarray = vector, c: float = matrix[t, t]
+                    ) -> float:
+                        v = base.copy()
+                        v[p] += f * c
+                        return float(v @ v)
+
+                    if norm(most) <= room:
+                        f = most
+                    else:
+                        low, high = 0.0, most
+                        for _ in range(200):
+                            mid = (low + high) / 2
+                            low, high = (mid, high) if norm(mid) <= room else (low, mid)
+                        f = low
+                    vector[p] += f * matrix[t, t]
+                    kept[u, t, p] += f
+                    if f < most:
+                        break
+            costs[u] = float(vector @ vector) / (2 * sigma**2)
+            total += vector
+        spend += costs
+        out.append((total, costs))
+    return out, kept
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_correlated_rows_charge_each_user_their_whole_row_exactly(seed):
+    """RowFilter (the evaluation's engine, the SQL's twin) against the plain-loop reference:
+    the same released rows and costs; every user's costs sum to ≤ ρ1 as exact rationals; and
+    users are cut both ways — by a partial conversion and by α < 1 on their past alone."""
+    from dp_platform.evaluation.plus_data import RowFilter
+    from dp_platform.privacy.strategy import sqrt_matrix
+
+    conversions = _data(seed, users=120)
+    matrix = sqrt_matrix(len(BOUNDS))
+    cap = filter_cap(RHO1)
+    reference, _ = _reference_rows(conversions, matrix, cap)
+    data = prepare_plus(conversions)
+    engine = RowFilter(data, matrix)
+    spend = np.zeros(data.n_users)
+    exact: dict[int, Fraction] = defaultdict(Fraction)
+    scaled = 0
+    for t, (bound, sigma) in enumerate(zip(BOUNDS, SIGMAS, strict=True)):
+        past_norm, _ = engine._past(t)
+        room = 2 * sigma**2 * remaining(cap, spend)
+        scaled += int(np.sum((past_norm > room) & (room > 0)))
+        _, cost, row = engine.day(t, bound, sigma, spend, cap)
+        total, costs = reference[t]
+        np.testing.assert_allclose(row, total, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(cost, costs, rtol=1e-9, atol=1e-12)
+        spend += cost
+        for user in np.flatnonzero(cost):
+            exact[int(user)] += Fraction(float(cost[user]))
+    assert all(total <= RHO1 for total in exact.values())
+    assert sum(1 for t in exact.values() if t > RHO1 * Fraction(999, 1000)) >= 5
+    assert scaled >= 1  # some user's earlier days alone passed their room: α < 1
+
+
+def test_a_cut_user_leaves_every_later_row_past_included():
+    """Once a user's spend reaches the cap their later rows are 0 — their earlier days are not
+    carried on — and removing them changes each row by exactly their part."""
+    from dp_platform.evaluation.plus_data import RowFilter
+    from dp_platform.privacy.strategy import sqrt_matrix
+
+    base = _data(3, users=60)
+    heavy = ConversionSet(
+        np.append(base.user, [base.n_users] * 24),
+        np.append(base.day, np.repeat(np.arange(6), 4)),
+        np.append(base.publisher, np.zeros(24, dtype=base.publisher.dtype)),
+        np.append(base.time_ms, np.tile(np.arange(4) * 1000, 6)),
+        base.n_users + 1,
+        base.n_days,
+        base.n_publishers,
+        "t",
+    )
+    matrix = sqrt_matrix(len(BOUNDS))
+    rows = {}
+    for name, conversions in (("with", heavy), ("without", base)):
+        data = prepare_plus(conversions)
+        engine = RowFilter(data, matrix)
+        spend = np.zeros(data.n_users)
+        rows[name] = []
+        for t, (bound, sigma) in enumerate(zip(BOUNDS, SIGMAS, strict=True)):
+            _, cost, row = engine.day(t, bound, sigma, spend, 4.0)
+            spend += cost
+            rows[name].append((row, cost[-1] if name == "with" else 0.0))
+    out = [t for t in range(len(BOUNDS)) if rows["with"][t][1] == 0.0]
+    assert out, "the heavy user must be cut within the campaign"
+    for t in range(len(BOUNDS)):
+        (row, cost), (other, _) = rows["with"][t], rows["without"][t]
+        change = float(np.sum((row - other) ** 2))
+        assert change == pytest.approx(cost * 2 * SIGMAS[t] ** 2, rel=1e-9, abs=1e-12)
+    assert all(np.allclose(rows["with"][t][0], rows["without"][t][0]) for t in out)

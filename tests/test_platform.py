@@ -289,14 +289,55 @@ def test_one_shot_and_reach_are_released_once_through_dagster(prepared, tmp_path
     assert metadata["noisy_total"].value == round_to_noise(once["one_shot"]["total"], std)
 
 
-def test_adsbpc_plus_runs_through_the_same_assets_and_ledger(prepared, tmp_path) -> None:
+def _plus_library_run(direct_home, plan, campaign) -> list:
+    """AdsBPC+ by the library alone on a copy of the same home (no Dagster, no ledger)."""
+    from dp_platform.mechanisms import adsbpc_plus
+
+    days = campaign_days(campaign)
+    bounds: list[float] = []
+    with Warehouse(direct_home.warehouse) as warehouse:
+        for day in days:
+            warehouse.attribute_day(campaign, day)
+            warehouse.contributions_day(campaign, day)
+        histograms = [warehouse.day_histogram(campaign, day) for day in days]
+
+        def clip(number, bound, sigma):
+            bounds.append(bound)
+            row = adsbpc_plus.strategy_row(plan, number)
+            return warehouse.plus_clipped_vector(
+                campaign, days[number - 1], bound, sigma, plan.filter_cap, row=row
+            )
+
+        def profile(factors):
+            m = plan.config.profile_days
+            return warehouse.plus_profile_histogram(
+                campaign,
+                days[:m],
+                bounds[:m],
+                list(factors),
+                adsbpc_plus.profile_top(plan),
+                grid=adsbpc_plus.PROFILE_GRID,
+                cross=adsbpc_plus.profile_cross(plan),
+            )
+
+        publishers = len(warehouse.campaign_publishers(campaign))
+        releases, _ = adsbpc_plus.run_stream(
+            plan, histograms, clip, profile, publishers=publishers, noise=PlusRoutedNoise(5, 6, 4)
+        )
+    return [r.measurement.values for r in releases]
+
+
+@pytest.mark.parametrize("strategy", [None, "diagonal"])
+def test_adsbpc_plus_runs_through_the_same_assets_and_ledger(prepared, tmp_path, strategy) -> None:
     """mechanism: adsbpc_plus is a config switch: same assets, ledger, write-once releases; the
-    releases equal the library's stream on the same data and seeds."""
+    releases equal the library's stream on the same data and seeds — with the default (the
+    square-root strategy: correlated rows, decoded days) and with the diagonal one."""
     import yaml
 
     from dp_platform.mechanisms import adsbpc_plus
 
-    plus = {**catalogue()["campaigns"][0], "mechanism": "adsbpc_plus"}
+    mechanism = {"kind": "adsbpc_plus", **({"strategy": strategy} if strategy else {})}
+    plus = {**catalogue()["campaigns"][0], "mechanism": mechanism}
     home = copy_home(prepared, tmp_path / "plus")
     direct_home = copy_home(prepared, tmp_path / "plus_direct")
     for target in (home, direct_home):
@@ -312,42 +353,93 @@ def test_adsbpc_plus_runs_through_the_same_assets_and_ledger(prepared, tmp_path)
 
     campaign = load_catalogue(direct_home.root / "campaigns.yaml").campaign("spring")
     plan = adsbpc_plus.make_plan(campaign)
+    assert plan.strategy_kind == (strategy or "sqrt")
+    assert (stored[-1].row_sigma is not None) == (strategy is None)
     assert "histogram" in plan.bound_charges(1)
-    days = campaign_days(campaign)
-    bounds: list[float] = []
-    with Warehouse(direct_home.warehouse) as warehouse:
-        for day in days:
-            warehouse.attribute_day(campaign, day)
-            warehouse.contributions_day(campaign, day)
-        histograms = [warehouse.day_histogram(campaign, day) for day in days]
-
-        def clip(number, bound, sigma):
-            bounds.append(bound)
-            return warehouse.plus_clipped_vector(
-                campaign, days[number - 1], bound, sigma, plan.filter_cap
-            )
-
-        def profile(factors):
-            m = plan.config.profile_days
-            return warehouse.plus_profile_histogram(
-                campaign,
-                days[:m],
-                bounds[:m],
-                list(factors),
-                plan.config.cap,
-                grid=adsbpc_plus.PROFILE_GRID,
-            )
-
-        publishers = len(warehouse.campaign_publishers(campaign))
-        releases, _ = adsbpc_plus.run_stream(
-            plan, histograms, clip, profile, publishers=publishers, noise=PlusRoutedNoise(5, 6, 4)
-        )
-    assert [r.measurement.values for r in releases] == [r.values for r in stored]
+    # equal up to the order DuckDB's threads add a row's floats in (C's weights are not
+    # integers): the releases are drawn once, so this never reaches an advertiser
+    direct = _plus_library_run(direct_home, plan, campaign)
+    np.testing.assert_allclose(direct, [r.values for r in stored], rtol=1e-12, atol=1e-9)
 
     run_campaigns(config, home.root, instance=instance, today=TODAY, noise=RoutedNoise(7, 8))
     with Ledger.at_home(home.root) as ledger:
         assert ledger.releases("spring") == stored  # write-once
         assert ledger.campaign_budget("spring").spent == budget.spent
+
+
+def test_a_campaign_registered_before_strategies_keeps_its_plan_and_releases(
+    prepared, tmp_path
+) -> None:
+    """An AdsBPC+ campaign registered by a release without noise strategies (its plan, config
+    and declaration records have no strategy fields) keeps running on what it registered — the
+    diagonal strategy — although the new default for the same catalogue entry is the
+    square-root one: its releases are the diagonal plan's, bit for bit, and the catalogue entry
+    is not taken for an edit."""
+    import yaml
+
+    from dp_platform.ledger import CampaignRecord
+    from dp_platform.mechanisms import adsbpc_plus
+    from dp_platform.plans import campaign_plan
+    from dp_platform.registration import declaration
+
+    plus = {**catalogue()["campaigns"][0], "mechanism": {"kind": "adsbpc_plus"}}
+    home = copy_home(prepared, tmp_path / "old")
+    direct_home = copy_home(prepared, tmp_path / "old_direct")
+    for target in (home, direct_home):
+        (target.root / "campaigns.yaml").write_text(yaml.safe_dump(catalogue(2.0, [plus])))
+    config = home.root / "campaigns.yaml"
+    cat = load_catalogue(config)
+    campaign = cat.campaign("spring")
+    assert adsbpc_plus.make_plan(campaign).strategy_kind == "sqrt"  # the new default
+    # what the earlier release registered: the diagonal plan, records without the new fields
+    old = campaign.model_copy(
+        update={"mechanism": campaign.mechanism.model_copy(update={"strategy": "diagonal"})}
+    )
+    record = campaign_plan(old).to_record()
+    stream = record["stream"]["plan"]
+    for key in ("strategy_kind", "strategy", "cross_weight"):
+        del stream[key]
+    del stream["config"]["strategy"]
+    frozen = campaign.model_dump(mode="json")
+    del frozen["mechanism"]["strategy"]
+    with Warehouse(home.warehouse) as warehouse:  # the keys it froze: the advertiser's
+        frozen["publishers"] = list(warehouse.campaign_publishers(campaign))
+    declared = declaration(campaign, None).to_record()
+    del declared["values"]["mechanism.strategy"]
+    with Ledger.at_home(home.root) as ledger:
+        ledger.register(
+            CampaignRecord(
+                name="spring",
+                account=campaign.account,
+                days=campaign.days,
+                planned=campaign_plan(old).total,
+                declared=declared,
+                config=frozen,
+                plan=record,
+            ),
+            cat.account(campaign.account),
+        )
+    instance = dg.DagsterInstance.ephemeral()
+    run_campaigns(config, home.root, instance=instance, today=TODAY, noise=PlusRoutedNoise(5, 6, 4))
+    with Ledger.at_home(home.root) as ledger:
+        stored = ledger.releases("spring")
+        registered = ledger.campaign_info("spring")["plan"]["stream"]["plan"]
+    assert "strategy" not in registered  # the record was not rewritten
+    assert all(r.row_sigma is None for r in stored)  # independent days, as registered
+    diagonal = adsbpc_plus.make_plan(old)
+    assert _plus_library_run(direct_home, diagonal, old) == [r.values for r in stored]
+    # and the same entry registered now runs the new default: different releases
+    fresh = copy_home(prepared, tmp_path / "new")
+    (fresh.root / "campaigns.yaml").write_text(yaml.safe_dump(catalogue(2.0, [plus])))
+    run_campaigns(
+        fresh.root / "campaigns.yaml",
+        fresh.root,
+        instance=dg.DagsterInstance.ephemeral(),
+        today=TODAY,
+        noise=PlusRoutedNoise(5, 6, 4),
+    )
+    with Ledger.at_home(fresh.root) as ledger:
+        assert all(r.row_sigma is not None for r in ledger.releases("spring"))
 
 
 def test_a_partition_that_breaks_its_schema_fails_the_check_and_blocks_the_release(home) -> None:

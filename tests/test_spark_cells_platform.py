@@ -1,13 +1,18 @@
 """Sliced campaigns on Spark as an operator runs them: `ingest --config`, a Dagster run, `releases
 --json` — byte for byte what DuckDB publishes from the same events and the same seeded noise.
 
-Two homes, one per engine, the same catalogue but for its ``warehouse:`` block: an AdsBPC and an
-AdsBPC+ campaign, each broken down by region × device with measures [count, value]. Each home
-ingests the same event files through the CLI (the catalogue's dimension lists checked on ingest)
-and runs both campaigns through Dagster with one seeded noise source; the two `releases --json`
-documents (cells, their σ and intervals, per-publisher counts, derived totals, cumulative
-series) must be the same text. The Spark session must have kept nothing of the run where its UI
-or a listener would show it.
+Two homes, one per engine, the same catalogue but for its ``warehouse:`` block, every campaign
+with measures [count, value]: AdsBPC and AdsBPC+ (diagonal strategy) broken down by region ×
+device (conversion columns); AdsBPC (uniform multi-touch) and AdsBPC+ with the square-root
+strategy (u-shaped) broken down by the credited impression's creative × a conversion column
+(private last touch with impression cells, whose draws a Dagster run takes from the secure
+sampler, is compared with seeded draws in tests/test_spark_cells.py); and a one-shot release
+(Laplace, ℓ1 cells) by creative × region. Each home ingests the same event files through the
+CLI (the catalogue's dimension lists of both files checked on ingest) and runs every campaign
+through Dagster with one seeded noise source; the `releases --json` documents (cells, their σ
+and intervals, per-publisher counts, derived totals, cumulative series, the one-shot's cells)
+must be the same text. The Spark session must
+have kept nothing of the run where its UI or a listener would show it.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from dp_platform.ledger import Ledger
 from dp_platform.privacy.noise import SeededNoise
 from tests.cells_data import (
     ADVERTISER,
+    CREATIVES,
     DEVICES,
     PUBLISHERS,
     REGIONS,
@@ -41,10 +47,16 @@ from tests.platform_fixtures import warehouse_block
 
 DAYS = 5
 TODAY = date(2026, 11, 22)
-CAMPAIGNS = {
-    "sliced": {"kind": "adsbpc", "bounds": {"quantile_days": 3, "cap": 6}},
-    "sliced_plus": {"kind": "adsbpc_plus", "cap": 5, "profile_days": 2},
+ADSBPC = {"kind": "adsbpc", "bounds": {"quantile_days": 3, "cap": 6}}
+PLUS = {"kind": "adsbpc_plus", "cap": 5, "profile_days": 2}
+CAMPAIGNS = {  # name: (mechanism, attribution rule, breakdown)
+    "sliced": (ADSBPC, "lta", ["region", "device"]),
+    "sliced_plus": ({**PLUS, "strategy": "diagonal"}, "lta", ["region", "device"]),
+    "touched": (ADSBPC, "uni", ["creative", "region"]),
+    "touched_plus": ({**PLUS, "strategy": "sqrt"}, "u_shaped", ["creative", "device"]),
+    "once": ({"kind": "one_shot", "bound": 2}, "uni", ["creative", "region"]),
 }
+SIZES = {"region": len(REGIONS), "device": len(DEVICES), "creative": len(CREATIVES)}
 
 
 def _catalogue(engine: str) -> dict:
@@ -53,6 +65,7 @@ def _catalogue(engine: str) -> dict:
         "dimensions": {
             "region": {"source": "conversions", "values": REGIONS},
             "device": {"source": "conversions", "values": DEVICES},
+            "creative": {"source": "impressions", "values": CREATIVES},
         },
         "campaigns": [
             {
@@ -62,14 +75,14 @@ def _catalogue(engine: str) -> dict:
                 "start": START.isoformat(),
                 "days": DAYS,
                 "publishers": PUBLISHERS,
-                "attribution": {"rule": "lta", "lookback_days": 30},
-                "privacy": {"rho": 4.0},
+                "attribution": {"rule": rule, "lookback_days": 30},
+                "privacy": {"rho": 1.0 if name == "once" else 4.0},
                 "mechanism": mechanism,
-                "breakdown": ["region", "device"],
+                "breakdown": breakdown,
                 "measures": ["count", "value"],
                 "value_cap": VALUE_CAP,
             }
-            for name, mechanism in CAMPAIGNS.items()
+            for name, (mechanism, rule, breakdown) in CAMPAIGNS.items()
         ],
         "warehouse": warehouse_block(engine),
     }
@@ -103,7 +116,7 @@ def homes(spark, tmp_path_factory):
             instance=dg.DagsterInstance.ephemeral(),
             today=TODAY,
         )
-        assert [len(r.days) for r in runs] == [DAYS, DAYS]
+        assert [len(r.days) for r in runs][:-1] == [DAYS] * (len(CAMPAIGNS) - 1)
         out[engine] = (home, json.loads(ingested))
     return out
 
@@ -111,8 +124,8 @@ def homes(spark, tmp_path_factory):
 def test_cli_ingest_reports_the_same_dimension_checks_on_both_engines(homes):
     (_, duck), (_, spark) = homes["duckdb"], homes["spark"]
     assert duck == spark
-    conversions = spark["conversions"]
-    assert conversions["accepted"] == conversions["rows"] > 0  # every value listed
+    for kind in ("impressions", "conversions"):
+        assert spark[kind]["accepted"] == spark[kind]["rows"] > 0  # every value listed
 
 
 @pytest.mark.parametrize("campaign", list(CAMPAIGNS))
@@ -123,9 +136,17 @@ def test_sliced_releases_are_byte_identical_on_spark_and_duckdb(homes, campaign)
     }
     assert documents["spark"] == documents["duckdb"]
     document = json.loads(documents["spark"])
+    _, _, breakdown = CAMPAIGNS[campaign]
+    size = len(PUBLISHERS) * int(np.prod([SIZES[d] for d in breakdown])) * 2
+    if campaign == "once":
+        assert document["days"] == []
+        cells = document["one_shot"]["cells"]
+        assert len(cells) == size and {c["measure"] for c in cells} == {"count", "value"}
+        assert sum(c["value"] != 0 for c in cells) > 0
+        return
     assert len(document["days"]) == DAYS
     cells = document["days"][-1]["cells"]
-    assert len(cells) == len(PUBLISHERS) * len(REGIONS) * len(DEVICES) * 2
+    assert len(cells) == size
     assert {c["measure"] for c in cells} == {"count", "value"}
     assert document["days"][-1]["totals"] and document["cumulative"]
     # the stored releases too: the same bound and σ, noisy entries equal up to Spark's

@@ -23,7 +23,9 @@ from dp_platform.events import generate_campaign, write_events
 from dp_platform.mechanisms.adsbpc_plus import PROFILE_GRID
 from dp_platform.mechanisms.oneshot import plan_from_config
 from dp_platform.privacy.discrete import SeededIntegerNoise
+from dp_platform.privacy.strategy import sqrt_matrix
 from dp_platform.warehouse import Warehouse
+from dp_platform.warehouse.base import StrategyRow
 from tests.conftest_data import campaign
 
 START = date(2026, 3, 1)
@@ -221,7 +223,7 @@ def test_every_rule_gives_the_same_rows_histograms_and_vectors(engines, rule):
     )
 
 
-def _one_shot_campaign(one_shot: dict):
+def _one_shot_campaign(one_shot: dict, **fields: object):
     from dp_platform.config import parse_campaign
 
     return parse_campaign(
@@ -233,6 +235,7 @@ def _one_shot_campaign(one_shot: dict):
             "days": DAYS,
             "mechanism": {"kind": "one_shot", **one_shot},
             "attribution": {"rule": "uni", "lookback_days": LOOKBACK},
+            **fields,
         }
     )
 
@@ -256,6 +259,26 @@ def test_one_shot_sums_and_reach_histograms_are_identical(engines):
         np.testing.assert_array_equal(*histograms)
 
 
+def test_one_shot_cell_sums_are_identical(engines):
+    """A one-shot release of cells (count and value per publisher, ℓ1-scaled by 1/2:
+    oneshot_sums_cells.sql), pre and post enforcement, over the same attribution."""
+    duck, sparkw, _ = engines
+    for enforcement, bound in (("post", 2.5), ("pre", 2.0)):
+        camp = _one_shot_campaign(
+            {"enforcement": enforcement, "bound": bound},
+            measures=["count", "value"],
+            value_cap=5.0,
+        )
+        for warehouse in (duck, sparkw):
+            warehouse.attribute_days(camp, START, LAST)
+        plan = plan_from_config(camp)
+        sums = [w.one_shot_sums(camp, plan.period_bound) for w in (duck, sparkw)]
+        publishers = duck.campaign_publishers(camp)
+        assert sums[1].shape == (2 * len(publishers),)
+        assert sums[1][0::2].sum() > 0 and sums[1][1::2].sum() > 0  # counts and values
+        np.testing.assert_allclose(sums[0], sums[1], rtol=0, atol=1e-9)
+
+
 def test_adsbpc_plus_filter_spends_and_profile_are_identical(engines):
     duck, sparkw, _ = engines
     camp = campaign(rule="uni", lookback_days=LOOKBACK, start=START, days=DAYS, name="plus")
@@ -274,6 +297,35 @@ def test_adsbpc_plus_filter_spends_and_profile_are_identical(engines):
     assert summaries[0]["max_spend"] == pytest.approx(summaries[1]["max_spend"], abs=1e-12)
     profiles = [
         w.plus_profile_histogram(camp, days[:2], [2.5, 1.0], [1.0, 0.5], 4, grid=PROFILE_GRID)
+        for w in (duck, sparkw)
+    ]
+    assert profiles[0].sum() > 0
+    np.testing.assert_array_equal(*profiles)
+
+
+def test_adsbpc_plus_correlated_rows_and_cross_profile_are_identical(engines):
+    """The square-root strategy's rows (plus_rows.sql): earlier days carried through C, users
+    whose past alone passes the cap scaled and cut — the same vectors and spends on both."""
+    duck, sparkw, _ = engines
+    camp = campaign(rule="uni", lookback_days=LOOKBACK, start=START, days=DAYS, name="rows")
+    days = [START + timedelta(days=i) for i in range(DAYS)]
+    matrix = sqrt_matrix(DAYS)
+    for warehouse in (duck, sparkw):
+        warehouse.attribute_days(camp, START, LAST)
+    for index, (day, bound) in enumerate(zip(days, (2.5, 1.0, 3.0)[:DAYS], strict=True)):
+        row = StrategyRow(float(matrix[index, index]), tuple(matrix[index, :index]))
+        vectors = [
+            w.plus_clipped_vector(camp, day, bound, 0.8, 1.5, row=row) for w in (duck, sparkw)
+        ]
+        np.testing.assert_allclose(vectors[0], vectors[1], rtol=0, atol=1e-9)
+    summaries = [w.plus_spend_summary(camp) for w in (duck, sparkw)]
+    assert summaries[0]["users"] == summaries[1]["users"] > 0
+    assert summaries[0]["max_spend"] == pytest.approx(summaries[1]["max_spend"], abs=1e-12)
+    assert summaries[0]["max_spend"] == pytest.approx(1.5, rel=1e-9)  # the cap binds
+    profiles = [
+        w.plus_profile_histogram(
+            camp, days[:2], [2.5, 1.0], [1.0, 0.5], 4, grid=PROFILE_GRID, cross=0.7
+        )
         for w in (duck, sparkw)
     ]
     assert profiles[0].sum() > 0

@@ -132,6 +132,7 @@ class FixedBoundMechanism:
         clipped: np.ndarray,
         *,
         noise: NoiseSource | None,
+        earlier: tuple[Measurement, ...] = (),  # independent days: not needed
     ) -> Measurement:
         values = resolve(noise).add_gaussian(
             clipped, plan.sigma, l2_sensitivity=choice.bound, rho=plan.day_rho

@@ -11,7 +11,7 @@ times the Spark warehouse instead; docs/scale.md has measured figures for both. 
 releases cells instead of one count per publisher: 2 conversion dimensions of 5 values each
 (ingested and checked) × [count, value] — 50 cells per publisher, on either engine;
 ``--impression-cells`` makes the second an impressions column (attribution then records the
-credited impression's value).
+credited impression's value), on either engine too.
 """
 
 from __future__ import annotations

@@ -97,6 +97,13 @@ def closing_note(result: ExperimentResult) -> str:
         parts.append(
             "AdsBPC is below every baseline" if won else "AdsBPC is NOT below every baseline"
         )
+    if "adsbpc_plus_over_best_baseline" in s:
+        parts.append(
+            f"AdsBPC+ ÷ best baseline ({LABELS[s['best_baseline']]}) = "
+            f"{s['adsbpc_plus_over_best_baseline']:.2f}"
+        )
+    if "adsbpc_plus_over_its_oracle" in s:
+        parts.append(f"AdsBPC+ ÷ its oracle (non-private) = {s['adsbpc_plus_over_its_oracle']:.2f}")
     return "; ".join(parts) + "." if parts else ""
 
 

@@ -23,6 +23,8 @@ from dp_platform.evaluation.methods import (
     BASELINES,
     LABELS,
     METHODS,
+    ONE_REPEAT,
+    PLUS_METHODS,
     Context,
     Outcome,
     rho_charged,
@@ -110,7 +112,7 @@ class MethodResult:
 
     @property
     def private(self) -> bool:
-        return self.name != "oracle"
+        return self.name not in ("oracle", "plus_oracle")
 
     def to_json(self) -> dict:
         out = {
@@ -123,6 +125,7 @@ class MethodResult:
             "seconds": self.seconds,
             "rho_charged": self.rho_charged,
             "bias_share": self.score.bias_share,
+            "error_consistent": self.score.error_consistent,
         }
         if self.mean_bounds is not None:
             out["mean_bounds"] = list(self.mean_bounds)
@@ -167,6 +170,12 @@ class ExperimentResult:
         plus = self.error("adsbpc_plus")
         if plus is not None and ours:
             out["adsbpc_plus_over_adsbpc"] = plus / ours
+        if plus is not None and baselines:
+            best = min(baselines, key=lambda n: baselines[n])
+            out["adsbpc_plus_over_best_baseline"] = plus / baselines[best]
+        plus_oracle = self.error("plus_oracle")
+        if plus is not None and plus_oracle:
+            out["adsbpc_plus_over_its_oracle"] = plus / plus_oracle
         return out
 
     def to_json(self) -> dict:
@@ -219,8 +228,8 @@ def run_experiment(
     spec = dataset_spec(config.dataset)
     if data is None:
         data, prepare_seconds = prepare_dataset(config)
-    plus_plan = None
-    if "adsbpc_plus" in config.methods:
+    plus_plan = plus_diagonal_plan = None
+    if set(PLUS_METHODS) & set(config.methods):
         if plus_data is None:
             started = time.perf_counter()
             plus_data = prepare_plus(
@@ -233,9 +242,12 @@ def run_experiment(
                 )
             )
             prepare_seconds += time.perf_counter() - started
-        plus_plan = adsbpc_plus.make_plan(
-            plus_campaign_for(config.make_workload(), rho=config.rho, cap=spec.cap)
-        )
+        plus_campaign = plus_campaign_for(config.make_workload(), rho=config.rho, cap=spec.cap)
+        plus_plan = adsbpc_plus.make_plan(plus_campaign)
+        if "plus_diagonal" in config.methods:
+            settings = plus_campaign.mechanism.model_copy(update={"strategy": "diagonal"})
+            diagonal = plus_campaign.model_copy(update={"mechanism": settings})
+            plus_diagonal_plan = adsbpc_plus.make_plan(diagonal)
     if data.n_days != config.days:
         raise ValueError(f"data has {data.n_days} days, config {config.days}")
     workload = config.make_workload()
@@ -250,15 +262,17 @@ def run_experiment(
         quantile=campaign.mechanism.bounds.p,
         plus_plan=plus_plan,
         plus_data=plus_data,
+        plus_diagonal_plan=plus_diagonal_plan,
     )
     names = _ordered(config.methods)
     results: dict[str, MethodResult] = {}
     label = f"{config.dataset}/{config.workload} ρ={config.rho:g} n={config.days}"
-    with Progress(len(names) * config.repeats, label, enabled=show_progress) as bar:
+    total = sum(1 if name in ONE_REPEAT else config.repeats for name in names)
+    with Progress(total, label, enabled=show_progress) as bar:
         for name in names:
             started = time.perf_counter()
             outcomes: list[Outcome] = []
-            for repeat in range(config.repeats):
+            for repeat in range(1 if name in ONE_REPEAT else config.repeats):
                 noise: Callable[[str], NoiseSource] = lambda m, k=repeat: SeededNoise(  # noqa: E731
                     noise_seed(config.seed, m, k)
                 )

@@ -16,6 +16,8 @@ Budgets (all add/remove user-level zCDP, total ρ):
   budget ρ1 = 0.7ρ**, so it pays for choosing r exactly what AdsBPC paid and its total is ρ.
   (Giving it all of ρ would hand it r for free; the paper does not say which it did.)
 - Oracle: NOT private. The true per-day p-quantile as bound and all of ρ on the Gaussian.
+- AdsBPC+ oracle: NOT private. AdsBPC+'s own choices on exact inputs — the true daily
+  histograms for r_i, the true profile's q-quantile for s — and all of ρ on the measurement.
 - AdsBPC+ (:mod:`dp_platform.mechanisms.adsbpc_plus`): ρ = ρ1 (each user's filter budget) + the
   daily noisy histograms + the profile histogram, its plan's exact split (default 0.95/0.03/0.02).
   Its expected error uses the *filtered* clipped vectors of the repeat (each user's cut
@@ -30,11 +32,22 @@ from functools import cached_property
 
 import numpy as np
 
-from dp_platform.baselines import BIN, IPA, MMBPC, UMM, LinearPlan, Stream, Workload, cached_plan
+from dp_platform.baselines import (
+    BIN,
+    IPA,
+    MMBPC,
+    UMM,
+    LinearPlan,
+    Stream,
+    Workload,
+    cached_plan,
+    prefix_weights,
+)
 from dp_platform.config import CampaignConfig
 from dp_platform.evaluation.adsbpc_runs import DailyRun, given_bounds_run, run_adsbpc
 from dp_platform.evaluation.datasets import DatasetSpec
 from dp_platform.evaluation.plus_data import PlusData, run_plus
+from dp_platform.evaluation.plus_scale import mse_choose, mse_scale
 from dp_platform.evaluation.prepared import PreparedData
 from dp_platform.mechanisms.adsbpc import AdsbpcPlan
 from dp_platform.mechanisms.adsbpc_plus import PlusPlan
@@ -45,6 +58,7 @@ __all__ = [
     "BASELINES",
     "LABELS",
     "METHODS",
+    "ONE_REPEAT",
     "Context",
     "Outcome",
     "daily_outcome",
@@ -53,7 +67,7 @@ __all__ = [
 ]
 
 METHODS = ("adsbpc", "ipa", "bin", "stream", "umm", "mmbpc", "oracle")  # the paper's comparison
-ALL_METHODS = (*METHODS, "adsbpc_plus")  # what --methods accepts; AdsBPC+ on request
+ALL_METHODS = (*METHODS, "adsbpc_plus", "plus_oracle", "plus_diagonal", "plus_mse")
 BASELINES = ("ipa", "bin", "stream", "umm", "mmbpc")
 LABELS = {
     "adsbpc": "AdsBPC",
@@ -64,7 +78,15 @@ LABELS = {
     "mmbpc": "MMBPC",
     "oracle": "Oracle (non-private)",
     "adsbpc_plus": "AdsBPC+",
+    "plus_oracle": "Oracle+ (non-private)",
+    "plus_diagonal": "AdsBPC+ diagonal",
+    "plus_mse": "AdsBPC+ s by MSE",
 }
+PLUS_METHODS = ("adsbpc_plus", "plus_oracle", "plus_diagonal", "plus_mse")  # row-level data
+CANDIDATES = ("plus_diagonal", "plus_mse")  # AdsBPC+ variants measured, not the default
+ONE_REPEAT = ("plus_oracle",)
+"""Methods whose choices read no noise: their expected error (the tables' "error") is the same
+in every repeat, so one repeat gives it; their realised error and ± std are of that one run."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +117,7 @@ class Context:
     adsbpc_runs: dict[int, DailyRun] = field(default_factory=dict)
     plus_plan: PlusPlan | None = None
     plus_data: PlusData | None = None
+    plus_diagonal_plan: PlusPlan | None = None  # the candidate "plus_diagonal"
 
     @cached_property
     def queries(self) -> np.ndarray:
@@ -150,13 +173,21 @@ def _stream(ctx: Context, noise: NoiseSource) -> Outcome:
     return Outcome(answers, variances[None, :] + bias**2, variances=variances)
 
 
-def _plus(ctx: Context, noise: NoiseSource) -> Outcome:
-    """AdsBPC+'s repeat: answers Q x̃, Var_q = Σ_i Q_qi² σ_i², bias Q(filtered − truth)."""
-    if ctx.plus_plan is None or ctx.plus_data is None:
-        raise ValueError("adsbpc_plus needs the context's plus_plan and plus_data")
-    run = run_plus(ctx.plus_plan, ctx.plus_data, noise)
+def _plus(ctx: Context, noise: NoiseSource, name: str = "adsbpc_plus") -> Outcome:
+    """AdsBPC+'s repeat (its non-private oracle's, or a candidate's): answers Q x̂,
+    Var_q = Σ_t ((QC⁻¹)_qt σ_t)² (Σ_i Q_qi² σ_i² for the diagonal strategy), bias
+    Q(what the days estimate − truth)."""
+    plan = ctx.plus_diagonal_plan if name == "plus_diagonal" else ctx.plus_plan
+    if plan is None or ctx.plus_data is None:
+        raise ValueError(f"{name} needs the context's plan and plus_data")
+    choose = None
+    if name == "plus_mse":
+        weights = None if ctx.workload.kind == "sliding" else prefix_weights(ctx.workload.n)
+        choose = mse_choose(mse_scale(plan, ctx.plus_data.n_publishers, weights))
+    run = run_plus(plan, ctx.plus_data, noise, oracle=name == "plus_oracle", choose=choose)
     q = ctx.queries
-    variances = (q**2) @ run.sigmas**2
+    decoder = np.linalg.solve(plan.matrix.T, q.T).T if plan.correlated else q  # Q C⁻¹
+    variances = (decoder**2) @ run.sigmas**2
     bias = run.clipped @ q.T - ctx.truth_answers
     return Outcome(
         run.released @ q.T,
@@ -178,8 +209,8 @@ def run_method(
     MMBPC reads the bounds of AdsBPC's run of the same repeat (run here if not yet).
     """
     gs = float(ctx.spec.global_bound)
-    if name == "adsbpc_plus":
-        return _plus(ctx, noise("adsbpc_plus"))
+    if name in PLUS_METHODS:  # candidates share AdsBPC+'s noise: paired with it
+        return _plus(ctx, noise("adsbpc_plus" if name in CANDIDATES else name), name)
     if name == "adsbpc":
         return daily_outcome(_adsbpc_run(ctx, repeat, lambda: noise("adsbpc")), ctx)
     if name == "oracle":
@@ -209,12 +240,12 @@ def run_method(
 def rho_charged(name: str, ctx: Context) -> float:
     """zCDP the method charges (the oracle's bound is not private: only its Gaussian counts)."""
     gs = float(ctx.spec.global_bound)
-    if name == "adsbpc_plus":
+    if name in ("adsbpc_plus", *CANDIDATES):
         assert ctx.plus_plan is not None
         return float(ctx.plus_plan.budget.total)
     if name == "adsbpc":
         return float(ctx.plan.budget.total)
-    if name == "oracle":
+    if name in ("oracle", "plus_oracle"):
         return ctx.rho
     if name == "stream":
         return cached_plan(Stream(gs, ctx.rho), ctx.workload).zcdp_cost()

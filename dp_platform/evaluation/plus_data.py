@@ -9,13 +9,24 @@ row, as the paper's datasets are attributed). All of it is bound-independent, co
 two sorts; a day of a repeat is then a handful of vectorised passes over that day's rows
 (:func:`dp_platform.privacy.filter.clip_unit_rows`) — no Python loop over users or events.
 
+A correlated strategy C (:mod:`dp_platform.privacy.strategy`) makes day t's row of a user
+Σ_{j≤t} C_tj k_{u,j} (k the kept amounts), so its norm involves the user's earlier days: only
+on a publisher the user reached on several days do two days meet (⟨k_j, k_k⟩ sums over
+publishers). :class:`Pairs` (a third sort, built on first use) lists those (user, publisher)
+pairs and their days; everything else of a user's past is one number per day, ‖k_{u,j}‖²
+summed over the publishers reached that day only. :class:`RowFilter` applies the filter row by
+row from these, exactly.
+
 The repeat runs the production code of :mod:`dp_platform.mechanisms.adsbpc_plus` (``choose_bound``,
 ``measure``) with the data access done here; evaluation only, seeded (:class:`SeededNoise`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -23,17 +34,33 @@ from dp_platform.clipping import count_fraction
 from dp_platform.events.model import MS_PER_DAY, ConversionSet
 from dp_platform.mechanisms.adsbpc_plus import (
     PROFILE_BINS,
+    PlusChoice,
     PlusPlan,
     PlusState,
     choose_bound,
+    decide,
+    estimate_scale,
     measure,
     profile_bins,
+    profile_cross,
     profile_factors,
+    profile_top,
 )
-from dp_platform.privacy.filter import clip_unit_rows, remaining
+from dp_platform.mechanisms.base import Measurement
+from dp_platform.privacy.filter import budget_fraction, clip_unit_rows, filter_cap, remaining
 from dp_platform.privacy.noise import NoiseSource
+from dp_platform.privacy.quantile import cap_histogram
 
-__all__ = ["PlusData", "PlusRun", "filter_day", "prepare_plus", "run_plus"]
+__all__ = [
+    "Pairs",
+    "PlusData",
+    "PlusRun",
+    "RowFilter",
+    "filter_day",
+    "oracle_plan",
+    "prepare_plus",
+    "run_plus",
+]
 
 
 def _ranks(new_group: np.ndarray) -> np.ndarray:
@@ -47,6 +74,34 @@ def _starts(key: np.ndarray) -> np.ndarray:
     mask[0] = True
     np.not_equal(key[1:], key[:-1], out=mask[1:])
     return mask
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """(user, publisher) pairs with conversions on two or more days, and their days.
+
+    ``row_cell[r]``: the (pair, day) cell of row r, or −1 when its pair has one day only;
+    ``cell_pair``/``cell_day``: each cell's pair and (0-based) day, cells in day order (day d's
+    at ``day_cells[d]:[d+1]``); ``pair_user``: each pair's user. ``by_user``/``user_starts``:
+    every row's index grouped by user (CSR), to gather one user's history when the filter
+    cuts them.
+    """
+
+    row_cell: np.ndarray
+    cell_pair: np.ndarray
+    cell_day: np.ndarray
+    day_cells: np.ndarray
+    pair_user: np.ndarray
+    by_user: np.ndarray
+    user_starts: np.ndarray
+
+    @property
+    def cells(self) -> int:
+        return int(self.cell_pair.size)
+
+    @property
+    def pairs(self) -> int:
+        return int(self.pair_user.size)
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,9 +118,50 @@ class PlusData:
     same_before: np.ndarray
     sq_before: np.ndarray
     histograms: np.ndarray  # (n × (K+1)) users with exactly c conversions on day d
+    day: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, dtype=np.int16))
 
     def rows(self, day: int) -> slice:
         return slice(int(self.day_starts[day]), int(self.day_starts[day + 1]))
+
+    @cached_property
+    def pairs(self) -> Pairs:
+        """The multi-day (user, publisher) pairs (module doc): one sort, on first use."""
+        key = (self.user.astype(np.int64) * self.n_publishers + self.publisher) * self.n_days
+        key += self.day
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        pair_key = key // self.n_days
+        new_pair = _starts(pair_key)
+        new_cell = _starts(key)
+        del key
+        pair_id = np.cumsum(new_pair) - 1
+        cell_id = np.cumsum(new_cell) - 1
+        days_per_pair = np.bincount(pair_id, weights=new_cell).astype(np.int64)
+        multi_pair = days_per_pair >= 2
+        multi_row = multi_pair[pair_id]
+        # renumber the multi-day pairs and their cells 0.. in sorted order
+        pair_index = np.cumsum(multi_pair) - 1
+        cell_multi = np.zeros(int(cell_id[-1]) + 1, dtype=bool)
+        cell_multi[cell_id[multi_row]] = True
+        cell_index = np.cumsum(cell_multi) - 1
+        row_cell = np.full(self.user.size, -1, dtype=np.int32)
+        row_cell[order[multi_row]] = cell_index[cell_id[multi_row]]  # renumbered below
+        first_of_cell = np.flatnonzero(new_cell & multi_row)
+        cell_pair = pair_index[pair_id[first_of_cell]]
+        cell_day = self.day[order[first_of_cell]].astype(np.int64)
+        by_day = np.argsort(cell_day, kind="stable")  # cells in day order: a day's cells are
+        renumber = np.empty_like(by_day)  # one block, earlier days a prefix
+        renumber[by_day] = np.arange(by_day.size)
+        cell_pair, cell_day = cell_pair[by_day], cell_day[by_day]
+        day_cells = np.searchsorted(cell_day, np.arange(self.n_days + 1))
+        first_of_pair = np.flatnonzero(new_pair & multi_row)
+        pair_user = (pair_key[first_of_pair] // self.n_publishers).astype(np.int64)
+        del order, pair_key, pair_id, cell_id, multi_row, new_pair, new_cell
+        multi = row_cell >= 0
+        row_cell[multi] = renumber[row_cell[multi]]
+        by_user = np.argsort(self.user, kind="stable").astype(np.int32)
+        user_starts = np.searchsorted(self.user[by_user], np.arange(self.n_users + 1))
+        return Pairs(row_cell, cell_pair, cell_day, day_cells, pair_user, by_user, user_starts)
 
 
 def prepare_plus(conversions: ConversionSet) -> PlusData:
@@ -113,13 +209,18 @@ def prepare_plus(conversions: ConversionSet) -> PlusData:
         same_before=same,
         sq_before=sq_before,
         histograms=histograms.reshape(n, slots + 1).astype(np.int64),
+        day=day.astype(np.int16),
     )
 
 
 @dataclass(frozen=True)
 class PlusRun:
-    """One repeat: per-day r_i, σ_i, ψ_i, the filtered clipped and released (P × n) matrices,
-    and every user's final spend (evaluation and tests only)."""
+    """One repeat: per-day r_i, σ_i (the rows'), ψ_i, the filtered and released (P × n)
+    matrices, and every user's final spend (evaluation and tests only).
+
+    ``clipped`` is what the released days estimate without noise: the filtered days for the
+    diagonal strategy, C⁻¹ of the filtered rows for a correlated one (a cut user's earlier
+    days leave the later rows too, so their bias shows here)."""
 
     bounds: np.ndarray
     sigmas: np.ndarray
@@ -127,8 +228,9 @@ class PlusRun:
     clipped: np.ndarray
     released: np.ndarray
     spend: np.ndarray
-    day_costs: np.ndarray | None = None  # (n × users) if asked for: ‖c̄‖²/(2σ²) per day
+    day_costs: np.ndarray | None = None  # (n × users) if asked for: ‖row‖²/(2σ²) per day
     scale_estimate: float | None = None  # s, the profile scale chosen after day m
+    rows: np.ndarray | None = None  # the filtered rows (P × n), correlated strategies only
 
 
 def filter_day(
@@ -146,10 +248,170 @@ def filter_day(
     return keep, np.bincount(user, increment, minlength=data.n_users) / two_var
 
 
+class RowFilter:
+    """The filter for a correlated strategy C, row by row (module doc; docs/privacy.md).
+
+    Row t of user u is α_{u,t}·(P_{u,t} + C_tt·k_{u,t}), P_{u,t} = Σ_{j<t} C_tj k_{u,j} their
+    earlier days' part. Their conversions of day t are kept in order while the row's squared
+    norm stays within 2σ_t²(cap − s_u) (C ≥ 0: a conversion never lowers it), one in part; if
+    ‖P_{u,t}‖² alone exceeds it, nothing of the day is kept and the row is scaled by
+    α = √(room/‖P‖²) < 1 — the user's spend reaches the cap and every later row of theirs is
+    0. The cost of row t is exactly ‖row‖²/(2σ_t²).
+    """
+
+    def __init__(self, data: PlusData, matrix: np.ndarray) -> None:
+        self.data = data
+        self.c = np.asarray(matrix, dtype=np.float64)
+        self.pairs = data.pairs
+        self.spread = np.zeros((data.n_days, data.n_users))  # Σ k² of one-day pairs, per day
+        self.cell_kept = np.zeros(self.pairs.cells)  # k of each multi-day (pair, day) cell
+        self.days_kept = np.zeros((data.n_publishers, data.n_days))  # X_j over every user
+        self.dead = np.zeros(data.n_users, dtype=bool)
+        self.dead_kept = np.zeros((data.n_publishers, data.n_days))  # X_j of the cut users
+        self.kept_rows = np.zeros(data.user.size)  # every row's kept fraction so far
+
+    def _past(self, day: int) -> tuple[np.ndarray, np.ndarray]:
+        """(‖P_{u,t}‖² per user, P_{u,t} at each multi-day pair)."""
+        coef = self.c[day, :day]
+        norms = coef**2 @ self.spread[:day]
+        pairs = self.pairs
+        end = int(pairs.day_cells[day])  # the cells of days < t: a prefix
+        weights = np.repeat(coef, np.diff(pairs.day_cells[: day + 1]))
+        pair_past = np.bincount(
+            pairs.cell_pair[:end], weights * self.cell_kept[:end], minlength=pairs.pairs
+        )
+        norms += np.bincount(pairs.pair_user, pair_past**2, minlength=self.data.n_users)
+        return norms, pair_past
+
+    def _history(self, users: np.ndarray, weights: np.ndarray, before: int) -> np.ndarray:
+        """(P × n) Σ_u weight_u·k_{u,j} over ``users`` for days j < ``before`` (their rows,
+        gathered by user)."""
+        pairs, data = self.pairs, self.data
+        starts = pairs.user_starts[users]
+        lengths = pairs.user_starts[users + 1] - starts
+        offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
+        index = offsets + np.arange(int(lengths.sum()))
+        rows = pairs.by_user[index]
+        weight = np.repeat(weights, lengths)
+        early = data.day[rows] < before
+        rows, weight = rows[early], weight[early]
+        cells = data.publisher[rows].astype(np.int64) * data.n_days + data.day[rows]
+        out = np.bincount(
+            cells, weight * self.kept_rows[rows], minlength=data.n_publishers * data.n_days
+        )
+        return out.reshape(data.n_publishers, data.n_days)
+
+    def day(
+        self, day: int, bound: float, sigma: float, spend: np.ndarray, cap: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Day ``day``'s row (0-based): (kept fraction of each of its conversion rows, each
+        user's cost, the released row per publisher before noise)."""
+        data, pairs, c = self.data, self.pairs, self.c
+        rows = data.rows(day)
+        user = data.user[rows]
+        ctt = c[day, day]
+        past_norm, pair_past = self._past(day)
+        cell = pairs.row_cell[rows]
+        multi = cell >= 0
+        at_pub = np.zeros(user.size)  # P_{u,t} at the row's publisher
+        at_pub[multi] = pair_past[pairs.cell_pair[cell[multi]]]
+        same = data.same_before[rows].astype(np.float64)
+        b = ctt * (at_pub + ctt * same)
+        a = ctt * ctt
+        increment = a + 2.0 * b  # a whole row's rise of the squared norm
+        running = np.cumsum(increment) - increment
+        first = data.rank[rows] == 0
+        starts = np.flatnonzero(first)
+        running -= np.repeat(running[starts], np.diff(np.append(starts, user.size)))
+        two_var = 2.0 * sigma**2
+        room = two_var * remaining(cap, spend)
+        q = past_norm[user] + running
+        keep = np.minimum(
+            count_fraction(data.rank[rows], bound),
+            budget_fraction(q, np.full(user.size, a), b, room[user]),
+        )
+        rise = np.bincount(user, keep * (2.0 * b + keep * a), minlength=data.n_users)
+        over = past_norm > room
+        cost = np.where(over, room, past_norm + rise) / two_var
+        # what the day keeps
+        self.kept_rows[rows] = keep
+        square = np.where(multi, 0.0, keep * (2.0 * same + keep))  # one-day pairs only
+        self.spread[day] = np.bincount(user, square, minlength=data.n_users)
+        first_cell, last_cell = int(pairs.day_cells[day]), int(pairs.day_cells[day + 1])
+        if last_cell > first_cell:
+            index = np.where(multi, cell - first_cell, last_cell - first_cell)  # spill slot
+            self.cell_kept[first_cell:last_cell] = np.bincount(
+                index, keep, minlength=last_cell - first_cell + 1
+            )[:-1]
+        today = np.bincount(data.publisher[rows], keep, minlength=data.n_publishers)
+        self.days_kept[:, day] = today
+        # the row: every user's past through C, minus what cut users no longer release
+        released = self.days_kept[:, :day] @ c[day, :day] + ctt * today
+        released -= self.dead_kept[:, :day] @ c[day, :day]
+        dying = np.flatnonzero(over & ~self.dead)
+        if dying.size:
+            alpha = np.sqrt(room[dying] / past_norm[dying])
+            lost = self._history(dying, 1.0 - alpha, day)
+            released -= lost[:, :day] @ c[day, :day]
+            self.dead_kept += self._history(dying, np.ones(dying.size), day)
+            self.dead[dying] = True
+        return keep, cost, released
+
+
+def oracle_plan(plan: PlusPlan) -> PlusPlan:
+    """NOT PRIVATE — the evaluation's reference: the plan with all of ρ on the measurement
+    (ρ1 = ρ, σ̄ shrunk by √(ρ1/ρ), the filter's cap at ρ)."""
+    rho = plan.budget.rho
+    shrink = math.sqrt(float(plan.budget.rho1) / float(rho))
+    return replace(
+        plan,
+        sigma_bar=tuple(s * shrink for s in plan.sigma_bar),
+        filter_cap=filter_cap(rho.value),
+        budget=replace(plan.budget, rho1=rho),
+    )
+
+
+def _oracle_choose(
+    plan: PlusPlan,
+    state: PlusState,
+    histogram: np.ndarray,
+    *,
+    publishers: int,
+    profile: np.ndarray | None,
+    noise: NoiseSource,
+) -> tuple[PlusChoice, PlusState]:
+    """NOT PRIVATE: the mechanism's own choices on exact inputs — the day's true capped
+    histogram (no noise, so none counted as risk), s the true profile's q-quantile bin edge
+    (the plain rule, no confidence margin, no prior). ``noise`` is not used."""
+    del noise
+    estimate = state.scale_estimate
+    if plan.needs_profile(state.day + 1):
+        assert profile is not None
+        top = profile_top(plan)
+        exact = np.asarray(profile, dtype=np.float64)
+        estimate = estimate_scale(exact, plan.config.quantile, top, sigma=1.0, prior=top, z=0.0)
+    capped = cap_histogram(histogram, plan.config.cap)[1:].astype(np.float64)
+    return decide(plan, state, capped, estimate, publishers=publishers, histogram_sigma=0.0)
+
+
 def run_plus(
-    plan: PlusPlan, data: PlusData, noise: NoiseSource, *, keep_costs: bool = False
+    plan: PlusPlan,
+    data: PlusData,
+    noise: NoiseSource,
+    *,
+    keep_costs: bool = False,
+    oracle: bool = False,
+    choose: Callable[..., tuple[PlusChoice, PlusState]] | None = None,
 ) -> PlusRun:
-    """All n days of AdsBPC+ on ``data``: production choose_bound/measure, filter here."""
+    """All n days of AdsBPC+ on ``data``: production choose_bound/measure, filter here.
+
+    ``oracle``: NOT PRIVATE — :func:`oracle_plan` and the choices on exact inputs
+    (:func:`_oracle_choose`); the measurement noise is still drawn from ``noise``.
+    ``choose``: a candidate bound rule in choose_bound's place (evaluation/plus_scale.py)."""
+    if oracle:
+        plan = oracle_plan(plan)
+        choose = _oracle_choose
+    choose = choose_bound if choose is None else choose
     if plan.days != data.n_days:
         raise ValueError(f"plan has {plan.days} days, data has {data.n_days}")
     cap = plan.filter_cap
@@ -161,14 +423,19 @@ def run_plus(
     costs = np.zeros((data.n_days, data.n_users)) if keep_costs else None
     m = plan.config.profile_days
     factors = profile_factors(plan)
+    cross = profile_cross(plan)
+    rows_filter = RowFilter(data, plan.matrix) if plan.correlated else None
     sigmas = []
+    measurements: list[Measurement] = []
     for day in range(data.n_days):
         rows = data.rows(day)
         profile = None
         if plan.needs_profile(day + 1):
+            if cross:
+                demand += cross * _cross_norms(data, state.bounds[:m], m)
             active = demand[demand > 0]
-            profile = np.bincount(profile_bins(active, plan.config.cap), minlength=PROFILE_BINS)
-        choice, state = choose_bound(
+            profile = np.bincount(profile_bins(active, profile_top(plan)), minlength=PROFILE_BINS)
+        choice, state = choose(
             plan,
             state,
             data.histograms[day],
@@ -177,8 +444,12 @@ def run_plus(
             noise=noise,
         )
         user, rank, same = data.user[rows], data.rank[rows], data.same_before[rows]
-        keep, cost = filter_day(data, day, choice.bound, choice.sigma, spend, cap)
-        clipped[:, day] = np.bincount(data.publisher[rows], keep, minlength=data.n_publishers)
+        if rows_filter is None:
+            keep, cost = filter_day(data, day, choice.bound, choice.sigma, spend, cap)
+            row = np.bincount(data.publisher[rows], keep, minlength=data.n_publishers)
+        else:
+            keep, cost, row = rows_filter.day(day, choice.bound, choice.sigma, spend, cap)
+        clipped[:, day] = row
         spend += cost
         if costs is not None:
             costs[day] = cost
@@ -186,8 +457,14 @@ def run_plus(
             whole = count_fraction(rank, choice.bound)
             norms = np.bincount(user, whole * (2.0 * same + whole), minlength=data.n_users)
             demand += factors[day] * norms
-        released[:, day] = measure(plan, choice, clipped[:, day], noise=noise).values
+        measurement = measure(plan, choice, row, noise=noise, earlier=tuple(measurements))
+        measurements.append(measurement)
+        released[:, day] = measurement.values
         sigmas.append(choice.sigma)
+    filtered_rows = None
+    if plan.correlated:  # what the days estimate without noise: C⁻¹ of the rows
+        filtered_rows = clipped
+        clipped = np.linalg.solve(plan.matrix, filtered_rows.T).T
     return PlusRun(
         bounds=np.array(state.bounds),
         sigmas=np.array(sigmas),
@@ -197,4 +474,21 @@ def run_plus(
         spend=spend,
         day_costs=costs,
         scale_estimate=state.scale_estimate,
+        rows=filtered_rows,
     )
+
+
+def _cross_norms(data: PlusData, bounds: tuple[float, ...], m: int) -> np.ndarray:
+    """Per user ‖Σ_{j<m} clip_j‖² − Σ_{j<m} ‖clip_j‖² at the days' bounds (before the filter):
+    only publishers reached on two or more of the days contribute."""
+    pairs = data.pairs
+    end = int(data.day_starts[m])
+    cell = pairs.row_cell[:end]
+    multi = cell >= 0
+    day = data.day[:end][multi].astype(np.int64)
+    whole = count_fraction(data.rank[:end][multi], np.asarray(bounds)[day])
+    end = int(pairs.day_cells[m])
+    kept = np.bincount(cell[multi], whole, minlength=end)
+    total = np.bincount(pairs.cell_pair[:end], kept, minlength=pairs.pairs)
+    squares = np.bincount(pairs.cell_pair[:end], kept**2, minlength=pairs.pairs)
+    return np.bincount(pairs.pair_user, total**2 - squares, minlength=data.n_users)

@@ -7,7 +7,11 @@
 
 ``error`` uses the expected squared errors (see :mod:`.methods`), ``error_empirical`` the
 realised ones; ``error_std`` is the spread of the realised metric from one repeat to the next
-(what a single run would scatter by).
+(what a single run would scatter by). ``error_consistent`` is the realised error after the
+consistency post-processing every method gets alike: prefix answers (cumulative counts) projected
+per publisher onto non-negative, non-decreasing series, each day's answer the projection of the
+series released so far (:func:`dp_platform.release_view.prefix_isotonic`, weights 1/Var);
+sliding-window answers clipped at 0 (the only constraint a window sum has).
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ import numpy as np
 from dp_platform.baselines import Workload, prefix_weights
 from dp_platform.evaluation.methods import Outcome
 from dp_platform.evaluation.metrics import max_window_mse, weighted_mean, wrmse
+from dp_platform.release_view import prefix_isotonic
 
-__all__ = ["PAPER_SLIDING_UNIT", "Score", "metric_name", "score"]
+__all__ = ["PAPER_SLIDING_UNIT", "Score", "consistent_answers", "metric_name", "score"]
 
 PAPER_SLIDING_UNIT = 1e4
 
@@ -35,6 +40,7 @@ class Score:
     bias_share: float | None = (
         None  # share of the expected MSE (as the metric weighs it) due to clipping
     )
+    error_consistent: float | None = None  # realised, after the consistency projection
 
 
 def metric_name(workload: Workload) -> str:
@@ -76,6 +82,30 @@ def score(outcomes: list[Outcome], truth_answers: np.ndarray, workload: Workload
         per_repeat = [max_window_mse(a, truth_answers) for a in answers]
     spread = float(np.std(per_repeat, ddof=1)) if len(per_repeat) > 1 else 0.0
     per = tuple(float(v) for v in per_repeat)
+    consistent = None
+    if variances is not None:
+        projected = np.stack([consistent_answers(a, variances, workload) for a in answers])
+        if workload.kind == "prefix":
+            consistent = wrmse(projected, truth_answers, prefix_weights(workload.n))
+        else:
+            consistent = max_window_mse(projected, truth_answers)
     return Score(
-        error, spread, float(empirical), paper, per, None if share is None else max(share, 0.0)
+        error,
+        spread,
+        float(empirical),
+        paper,
+        per,
+        None if share is None else max(share, 0.0),
+        None if consistent is None else float(consistent),
     )
+
+
+def consistent_answers(
+    answers: np.ndarray, variances: np.ndarray, workload: Workload
+) -> np.ndarray:
+    """One repeat's (P × m) answers after the consistency post-processing (module doc)."""
+    if workload.kind != "prefix":
+        return np.maximum(answers, 0.0)
+    sigmas = np.broadcast_to(np.sqrt(np.maximum(variances, 1e-300)), answers.shape)
+    last, _ = prefix_isotonic(answers, sigmas)
+    return last

@@ -572,6 +572,7 @@ class AdsbpcMechanism:
         clipped: np.ndarray,
         *,
         noise: NoiseSource | None,
+        earlier: tuple[Measurement, ...] = (),  # independent days: not needed
     ) -> Measurement:
         return measure(plan, choice, clipped, noise=noise)
 

@@ -22,6 +22,16 @@ refuses ``replace``). Budget (zCDP, exact): ρ = ρ1 + n·ρ_h + ρ_p, fixed bef
   (:mod:`dp_platform.privacy.filter`). r_i and σ_i depend only on earlier DP outputs (this
   day's noisy histogram included) and the config, never on the data directly.
 
+- **Noise strategy** (``strategy``, :mod:`dp_platform.privacy.strategy`; default ``auto``: the
+  one with the lower planned error for the workload). Day i releases the row
+  y_i = Σ_{j≤i} C_ij x̄_j + N(0, σ_i² I) of a public lower-triangular C ≥ 0 and publishes the
+  decoded x̂_i = (C⁻¹y)_i (post-processing). The filter charges user u the squared norm of their
+  whole row, ‖α_{u,i}(Σ_{j<i} C_ij c̄_{u,j} + C_ii c̄_{u,i})‖²/(2σ_i²); when their earlier days
+  alone pass their remaining budget the row is scaled to it (α < 1) and every later row of
+  theirs is 0. The row's ℓ2 sensitivity (declared to the sampler) and the ledger's worst case
+  are Δ_i = Σ_{j≤i} C_ij r_j. ``diagonal`` (C = I) is the mechanism before strategies: Δ_i = r_i
+  and x̂_i = y_i; a plan registered before strategies reads back as it.
+
 Cells (docs/algorithm.md#cells): with a breakdown or the value measure the filter's vector is
 the cell vector (each conversion of L2 norm ≤ 1); each user is charged ‖c̄_u‖₂²/(2σ_i²) over
 the cells they filled, and the profile reads the same vectors (tests/test_cells.py: removing a
@@ -35,7 +45,7 @@ publishers; a_i = Σ_j γ_j² Q_ji² the workload's variance weight of day i and
 σ_i no longer grows with r_i above s, so r_i rises to where it stops cutting.
 
 Ledger charges: ρ_h every day, ρ_p on day m+1, and as the Gaussian part the rise of
-min(ρ1, Σ_{t≤i} r_t²/(2σ_t²)) — the most any single user can have lost so far — with whatever
+min(ρ1, Σ_{t≤i} Δ_t²/(2σ_t²)) — the most any single user can have lost so far — with whatever
 is left of ρ1 on day n, so a finished campaign is charged exactly ρ and a stopped one never less
 than what it may have cost.
 """
@@ -44,7 +54,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from fractions import Fraction
 from pathlib import Path
@@ -80,7 +90,16 @@ from dp_platform.privacy.noisy_histogram import (
     tail_counts,
 )
 from dp_platform.privacy.quantile import cap_histogram
-from dp_platform.warehouse.base import ProfileGrid
+from dp_platform.privacy.strategy import (
+    column_weights,
+    cross_weight,
+    decode_day,
+    decoded_std,
+    planned_error,
+    sqrt_matrix,
+    worst_row_norm,
+)
+from dp_platform.warehouse.base import ProfileGrid, StrategyRow
 from dp_platform.workload import (
     answer_queries,
     campaign_scales,
@@ -103,6 +122,7 @@ __all__ = [
     "PlusRelease",
     "PlusState",
     "choose_bound",
+    "decide",
     "estimate_scale",
     "make_plan",
     "measure",
@@ -138,6 +158,14 @@ class PlusSettings(MechanismSettings):
         description=(
             "s0: profile scale kept when the noisy profile cannot rule it out "
             "(default ψ0·Λ; set Λ to fall back on cutting nobody)"
+        ),
+    )
+    strategy: Literal["auto", "diagonal", "sqrt"] = Field(
+        default="auto",
+        description=(
+            "noise strategy C (rows C·x + N(0, σ²)): diagonal = independent noise per day, "
+            "sqrt = the square-root factorization of prefix sums (correlated noise); auto = "
+            "the one with the lower planned error for the workload"
         ),
     )
 
@@ -182,7 +210,7 @@ SCALE_ALPHA = NormalDist().cdf(-2.0)  # ≈ 2.3 %: allowed chance that s undersh
 SCALE_Z = NormalDist().inv_cdf(1.0 - SCALE_ALPHA / PROFILE_BINS)  # Bonferroni, 48 bins: ≈ 3.31
 
 
-def profile_bins(values: np.ndarray, cap: int) -> np.ndarray:
+def profile_bins(values: np.ndarray, cap: float) -> np.ndarray:
     """Bin of profiles T ∈ (0, Λ²] on the public edges Λ²·PROFILE_EDGES (same rule as SQL)."""
     low = PROFILE_LOW * cap * cap
     t = np.maximum(np.asarray(values, dtype=np.float64), low)
@@ -233,10 +261,25 @@ class PlusPlan:
     queries: np.ndarray = field(repr=False)
     adjacency: str = "add_remove"
     factor: int = 1
+    # A plan registered before strategies existed has none of the three below: it reads back
+    # as the diagonal strategy (C = I, κ = 0), exactly what it ran with.
+    strategy_kind: str = "diagonal"
+    strategy: np.ndarray | None = field(default=None, repr=False)  # C; None = the identity
+    cross_weight: float = 0.0  # κ (privacy/strategy.py): 0 for the diagonal strategy
 
     @property
     def query_ends(self) -> np.ndarray:
         return query_ends(self.queries)
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """The strategy C (n × n, lower-triangular): the identity for the diagonal strategy."""
+        return np.eye(self.days) if self.strategy is None else np.asarray(self.strategy)
+
+    @property
+    def correlated(self) -> bool:
+        """True when a day's row carries earlier days (C has entries below the diagonal)."""
+        return self.strategy is not None and bool(np.any(np.tril(self.strategy, -1) != 0))
 
     @property
     def total(self) -> Rho:
@@ -276,6 +319,8 @@ class PlusPlan:
             "scale_prior": cfg.profile_prior,
             "scale_z": SCALE_Z,
             "cap": cfg.cap,
+            "strategy": self.strategy_kind,
+            "cross_weight": self.cross_weight,
             "epsilon_at_delta": epsilon_at_deltas(float(self.budget.total)),
         }
 
@@ -308,7 +353,7 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> P
     variance, bias = _workload_weights(campaign, matrix)
     cfg = campaign.mechanism
     _check_sigma_range(cfg, sigma_bar)
-    return PlusPlan(
+    plan = PlusPlan(
         campaign=campaign.name,
         days=campaign.days,
         budget=budget,
@@ -322,6 +367,62 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> P
         sigma_profile=histogram_sigma(budget.profile.value) if cfg.profile_days else None,
         filter_cap=filter_cap(budget.rho1.value),
         queries=matrix,
+    )
+    kind = cfg.strategy
+    if kind == "auto":
+        kind = _auto_strategy(campaign, plan)
+    return plan if kind == "diagonal" else _with_sqrt_strategy(campaign, plan)
+
+
+def _objective(campaign: CampaignConfig, plan: PlusPlan, matrix: np.ndarray, sigma: tuple) -> float:
+    objective = campaign.objective
+    weights = query_weights(objective, plan.queries.shape[0]) if objective.kind == "wsum" else None
+    kind = "maxvar" if objective.kind == "maxvar" else "wsum"
+    return planned_error(plan.queries, matrix, np.asarray(sigma), objective=kind, weights=weights)
+
+
+def _auto_strategy(campaign: CampaignConfig, plan: PlusPlan) -> str:
+    """``sqrt`` when it plans a lower error than ``diagonal`` for the campaign's workload and
+    objective (wsum or maxvar) at the same reference user (privacy/strategy.py): public, fixed
+    before day 1, the same rule for every campaign. ``min_budget`` keeps the diagonal."""
+    if campaign.objective.kind == "min_budget":
+        return "diagonal"
+    diagonal = _objective(campaign, plan, np.eye(plan.days), plan.sigma_bar)
+    sqrt = _with_sqrt_strategy(campaign, plan)
+    return (
+        "sqrt" if _objective(campaign, sqrt, sqrt.matrix, sqrt.sigma_bar) < diagonal else "diagonal"
+    )
+
+
+def _with_sqrt_strategy(campaign: CampaignConfig, plan: PlusPlan) -> PlusPlan:
+    """The plan with the square-root strategy: one σ̄ for every row, Σ_t ‖C_t‖²/(2σ̄²) ≤ ρ1
+    (the normalisation of privacy/strategy.py), row shares g_t ∝ ‖C_t‖² summing to ρ1 exactly,
+    w_j and κ from X̃, a_t = Σ_q γ_q² (QC⁻¹)_qt²."""
+    rho1 = plan.budget.rho1.value
+    c = sqrt_matrix(plan.days)
+    rows = [Fraction(float(v)) for v in (c**2).sum(axis=1)]
+    total = sum(rows, Fraction(0))
+    allotments = tuple(rho1 * r / total for r in rows)
+    sigma = gaussian_sigma(math.sqrt(float(total)), rho1)
+    sigma_bar = (sigma,) * plan.days
+    _check_sigma_range(plan.config, sigma_bar)
+    objective = campaign.objective
+    gamma2 = (
+        query_weights(objective, plan.queries.shape[0])
+        if objective.kind == "wsum"
+        else np.ones(plan.queries.shape[0])
+    )
+    decoder = np.linalg.solve(c.T, plan.queries.T).T  # Q C⁻¹
+    variance = (gamma2[:, None] * decoder**2).sum(axis=0)
+    return replace(
+        plan,
+        allotments=allotments,
+        sigma_bar=sigma_bar,
+        day_weights=tuple(float(w) for w in column_weights(c, np.asarray(sigma_bar))),
+        variance_weights=tuple(float(v) for v in variance),
+        strategy_kind="sqrt",
+        strategy=c,
+        cross_weight=cross_weight(c, np.asarray(sigma_bar)),
     )
 
 
@@ -346,6 +447,37 @@ def profile_factors(plan: PlusPlan) -> tuple[float, ...]:
     return tuple(w / total for w in weights)
 
 
+def profile_cross(plan: PlusPlan) -> float:
+    """The factor of a user's cross-day term in their profile, κ/(m(m − 1)) (0 without one).
+
+    A correlated strategy charges a user Σ_jk X̃_jk ⟨c_j, c_k⟩: days that share a publisher
+    (or cell) cost more than days that do not. Read as exchangeable days, days 1..m estimate
+    the mean of ⟨c_j, c_k⟩ over j ≠ k by O_u = (‖Σ_{j≤m} c_j‖² − Σ_{j≤m} ‖c_j‖²)/(m(m − 1)), and
+    the whole campaign costs ρ1·(D_u + κ·O_u) at unit scale, D_u the weighted mean of
+    :func:`profile_factors`. So T_u = D_u + κ·O_u; this returns κ/(m(m − 1)), the factor of
+    ‖Σ_j c_j‖² − Σ_j ‖c_j‖² (with m < 2 there is no pair of days to read: 0)."""
+    m = plan.config.profile_days
+    if plan.cross_weight == 0.0 or m < 2:
+        return 0.0
+    return plan.cross_weight / (m * (m - 1))
+
+
+def strategy_row(plan: PlusPlan, day: int) -> StrategyRow | None:
+    """Row ``day`` of a correlated strategy as the warehouse takes it; None for the diagonal
+    strategy (the day's filtered vector is its row)."""
+    if not plan.correlated:
+        return None
+    c = plan.matrix[day - 1]
+    return StrategyRow(float(c[day - 1]), tuple(float(v) for v in c[: day - 1]))
+
+
+def profile_top(plan: PlusPlan) -> float:
+    """The top of the profile's public range in conversions, Λ·√(1 + κ): the most a user at the
+    cap every day on one publisher can show (Λ for the diagonal strategy)."""
+    cap = plan.config.cap
+    return float(cap) if plan.cross_weight == 0.0 else cap * math.sqrt(1.0 + plan.cross_weight)
+
+
 @dataclass(frozen=True)
 class PlusState:
     """Public-parameter chain after ``day``. Secret by policy (ledger only), like AdsBPC's."""
@@ -356,6 +488,7 @@ class PlusState:
     histograms: tuple[tuple[float, ...], ...] = ()  # noisy daily histograms (DP outputs)
     scale_estimate: float | None = None
     gaussian_charged: Fraction = Fraction(0)
+    sigmas: tuple[float, ...] = ()  # rows' σ_1..σ_day (correlated strategies only)
 
 
 @dataclass(frozen=True)
@@ -369,12 +502,15 @@ class PlusChoice:
     charges: dict[str, Rho]
     gaussian: Rho
     method: str = "histogram"
+    # correlated strategies only (None otherwise: a diagonal day's row is its release)
+    row_bound: float | None = None  # the row's L2 sensitivity Σ_{j≤i} C_ij r_j
+    release_sigma: float | None = None  # σ of each entry of the decoded x̂_i
 
 
 def estimate_scale(
     noisy_profile: np.ndarray,
     quantile: float,
-    cap: int,
+    cap: float,
     *,
     sigma: float,
     prior: float,
@@ -430,17 +566,20 @@ def estimate_scale(
     return upper if lower > prior else float(prior)
 
 
-def _edge(cap: int, index: int) -> float:
+def _edge(cap: float, index: int) -> float:
     """√ of the public profile edge ``index`` in conversions: Λ·√PROFILE_EDGES[index]."""
     return float(cap * math.sqrt(PROFILE_EDGES[index]))
 
 
 def day_sigma(plan: PlusPlan, day: int, bound: float, scale: float | None) -> float:
-    """σ_i = σ̄_i·ψ0·r_i before the profile estimate, σ̄_i·min(s, r_i) after (s absolute)."""
+    """σ_i = σ̄_i·ψ0·r_i before the profile estimate, σ̄_i·min(s, r_i) after (s absolute).
+
+    With a correlated strategy a row carries earlier days too, so its norm is not capped by
+    r_i: after the profile σ_i = σ̄_i·s."""
     sigma_bar = plan.sigma_bar[day - 1]
     if scale is None:
         return sigma_bar * plan.config.prior_scale * bound
-    return sigma_bar * min(scale, bound)
+    return sigma_bar * (scale if plan.correlated else min(scale, bound))
 
 
 def select_bound(
@@ -465,6 +604,8 @@ def select_bound(
     sigma_bar = plan.sigma_bar[day - 1]
     if scale is None:
         sigmas = sigma_bar * plan.config.prior_scale * grid
+    elif plan.correlated:
+        sigmas = np.full_like(grid, sigma_bar * scale)
     else:
         sigmas = sigma_bar * np.minimum(scale, grid)
     i = day - 1
@@ -510,31 +651,69 @@ def choose_bound(
         estimate = estimate_scale(
             noisy_profile,
             cfg.quantile,
-            cfg.cap,
+            profile_top(plan),
             sigma=plan.sigma_profile,
             prior=cfg.profile_prior,
         )
     elif profile is not None:
         raise ValueError(f"day {day} takes no profile histogram (only day {plan.profile_day})")
+    return decide(plan, state, noisy, estimate, publishers=publishers)
+
+
+def decide(
+    plan: PlusPlan,
+    state: PlusState,
+    noisy: np.ndarray,
+    estimate: float | None,
+    *,
+    publishers: int,
+    histogram_sigma: float | None = None,
+) -> tuple[PlusChoice, PlusState]:
+    """Day ``state.day + 1``'s (r_i, σ_i) and charges from the day's noisy capped histogram
+    (bins 1..Λ) and the profile scale s (None before day m+1): post-processing of DP outputs
+    and public values. ``histogram_sigma`` is the histograms' noise σ (the plan's σ_h; the
+    non-private oracle of the evaluation passes 0 with exact histograms)."""
+    day = state.day + 1
+    cfg = plan.config
+    sigma_h = plan.sigma_histogram if histogram_sigma is None else histogram_sigma
     histograms = (*state.histograms, tuple(float(v) for v in noisy))
     window = np.asarray(histograms[-cfg.pool_days :])
-    pooled_sigma = plan.sigma_histogram / math.sqrt(len(window))
+    pooled_sigma = sigma_h / math.sqrt(len(window))
     bound = select_bound(plan, day, window.mean(axis=0), pooled_sigma, estimate, publishers)
     sigma = day_sigma(plan, day, bound, estimate)
-    scale = sigma / (plan.sigma_bar[day - 1] * bound)  # ψ_i = σ_i/(σ̄_i r_i) ≤ 1
+    scale = sigma / (plan.sigma_bar[day - 1] * bound)  # ψ_i = σ_i/(σ̄_i r_i)
+    bounds = (*state.bounds, bound)
+    row_bound, release_sigma, sigmas = None, None, state.sigmas
+    if plan.correlated:
+        if len(sigmas) != day - 1:
+            raise ValueError(f"day {day}: the chain holds {len(sigmas)} earlier rows' σ")
+        sigmas = (*sigmas, sigma)
+        row_bound = worst_row_norm(plan.matrix, np.asarray(bounds), day)
+        release_sigma = decoded_std(plan.matrix, np.asarray(sigmas), np.eye(day)[day - 1])
     rho1 = plan.budget.rho1.value
+    worst = gaussian_rho(bound if row_bound is None else row_bound, sigma)
     if day == plan.days:
         gaussian = rho1 - state.gaussian_charged  # the rest of ρ1: totals are exact
     else:
-        gaussian = worst_case_charge(state.gaussian_charged, gaussian_rho(bound, sigma), rho1)
-    choice = PlusChoice(day, bound, sigma, scale, plan.bound_charges(day), Rho(gaussian))
+        gaussian = worst_case_charge(state.gaussian_charged, worst, rho1)
+    choice = PlusChoice(
+        day,
+        bound,
+        sigma,
+        scale,
+        plan.bound_charges(day),
+        Rho(gaussian),
+        row_bound=row_bound,
+        release_sigma=release_sigma,
+    )
     new_state = PlusState(
         day=day,
-        bounds=(*state.bounds, bound),
+        bounds=bounds,
         scales=(*state.scales, scale),
         histograms=histograms,
         scale_estimate=estimate,
         gaussian_charged=state.gaussian_charged + gaussian,
+        sigmas=sigmas,
     )
     return choice, new_state
 
@@ -545,23 +724,42 @@ def measure(
     clipped: np.ndarray,
     *,
     noise: NoiseSource | None = None,
+    earlier: tuple[Measurement, ...] = (),
 ) -> Measurement:
-    """Release x[i] + N(0, σ_i² I); x[i] must come from the filter clip at (r_i, σ_i).
+    """Release row y_i = (C x̄)_i + N(0, σ_i² I); ``clipped`` must be the filter's row at
+    (r_i, σ_i) — for the diagonal strategy the day's filtered vector x̄_i itself.
 
-    Privacy unit one user, add/remove: a user's filtered row has L1 ≤ r_i, hence ℓ2 ≤ r_i, and
-    the filter charges them at most r_i²/(2σ_i²) for the day — the allotment declared to the
-    sampler, which refuses the draw if OpenDP's map of it says more.
+    Privacy unit one user, add/remove: a user's part of the row has ℓ2 ≤ Σ_{j≤i} C_ij r_j
+    (r_i for the diagonal strategy: L1 ≤ r_i), and the filter charges them at most that squared
+    over 2σ_i² — the allotment declared to the sampler, which refuses the draw if OpenDP's map
+    of it says more. With a correlated strategy the published values are the decoded
+    x̂_i = (y_i − Σ_{j<i} C_ij x̂_j)/C_ii from ``earlier`` (days 1..i−1 as released):
+    post-processing; ``sigma`` is then each entry's σ and ``row_sigma`` the row's σ_i.
     """
     vector = clipped_vector(clipped)
     if choice.day > plan.days or not choice.sigma > 0:
         raise ValueError("choice does not belong to this plan")
-    allotment = gaussian_rho(choice.bound, choice.sigma)
+    sensitivity = choice.bound if choice.row_bound is None else choice.row_bound
+    allotment = gaussian_rho(sensitivity, choice.sigma)
     noisy = resolve(noise).add_gaussian(
-        vector, choice.sigma, l2_sensitivity=choice.bound, rho=allotment
+        vector, choice.sigma, l2_sensitivity=sensitivity, rho=allotment
     )
-    values = tuple(float(v) for v in noisy)
+    if not plan.correlated:
+        values = tuple(float(v) for v in noisy)
+        return Measurement(
+            choice.day, choice.bound, choice.sigma, values, {"gaussian": choice.gaussian}
+        )
+    if [m.day for m in earlier] != list(range(1, choice.day)):
+        raise ValueError(f"day {choice.day} decodes from the releases of days 1..{choice.day - 1}")
+    assert choice.release_sigma is not None
+    decoded = decode_day(plan.matrix, noisy, [np.asarray(m.values) for m in earlier])
     return Measurement(
-        choice.day, choice.bound, choice.sigma, values, {"gaussian": choice.gaussian}
+        choice.day,
+        choice.bound,
+        choice.release_sigma,
+        tuple(float(v) for v in decoded),
+        {"gaussian": choice.gaussian},
+        row_sigma=choice.sigma,
     )
 
 
@@ -580,13 +778,14 @@ class PlusRelease:
 
 
 ClipDay = Callable[[int, float, float], np.ndarray]
-"""``clip(day, r_i, σ_i)`` → the day's filtered per-publisher vector (and the spend update)."""
+"""``clip(day, r_i, σ_i)`` → the day's filtered row (the per-publisher vector for the diagonal
+strategy) and the spend update."""
 
 
 def step(
     plan: PlusPlan,
     state: PlusState,
-    released: tuple[tuple[float, ...], ...],
+    released: tuple[Measurement, ...],
     histogram: np.ndarray,
     clip: ClipDay,
     profile: Callable[[tuple[float, ...]], np.ndarray] | None = None,
@@ -608,8 +807,8 @@ def step(
     clipped = np.asarray(clip(day, choice.bound, choice.sigma), dtype=np.float64)
     if clipped.size != publishers:
         raise ValueError(f"day {day}: {clipped.size} clipped values for {publishers} publishers")
-    measurement = measure(plan, choice, clipped, noise=source)
-    answers = answer_queries(plan.queries, [*released, measurement.values])
+    measurement = measure(plan, choice, clipped, noise=source, earlier=released)
+    answers = answer_queries(plan.queries, [*(m.values for m in released), measurement.values])
     return PlusRelease(measurement, choice, answers), new_state
 
 
@@ -624,13 +823,13 @@ def run_stream(
 ) -> tuple[list[PlusRelease], PlusState]:
     """All days in order (simulation and tests); ``clip`` applies the filter and keeps spends."""
     state = PlusState()
-    released: tuple[tuple[float, ...], ...] = ()
+    released: tuple[Measurement, ...] = ()
     out = []
     for histogram in histograms:
         release, state = step(
             plan, state, released, histogram, clip, profile, publishers=publishers, noise=noise
         )
-        released = (*released, release.measurement.values)
+        released = (*released, release.measurement)
         out.append(release)
     return out, state
 
@@ -669,8 +868,9 @@ class PlusMechanism:
             earlier,
             earlier_bounds(),
             list(profile_factors(plan)),
-            plan.config.cap,
+            profile_top(plan),
             grid=PROFILE_GRID,
+            cross=profile_cross(plan),
         )
         return BoundInputs(histogram, np.asarray(profile))
 
@@ -701,7 +901,12 @@ class PlusMechanism:
         day: date,
     ) -> np.ndarray:
         vector = warehouse.plus_clipped_vector(
-            campaign, day, choice.bound, choice.sigma, plan.filter_cap
+            campaign,
+            day,
+            choice.bound,
+            choice.sigma,
+            plan.filter_cap,
+            row=strategy_row(plan, choice.day),
         )
         return np.asarray(vector, dtype=np.float64)
 
@@ -709,9 +914,15 @@ class PlusMechanism:
         return {"gaussian": choice.gaussian}
 
     def measure(
-        self, plan: PlusPlan, choice: PlusChoice, clipped: np.ndarray, *, noise: NoiseSource | None
+        self,
+        plan: PlusPlan,
+        choice: PlusChoice,
+        clipped: np.ndarray,
+        *,
+        noise: NoiseSource | None,
+        earlier: tuple[Measurement, ...] = (),
     ) -> Measurement:
-        return measure(plan, choice, clipped, noise=noise)
+        return measure(plan, choice, clipped, noise=noise, earlier=earlier)
 
     def summary(self, plan: PlusPlan) -> dict[str, object]:
         return plan.to_json()
@@ -729,6 +940,15 @@ class PlusMechanism:
                 f"s0 {data['scale_prior']:g} (kept unless the noisy profile rules it out), "
                 f"cap {data['cap']}"
             )
+        if plan.correlated:
+            lines += [
+                f"  noise strategy {plan.strategy_kind}: day t releases Σ_j C_tj x_j + N(0, σ_t²)"
+                " and publishes the decoded day",
+                "    (noise correlated across days); each user is charged their whole row "
+                f"(cross-day weight κ {plan.cross_weight:.3g})",
+            ]
+        else:
+            lines.append("  noise strategy diagonal: independent noise per day")
         return lines
 
 

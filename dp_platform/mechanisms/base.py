@@ -55,13 +55,19 @@ class Measurement:
     For a campaign with cells (dp_platform/cells.py) x[i] is the scaled cell vector; published
     values are ``values`` and ``sigma`` times each cell's public factor.
 
-    DP values only — the bound, σ, the noisy values and what the release was charged."""
+    DP values only — the bound, σ, the noisy values and what the release was charged.
+
+    ``row_sigma`` is set when the values are decoded from a correlated-noise row (an AdsBPC+
+    strategy, dp_platform/privacy/strategy.py): the row's σ_i, while ``sigma`` is each value's
+    own σ. Days are then not independent: the standard error of a sum over days comes from the
+    registered plan's strategy and the rows' σ (publication.py). None: independent days."""
 
     day: int
     bound: float
     sigma: float
     values: tuple[float, ...]
     charges: dict[str, Rho]
+    row_sigma: float | None = None
 
 
 class BoundChoice(Protocol):
@@ -190,9 +196,17 @@ class StreamMechanism(Protocol[PlanT, ChoiceT, StateT]):
         ...
 
     def measure(
-        self, plan: PlanT, choice: ChoiceT, clipped: np.ndarray, *, noise: NoiseSource | None
+        self,
+        plan: PlanT,
+        choice: ChoiceT,
+        clipped: np.ndarray,
+        *,
+        noise: NoiseSource | None,
+        earlier: tuple[Measurement, ...] = (),
     ) -> Measurement:
-        """The day's noisy release of ``clipped`` (drawn once: the ledger calls this)."""
+        """The day's noisy release of ``clipped`` (drawn once: the ledger calls this);
+        ``earlier`` are the campaign's releases of days 1..d−1 (a correlated strategy decodes
+        the day from them; independent-noise mechanisms ignore them)."""
         ...
 
     def summary(self, plan: PlanT) -> dict[str, JsonValue]:

@@ -34,7 +34,14 @@ if TYPE_CHECKING:
     from dp_platform.privacy.discrete import IntegerNoiseSource
     from dp_platform.warehouse.ingest import IngestReport
 
-__all__ = ["ENGINES", "PeriodBound", "ProfileGrid", "WarehouseEngine", "open_warehouse"]
+__all__ = [
+    "ENGINES",
+    "PeriodBound",
+    "ProfileGrid",
+    "StrategyRow",
+    "WarehouseEngine",
+    "open_warehouse",
+]
 
 
 @dataclass(frozen=True)
@@ -57,12 +64,32 @@ class ProfileGrid:
     low: float
     bins: int
 
-    def sql_parameters(self, cap: int) -> dict[str, float | int]:
+    def sql_parameters(self, cap: float) -> dict[str, float | int]:
         """The grid as the profile SQL takes it (same on every engine)."""
         return {
             "low": self.low * cap * cap,
             "step": float(np.log(1.0 / self.low) / self.bins),
             "bins": self.bins,
+        }
+
+
+@dataclass(frozen=True)
+class StrategyRow:
+    """Day t's row of a correlated AdsBPC+ strategy (privacy/strategy.py), as engines take it:
+    C_tt and C_tj of the earlier days (j = 1..t−1, in order; zeros may be left out)."""
+
+    diagonal: float
+    earlier: tuple[float, ...]
+
+    def sql_parameters(self, days: list[date]) -> dict[str, object]:
+        """``$ctt``, ``$past_days``, ``$past_coefs`` for ``days`` = days 1..t−1 (in order)."""
+        if len(days) != len(self.earlier):
+            raise ValueError(f"the row has {len(self.earlier)} earlier coefficients")
+        kept = [(d, c) for d, c in zip(days, self.earlier, strict=True) if c != 0.0]
+        return {
+            "ctt": float(self.diagonal),
+            "past_days": [d for d, _ in kept],
+            "past_coefs": [float(c) for _, c in kept],
         }
 
 
@@ -137,6 +164,7 @@ class WarehouseEngine(Protocol):
         cap: float,
         *,
         publishers: list[str] | None = None,
+        row: StrategyRow | None = None,
     ) -> np.ndarray: ...
 
     def plus_profile_histogram(
@@ -145,10 +173,11 @@ class WarehouseEngine(Protocol):
         days: list[date],
         bounds: list[float],
         factors: list[float],
-        cap: int,
+        cap: float,
         *,
         grid: ProfileGrid,
         publishers: list[str] | None = None,
+        cross: float = 0.0,
     ) -> np.ndarray: ...
 
     def plus_spend_summary(self, campaign: CampaignConfig) -> dict: ...

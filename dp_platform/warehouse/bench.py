@@ -300,7 +300,8 @@ def spark_ingest(spec: BenchSpec, files: dict, directory: str) -> dict:
             files["impressions"],
             files["conversions"],
             now=spec.now,
-            dimensions=spec.dimensions() or None,
+            dimensions=spec.dimensions("conversions") or None,
+            impression_dimensions=spec.dimensions("impressions") or None,
         )
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     peak = _peak_rss_mb() + _jvm_peak_mb(spark)

@@ -1,7 +1,8 @@
--- AdsBPC+ profile histogram (adsbpc_plus.py): per user T = Σ_d φ_d ‖clip_{r_d}(c_{u,d})‖₂² over
--- the days $days (count clip at r_d = $whole[d] + $fraction[d], over the released vector's
--- entries: cell_rows of $first..$last), then users per public log bin (low = $low, ratio
--- e^$step, $bins bins). Users with T = 0 are in no bin. Python receives the counts per bin only.
+-- AdsBPC+ profile histogram (adsbpc_plus.py): per user T = Σ_d φ_d ‖clip_{r_d}(c_{u,d})‖₂²
+-- (+ the cross-day term below) over the days $days (count clip at r_d = $whole[d] +
+-- $fraction[d], over the released vector's entries: cell_rows of $first..$last), then users
+-- per public log bin (low = $low, ratio e^$step, $bins bins). Users with T = 0 are in no bin.
+-- Python receives the counts per bin only.
 WITH params AS (
     SELECT
         unnest(CAST($days AS DATE[])) AS day,
@@ -26,11 +27,30 @@ per_day AS (
     FROM kept AS k
     GROUP BY k.user_key, k.day
 ),
-profile AS (
+weighted AS (
     SELECT d.user_key, sum(d.norm * p.factor) AS t
     FROM per_day AS d
     JOIN params AS p ON p.day = d.day
     GROUP BY d.user_key
+),
+-- a correlated strategy's cross-day term (adsbpc_plus.profile_cross): $cross times
+-- ‖Σ_d kept_d‖² − Σ_d ‖kept_d‖², over entries the user reached on two or more of the days
+per_entry AS (
+    SELECT user_key, sum(value) AS total, sum(value * value) AS squares
+    FROM kept
+    WHERE $cross > 0
+    GROUP BY user_key, position
+    HAVING count(*) > 1
+),
+cross_terms AS (
+    SELECT user_key, sum(total * total - squares) AS extra
+    FROM per_entry
+    GROUP BY user_key
+),
+profile AS (
+    SELECT w.user_key, w.t + $cross * coalesce(x.extra, 0.0) AS t
+    FROM weighted AS w
+    LEFT JOIN cross_terms AS x ON x.user_key = w.user_key
 )
 SELECT
     CAST(least(greatest(floor(ln(greatest(t, $low) / $low) / $step), 0), $bins - 1) AS INTEGER)

@@ -22,3 +22,14 @@ CREATE TABLE IF NOT EXISTS plus_spend_days (
     users BIGINT NOT NULL,
     max_spend DOUBLE NOT NULL
 );
+
+-- plus_user_values: per (campaign, day, user, vector position) what the filter kept of the
+-- user's day (> 0 only). Written for correlated strategies (plus_rows.sql), whose later rows
+-- carry a user's earlier days through C. Secret: never shown.
+CREATE TABLE IF NOT EXISTS plus_user_values (
+    campaign VARCHAR NOT NULL,
+    day DATE NOT NULL,
+    user_key INTEGER NOT NULL,
+    position BIGINT NOT NULL,
+    value DOUBLE NOT NULL
+);

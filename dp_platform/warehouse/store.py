@@ -24,7 +24,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from dp_platform.cells import CellLayout, layout_of
+from dp_platform.cells import CellLayout, dimension_keys, layout_of
 from dp_platform.config import CampaignConfig, ConfigError, WarehouseConfig
 from dp_platform.faults import fault_point
 from dp_platform.privacy.filter import RESIDUAL
@@ -34,7 +34,7 @@ from dp_platform.warehouse.runner import SqlRunner
 if TYPE_CHECKING:
     from dp_platform.home import Home
     from dp_platform.privacy.discrete import IntegerNoiseSource
-    from dp_platform.warehouse.base import PeriodBound, ProfileGrid
+    from dp_platform.warehouse.base import PeriodBound, ProfileGrid, StrategyRow
 
 __all__ = ["FRAME_TABLES", "SCHEMA_VERSION", "Warehouse", "WarehouseError", "open_at_home"]
 
@@ -60,16 +60,6 @@ class WarehouseError(ConfigError):
 
 def _days(first: date, last: date) -> list[date]:
     return [first + timedelta(days=i) for i in range((last - first).days + 1)]
-
-
-def _dimension_keys(
-    campaign: CampaignConfig, layout: CellLayout, source: str
-) -> list[tuple[str, str, int, int]]:
-    """The layout's (dimension, value, index, stride) rows of the breakdown's dimensions read
-    from ``source``'s events (conversions: placed by cell_rows.sql; impressions: by the
-    credited impression's touch, attribution_touch.sql)."""
-    sources = {d.name: d.source for d in campaign.breakdown}
-    return [row for row in layout.dimension_index() if sources[row[0]] == source]
 
 
 class Warehouse:
@@ -232,7 +222,7 @@ class Warehouse:
         if layout.plain:
             self.sql.run("cell_rows_plain")
             return layout
-        keys = _dimension_keys(campaign, layout, "conversions")
+        keys = dimension_keys(campaign, layout, "conversions")
         self.sql.run(
             "cell_layout",
             dimensions=len({name for name, *_ in keys}),
@@ -253,7 +243,7 @@ class Warehouse:
     def _touch_scope(self, campaign: CampaignConfig) -> None:
         """With impression dimensions in the breakdown, attribution records the credited
         impression's touch (attribution_touch.sql); without, touch_of stays the constant 0."""
-        keys = _dimension_keys(campaign, layout_of(campaign, []), "impressions")
+        keys = dimension_keys(campaign, layout_of(campaign, []), "impressions")
         if not keys:
             return
         self.sql.run(
@@ -574,9 +564,12 @@ class Warehouse:
         cap: float,
         *,
         publishers: list[str] | None = None,
+        row: StrategyRow | None = None,
     ) -> np.ndarray:
         """Day's per-publisher sums after the AdsBPC+ filter clip at (r, σ), in publisher order;
-        the users' spends are updated in the same transaction (privacy/filter.py).
+        the users' spends are updated in the same transaction (privacy/filter.py). With a
+        correlated strategy's ``row`` (C_tt and the earlier days' C_tj), the day's *row* of
+        C·x̄ instead, each user's earlier kept days carried through C (plus_rows.sql).
 
         Write-once per (campaign, day): a re-run with the same (r, σ, cap) returns the stored
         vector and leaves the spends alone; other parameters are refused. Days run in order.
@@ -609,9 +602,13 @@ class Warehouse:
                     f"campaign {campaign.name}: the filter needs {day - timedelta(days=1)} "
                     "first (spends carry over, days run in order)"
                 )
+            strategy = {}
+            if row is not None:
+                earlier = [campaign.start + timedelta(days=i) for i in range(index - 1)]
+                strategy = row.sql_parameters(earlier)
             publishers, vector = self.publisher_sums(
                 campaign,
-                "plus_clip",
+                "plus_clip" if row is None else "plus_rows",
                 publishers,
                 campaign=campaign.name,
                 day=day,
@@ -620,6 +617,7 @@ class Warehouse:
                 two_var=2.0 * float(sigma) ** 2,
                 cap=float(cap),
                 residual=RESIDUAL,
+                **strategy,
             )
             users, top = self.sql.query(
                 "SELECT count(*), coalesce(max(spend), 0.0) FROM plus_user_spend "
@@ -657,12 +655,14 @@ class Warehouse:
         days: list[date],
         bounds: list[float],
         factors: list[float],
-        cap: int,
+        cap: float,
         *,
         grid: ProfileGrid,
         publishers: list[str] | None = None,
+        cross: float = 0.0,
     ) -> np.ndarray:
-        """Users per profile bin (``grid``, × Λ²) of T_u = Σ_d φ_d‖clip(c)‖²."""
+        """Users per profile bin (``grid``, × cap²) of T_u = Σ_d φ_d‖clip(c)‖² (+ ``cross`` ×
+        the cross-day term of a correlated strategy, adsbpc_plus.profile_cross)."""
         if not (len(days) == len(bounds) == len(factors)) or not days:
             raise ValueError("need one bound and one factor per day, and at least one day")
         for day in days:
@@ -681,6 +681,7 @@ class Warehouse:
                 whole=whole,
                 fraction=[float(b - w) for b, w in zip(bounds, whole, strict=True)],
                 factor=[float(f) for f in factors],
+                cross=float(cross),
                 **grid.sql_parameters(cap),
             )
         for bin_, users in rows:

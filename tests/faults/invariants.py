@@ -5,7 +5,8 @@
 - Once complete, each campaign's charges equal its registered plan exactly (no day charged
   twice, none missing), the plan is the catalogue's as first registered (a mid-campaign edit
   changed nothing), and the account's total never passed its cap.
-- AdsBPC+: every user's recorded spend equals the sum over released days of that user's cost,
+- AdsBPC+: every user's recorded spend equals the sum over released days of that user's cost
+  (their whole row: with a correlated strategy their earlier days through C too),
   recomputed here independently (a NumPy re-implementation of the filter over the warehouse's
   attributed rows, with the bound and σ stored in the ledger), and is ≤ ρ1 exactly; the stored
   clipped vectors equal the recomputed sums.
@@ -181,32 +182,51 @@ def _filter_costs(
     sigma: float,
     cap: float,
     spend: dict[int, float],
+    strategy_row: np.ndarray,
+    history: dict[int, list[np.ndarray]],
 ) -> tuple[dict[int, float], np.ndarray]:
-    """One day of the AdsBPC+ filter, re-implemented: per user (cost, kept vector), from rows
-    (user_key, user_rank, publisher_key, weight) — privacy/filter.py's rule, plain loops."""
+    """One day t of the AdsBPC+ filter, re-implemented: per user (cost, released row), from rows
+    (user_key, user_rank, publisher_key, weight) — privacy/filter.py's rule, plain loops.
+
+    ``strategy_row`` is C's row t (days 1..t; [1.0] … for the diagonal strategy, zeros before
+    the diagonal); ``history[user]`` the user's kept vectors of days 1..t−1, extended here.
+    A user's row is α·(P + C_tt·k): P their earlier days through C; when ‖P‖² alone passes
+    the room, k = 0 and α = √(room/‖P‖²) (the user is out from then on)."""
     by_user: dict[int, dict[int, np.ndarray]] = defaultdict(dict)
     for user, rank, publisher, weight in rows:
         vector = by_user[user].setdefault(rank, np.zeros(publishers))
         if publisher in positions:
             vector[positions[publisher]] += weight
+    day = len(strategy_row) - 1
+    ctt = float(strategy_row[day])
     two_var = 2.0 * sigma * sigma
     costs: dict[int, float] = {}
     total = np.zeros(publishers)
-    for user, conversions in by_user.items():
+    for user in set(by_user) | set(history):
+        past_days = history.setdefault(user, [np.zeros(publishers)] * day)
+        past = sum(
+            (c * k for c, k in zip(strategy_row[:day], past_days, strict=True)),
+            np.zeros(publishers),
+        )
         room = two_var * float(remaining(cap, np.array([spend.get(user, 0.0)]))[0])
-        full = np.zeros(publishers)  # earlier conversions at full weight (the SQL's q, b)
         kept = np.zeros(publishers)
-        for rank in sorted(conversions):
-            w = conversions[rank]
-            count_part = min(1.0, max(0.0, bound - rank))
-            a, b, q = float(w @ w), float(full @ w), float(full @ full)
-            budget_part = float(budget_fraction(q, a, b, room))
-            kept += min(count_part, budget_part) * w
-            full += w
-        cost = float(kept @ kept) / two_var
+        if float(past @ past) > room:
+            row = np.sqrt(room / float(past @ past)) * past
+        else:
+            full = past.copy()  # the row with earlier conversions at full weight (q, b)
+            for rank in sorted(by_user.get(user, {})):
+                w = by_user[user][rank]
+                count_part = min(1.0, max(0.0, bound - rank))
+                a, b, q = ctt * ctt * float(w @ w), ctt * float(full @ w), float(full @ full)
+                budget_part = float(budget_fraction(q, a, b, room))
+                kept += min(count_part, budget_part) * w
+                full += ctt * w
+            row = past + ctt * kept
+        past_days.append(kept)
+        cost = float(row @ row) / two_var
         if cost > 0:
             costs[user] = cost
-        total += kept
+        total += row
     return costs, total
 
 
@@ -257,6 +277,8 @@ def check_plus_spends(home: Home, ledger_block: dict | None) -> list[str]:
         recorded[index][user] = (cost, spend)
     spend: dict[int, float] = {}
     exact: dict[int, Fraction] = defaultdict(Fraction)
+    matrix = plan.matrix  # the registered strategy (the identity for the diagonal one)
+    history: dict[int, list[np.ndarray]] = {}
     for day in sorted(released):
         choice = choices[day]
         if stored_days.get(day) != (choice.bound, choice.sigma):
@@ -267,7 +289,15 @@ def check_plus_spends(home: Home, ledger_block: dict | None) -> list[str]:
             continue
         rows = sorted(attributed[day])
         costs, total = _filter_costs(
-            rows, positions, len(keys), choice.bound, choice.sigma, cap, spend
+            rows,
+            positions,
+            len(keys),
+            choice.bound,
+            choice.sigma,
+            cap,
+            spend,
+            matrix[day - 1, :day],
+            history,
         )
         if set(costs) != set(recorded[day]):
             problems.append(

@@ -19,6 +19,7 @@ from typing import Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import yaml
 
 SECRET = "SeCrEt"
 NOW = "2026-04-01T00:00:00Z"
@@ -49,8 +50,10 @@ class Expect:
 
 class Workspace:
     """One case's directory with helpers for small, valid event files. ``shared_home`` is the
-    home the cases share (beside the case directories by default) and ``engine_args`` the
-    command-line arguments that choose the warehouse engine (none: the default, DuckDB)."""
+    home the cases share (beside the case directories by default), ``engine_args`` the
+    command-line arguments that choose the warehouse engine (none: the default, DuckDB) and
+    ``warehouse`` that engine's ``warehouse:`` block, for a case that writes its own
+    catalogue (none: the default)."""
 
     def __init__(
         self,
@@ -59,12 +62,30 @@ class Workspace:
         *,
         shared_home: Path | None = None,
         engine_args: tuple[str, ...] = (),
+        warehouse: dict | None = None,
     ) -> None:
         self.root = root
         self.tag = tag
         self.shared_home = shared_home or root.parent / "shared-home"
         self.engine_args = engine_args
+        self.warehouse = warehouse
         root.mkdir(parents=True, exist_ok=True)
+
+    def catalogue(self, dimensions: dict[str, dict]) -> Path:
+        """A catalogue declaring ``dimensions`` (name → {source, values}), on this workspace's
+        engine."""
+        document: dict[str, object] = {
+            "accounts": [{"name": "a", "rho_cap": 1}],
+            "dimensions": dimensions,
+            "campaigns": [
+                {"name": "c", "advertiser": "acme", "account": "a", "start": "2026-03-01"}
+            ],
+        }
+        if self.warehouse:
+            document["warehouse"] = self.warehouse
+        path = self.path("campaigns.yaml")
+        path.write_text(yaml.safe_dump(document))
+        return path
 
     def path(self, name: str) -> Path:
         return self.root / name
@@ -820,12 +841,7 @@ def _(w: Workspace) -> Expect:
         [*w.imp(1), f"carousel-{SECRET}"],
         [*w.imp(2), ""],
     ]
-    catalogue = w.path("campaigns.yaml")
-    catalogue.write_text(
-        "accounts: [{name: a, rho_cap: 1}]\n"
-        "dimensions:\n  creative: {source: impressions, values: [banner, video]}\n"
-        "campaigns: [{name: c, advertiser: acme, account: a, start: 2026-03-01}]\n"
-    )
+    catalogue = w.catalogue({"creative": {"source": "impressions", "values": ["banner", "video"]}})
     reasons = {"unknown_creative_value": 1, "missing_creative": 1}
     loaded = w.loaded(impressions=w.csv("imps.csv", header, rows), rows=(3, 1), imp_reasons=reasons)
     return loaded | _extra("--config", str(catalogue))

@@ -28,6 +28,7 @@ import pytest
 
 from dp_platform.cli import main
 from tests.hostile.ingest_cases import CASES, NOW, SECRET, Case, Expect, Workspace
+from tests.platform_fixtures import warehouse_block
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "data.md"
 CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, PR_CAPBSET_DROP = 1, 2, 24
@@ -187,6 +188,7 @@ SPARK_CASES = (
     "duplicate_id_of_loaded_data",
     "same_file_loaded_twice",
     "more_than_1024_at_one_instant",
+    "impression_dimension_value_not_listed",
 )
 """A representative subset on Spark, in the tests' one session: refusals by the file checks,
 by the CSV reader and by the command line (cheap: nothing reaches Spark), and one load per
@@ -244,9 +246,11 @@ def test_hostile_ingest_on_spark(
         case.name,
         shared_home=shared,
         engine_args=("--config", str(spark_catalogue)),
+        warehouse=warehouse_block("spark"),
     )
     expect = case.build(workspace)
-    expect.extra += ["--config", str(spark_catalogue)]
+    if "--config" not in expect.extra:  # a case's own catalogue is written for Spark already
+        expect.extra += ["--config", str(spark_catalogue)]
     home = expect.home or shared
     before = _spark_tables(home)
 

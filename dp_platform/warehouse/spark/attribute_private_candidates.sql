@@ -7,7 +7,7 @@
 -- The view is checkpointed by the runner (CACHE): counted once, read once more.
 CACHE TABLE private_candidates AS
 SELECT
-    c.conversion_key, c.publisher_key,
+    c.conversion_key, c.publisher_key, c.touch,
     CAST(c.age_us AS DOUBLE) / 3600000000.0D AS age_hours,
     row_number() OVER (ORDER BY c.conversion_key, c.ord_key) - 1 AS idx
 FROM scope_candidates AS c

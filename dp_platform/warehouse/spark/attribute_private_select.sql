@@ -3,13 +3,14 @@
 -- ln(E) - a, E its Exp(1) draw (view race_noise, registered from Python) and
 -- a = eps * score / (2 * sensitivity): the exponential race. Scores relative to the conversion
 -- (age in hours): time: -age; exp_time: exp(-age); inverse_gap: -1/max(age, alpha). The
--- winners are written as batch :batch of private_touch_choices, which counts once the catalog
--- commits it (catalog.py); step 3 (attribute_private_stored.sql) attributes from the choices.
+-- winners (publisher and touch: attribution_scope.sql) are written as batch :batch of
+-- private_touch_choices, which counts once the catalog commits it (catalog.py); step 3
+-- (attribute_private_stored.sql) attributes from the choices.
 INSERT INTO private_touch_choices
 WITH
 keyed AS (
     SELECT
-        p.conversion_key, p.publisher_key,
+        p.conversion_key, p.publisher_key, p.touch,
         ln(n.e) - :eps_half_over_delta * CASE :score
             WHEN 'time' THEN -p.age_hours
             WHEN 'exp_time' THEN exp(-p.age_hours)
@@ -18,6 +19,11 @@ keyed AS (
     FROM private_candidates AS p
     JOIN race_noise AS n ON n.idx = p.idx
 )
-SELECT conversion_key, min_by(publisher_key, race_key), :campaign, CAST(:batch AS BIGINT)
-FROM keyed
-GROUP BY conversion_key;
+SELECT conversion_key, winner.publisher_key, winner.touch, :campaign, CAST(:batch AS BIGINT)
+FROM (
+    SELECT
+        conversion_key,
+        min_by(named_struct('publisher_key', publisher_key, 'touch', touch), race_key) AS winner
+    FROM keyed
+    GROUP BY conversion_key
+);

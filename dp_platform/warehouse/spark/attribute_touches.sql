@@ -6,12 +6,14 @@
 --   u_shaped    40% first, 40% last, 20% split evenly over the m - 2 in between;
 --               m = 1: 100%; m = 2: 50% / 50%;
 --   lta / fta   1 to the last / first.
--- Rows are per (conversion, publisher). Floating literals are doubles (D): a plain 0.2 would be
--- a DECIMAL in Spark SQL and divide with a decimal's rounding.
+-- Rows are per (conversion, publisher, touch): a publisher's weights within one conversion add
+-- up, kept apart by the credited impressions' touch (attribution_scope.sql). Floating literals
+-- are doubles (D): a plain 0.2 would be a DECIMAL in Spark SQL and divide with a decimal's
+-- rounding.
 INSERT INTO attributed_conversions
 WITH
 cand AS (
-    SELECT conversion_key, publisher_key, ord_key, age_us
+    SELECT conversion_key, publisher_key, ord_key, age_us, touch
     FROM scope_candidates
 ),
 per_conv AS (
@@ -28,6 +30,7 @@ raw AS (
     SELECT
         cand.conversion_key,
         cand.publisher_key,
+        cand.touch,
         CASE :rule
             WHEN 'uni' THEN 1.0D / p.m
             WHEN 'lta' THEN CASE WHEN cand.ord_key = p.last_key THEN 1.0D ELSE 0.0D END
@@ -44,9 +47,9 @@ raw AS (
     JOIN per_conv AS p ON p.conversion_key = cand.conversion_key
 ),
 by_publisher AS (
-    SELECT conversion_key, publisher_key, sum(w) AS w
+    SELECT conversion_key, publisher_key, touch, sum(w) AS w
     FROM raw
-    GROUP BY conversion_key, publisher_key
+    GROUP BY conversion_key, publisher_key, touch
 ),
 totals AS (
     SELECT conversion_key, sum(w) AS total
@@ -65,7 +68,7 @@ ranked AS (
 SELECT
     r.conversion_key, r.user_key, CAST(r.user_rank AS INT), b.publisher_key,
     CASE WHEN :rule = 'time_decay' THEN b.w / t.total ELSE b.w END,
-    :campaign, r.day
+    b.touch, :campaign, r.day
 FROM by_publisher AS b
 JOIN totals AS t ON t.conversion_key = b.conversion_key
 JOIN ranked AS r ON r.conversion_key = b.conversion_key

@@ -8,6 +8,10 @@
 --                       scope_conversions plus window_key = epoch_us(ts - lookback) * :tie_room;
 --   scope_candidates    every (conversion, impression) pair of the same user with
 --                       conv.ts - lookback <= imp.ts < conv.ts (ties broken by ord_key).
+-- Impressions come with their touch (attributed_conversions.touch) from view
+-- `impression_touches`, put in scope first: the constant 0 for a campaign without impression
+-- dimensions (impression_touches_plain.sql), else each impression's combination number
+-- (attribution_touch.sql; DuckDB's touch_of macro).
 -- Events are partitioned by UTC day, so the ranges are day filters (partition pruning).
 CREATE OR REPLACE TEMP VIEW scope_conversions AS
 SELECT
@@ -18,8 +22,8 @@ WHERE c.advertiser_key = (SELECT advertiser_key FROM advertisers WHERE advertise
   AND c.day BETWEEN :first AND :last;
 
 CREATE OR REPLACE TEMP VIEW scope_impressions AS
-SELECT i.user_key, i.publisher_key, i.ts, i.ord_key
-FROM impressions AS i
+SELECT i.user_key, i.publisher_key, i.ts, i.ord_key, i.touch
+FROM impression_touches AS i
 WHERE i.advertiser_key = (SELECT advertiser_key FROM advertisers WHERE advertiser_id = :advertiser)
   AND i.publisher_key IN (SELECT publisher_key FROM campaign_pubs)
   AND i.day BETWEEN date_sub(:first, :lookback_days) AND :last;
@@ -33,7 +37,7 @@ FROM scope_conversions;
 CREATE OR REPLACE TEMP VIEW scope_candidates AS
 SELECT
     conv.conversion_key, conv.conversion_id, conv.user_key, conv.day, conv.ts,
-    imp.publisher_key, imp.ord_key,
+    imp.publisher_key, imp.ord_key, imp.touch,
     unix_micros(conv.ts) - unix_micros(imp.ts) AS age_us
 FROM scope_conversions AS conv
 JOIN scope_impressions AS imp

@@ -5,7 +5,8 @@
 -- (campaign_pubs), cell_key the publisher's key, each row keeps its attribution weight — the
 -- rows and sums the Spark engine released before cells existed.
 CREATE OR REPLACE TEMP VIEW cell_rows AS
-SELECT a.day, a.user_key, a.user_rank, a.publisher_key AS cell_key, a.weight
+SELECT
+    a.day, a.conversion_key, a.user_key, a.user_rank, a.publisher_key AS cell_key, a.weight
 FROM attributed_conversions AS a
 WHERE a.campaign = :campaign AND a.day BETWEEN :first AND :last;
 

@@ -67,10 +67,10 @@ APPEND_TABLES = (
     "quarantine",
     "dimension_values",
 )
-"""Tables partitioned by load_id (conversions and conversion_dimensions too, under their day
+"""Tables partitioned by load_id (conversions and the dimension rows too, under their day
 partitions: :data:`DAY_LOAD_TABLES`)."""
 
-DAY_LOAD_TABLES = ("conversions", "conversion_dimensions")
+DAY_LOAD_TABLES = ("conversions", "conversion_dimensions", "impression_dimensions")
 
 _ID = {"impressions": "impression_id", "conversions": "conversion_id"}
 
@@ -81,7 +81,7 @@ class _Staged:
     malformed: str
     rows: int
     dimensions: str | None = None
-    """Conversions with dimensions: the passing rows' (source_row, dimension, value)."""
+    """A file with dimensions: the passing rows' (source_row, dimension, value)."""
 
 
 def _local_directory(uri: str) -> Path:
@@ -161,13 +161,21 @@ def _quoted(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
+_DIMENSION_INSERTS = {
+    "conversions": "ingest_insert_dimensions",
+    "impressions": "ingest_insert_impression_dimensions",
+}
+"""Per event file: the SQL that stores its accepted events' dimension rows."""
+
+
 def _insert_dimensions(
-    warehouse: SparkWarehouse, staged: str, dimensions: DimensionLists, load_id: int
+    warehouse: SparkWarehouse, kind: str, staged: str, dimensions: DimensionLists, load_id: int
 ) -> None:
-    """The load's accepted conversions' dimension values as small integers (DuckDB's
+    """The load's accepted events' dimension values as small integers (DuckDB's
     ``_insert_dimensions``): each listed value gets a key in ``dimension_values`` once (keys
-    never change), each conversion one row per dimension in ``conversion_dimensions``. The
-    lists (public) arrive as the view ``listed_dimension_values``."""
+    never change), each event one row per dimension in ``conversion_dimensions`` (by
+    conversion_key) or ``impression_dimensions`` (by load and row: impressions have no other
+    fixed key). The lists (public) arrive as the view ``listed_dimension_values``."""
     listed = pd.DataFrame(
         [
             (name, position, value)
@@ -181,7 +189,7 @@ def _insert_dimensions(
     ).createOrReplaceTempView("listed_dimension_values")
     warehouse.spark.read.parquet(staged).createOrReplaceTempView("checked_dimensions")
     warehouse.sql.run("ingest_dimension_values", load_id=load_id)
-    warehouse.sql.run("ingest_insert_dimensions", load_id=load_id)
+    warehouse.sql.run(_DIMENSION_INSERTS[kind], load_id=load_id)
     for view in ("listed_dimension_values", "checked_dimensions"):  # the staged file goes
         warehouse.spark.catalog.dropTempView(view)
 
@@ -203,7 +211,7 @@ def _load(
     sql.run("ingest_keys", load_id=load_id)
     sql.run(f"ingest_insert_{kind}", load_id=load_id, tie_room=TIE_ROOM, max_tie=TIE_ROOM)
     if staged.dimensions is not None:
-        _insert_dimensions(warehouse, staged.dimensions, dimensions, load_id)
+        _insert_dimensions(warehouse, kind, staged.dimensions, dimensions, load_id)
     moves: list[tuple[str, str]] = []
     if kind == "impressions":
         days = [row[0] for row in sql.query("SELECT DISTINCT day FROM new_impressions")]
@@ -264,12 +272,17 @@ def ingest_files(
     *,
     now: datetime | None = None,
     dimensions: DimensionLists | None = None,
+    impression_dimensions: DimensionLists | None = None,
 ) -> IngestReport:
     """Check both files, then load both (all or nothing); the DuckDB ingest's report, and its
-    one-line refusals (the same file and row checks run first). ``dimensions``: the
-    catalogue's conversion dimensions (columns required, values checked and stored)."""
+    one-line refusals (the same file and row checks run first). ``dimensions`` and
+    ``impression_dimensions``: the catalogue's dimensions of each file (columns required,
+    values checked and stored)."""
     moment = ingest_moment(now)
-    dimensions = dict(dimensions or {})
+    own: dict[str, DimensionLists] = {
+        "impressions": dict(impression_dimensions or {}),
+        "conversions": dict(dimensions or {}),
+    }
     staging = f"{warehouse.root}/_staging/{uuid.uuid4().hex}"
     checks = _local_directory(staging) / "checks"  # the driver's files; the moves stay
     con = duckdb.connect(":memory:")
@@ -280,8 +293,8 @@ def ingest_files(
         runner = SqlRunner(con)
         runner.run("schema")  # empty tables: the checks' views refer to them
         sources = [
-            inspect(con, "impressions", impressions),
-            inspect(con, "conversions", conversions, tuple(dimensions)),
+            inspect(con, kind, path, tuple(own[kind]))
+            for kind, path in (("impressions", impressions), ("conversions", conversions))
         ]
         reports = {s.kind: KindReport(source_file=str(s.path)) for s in sources}
         todo = [s for s in sources if not warehouse.catalog.loaded(s.kind, s.sha256)]
@@ -289,7 +302,7 @@ def ingest_files(
             reports[source.kind].already_loaded = source not in todo
         if todo:
             with _writing(warehouse):
-                _load_all(warehouse, runner, todo, moment, staging, reports, dimensions)
+                _load_all(warehouse, runner, todo, moment, staging, reports, own)
     finally:
         con.close()
         # only the checked files: a crash after the catalog's "staged" record leaves the
@@ -307,11 +320,11 @@ def _load_all(
     moment: datetime,
     staging: str,
     reports: dict[str, KindReport],
-    dimensions: DimensionLists,
+    own: dict[str, DimensionLists],
 ) -> None:
-    """Check every file, then record, load, stage and commit them (see module doc)."""
+    """Check every file, then record, load, stage and commit them (see module doc); ``own``:
+    each kind's catalogue dimensions."""
     checks = _local_directory(staging) / "checks"
-    own = {s.kind: dimensions if s.kind == "conversions" else {} for s in todo}
     staged = [
         _check_file(runner, s, moment, checks / f"checked_{s.kind}", own[s.kind]) for s in todo
     ]

@@ -1,7 +1,7 @@
 -- AdsBPC+ profile histogram (DuckDB twin: ../plus_profile.sql): per user
--- T = Σ_d φ_d ‖clip_{r_d}(c_{u,d})‖₂² over the days :days (r_d = :whole[d] + :fraction[d],
--- over the released vector's entries: view cell_rows of the days' range, cell_positions), then
--- users per public log bin (low = :low, ratio e^:step, :bins
+-- T = Σ_d φ_d ‖clip_{r_d}(c_{u,d})‖₂² (+ :cross × the cross-day term) over the days :days
+-- (r_d = :whole[d] + :fraction[d], over the released vector's entries: view cell_rows of the
+-- days' range, cell_positions), then users per public log bin (low = :low, ratio e^:step, :bins
 -- bins). The four lists are zipped element by element (DuckDB's multi-list unnest).
 WITH params AS (
     SELECT inline(arrays_zip(:days, :whole, :fraction, :factor)) AS (day, whole, fraction, factor)
@@ -23,11 +23,29 @@ per_day AS (
     FROM kept AS k
     GROUP BY k.user_key, k.day
 ),
-profile AS (
+weighted AS (
     SELECT d.user_key, sum(d.norm * p.factor) AS t
     FROM per_day AS d
     JOIN params AS p ON p.day = d.day
     GROUP BY d.user_key
+),
+-- a correlated strategy's cross-day term (adsbpc_plus.profile_cross; as DuckDB's)
+per_entry AS (
+    SELECT user_key, sum(value) AS total, sum(value * value) AS squares
+    FROM kept
+    WHERE :cross > 0
+    GROUP BY user_key, position
+    HAVING count(*) > 1
+),
+cross_terms AS (
+    SELECT user_key, sum(total * total - squares) AS extra
+    FROM per_entry
+    GROUP BY user_key
+),
+profile AS (
+    SELECT w.user_key, w.t + :cross * coalesce(x.extra, 0.0D) AS t
+    FROM weighted AS w
+    LEFT JOIN cross_terms AS x ON x.user_key = w.user_key
 )
 SELECT
     CAST(least(greatest(floor(ln(greatest(t, :low) / :low) / :step), 0), :bins - 1) AS INT)

@@ -48,20 +48,33 @@ CREATE TABLE IF NOT EXISTS conversion_dimensions (
     conversion_key BIGINT, dimension STRING, value_key SMALLINT, day DATE, load_id BIGINT
 ) USING parquet PARTITIONED BY (day, load_id) LOCATION '{{root}}/conversion_dimensions';
 
+-- An impression is its (load_id, source_row), which never changes (ord_key can be re-ranked by
+-- a later load's ties): each accepted impression of a load made with impression dimensions has
+-- one row per dimension, under the impression's day and its load (the partition's load_id).
+CREATE TABLE IF NOT EXISTS impression_dimensions (
+    source_row BIGINT, dimension STRING, value_key SMALLINT, day DATE, load_id BIGINT
+) USING parquet PARTITIONED BY (day, load_id) LOCATION '{{root}}/impression_dimensions';
+
 CREATE TABLE IF NOT EXISTS quarantine (
     kind STRING, source_file STRING, source_row BIGINT, reason STRING, load_id BIGINT
 ) USING parquet PARTITIONED BY (load_id) LOCATION '{{root}}/quarantine';
 
+-- One row per (attributed conversion, credited publisher, touch); touch: the credited
+-- impressions' combination number over the campaign's impression dimensions (0 without any,
+-- NULL when the impression has no listed value for one: that credit is in no cell). Files
+-- written before touches existed have no such column and read NULL: their campaigns had no
+-- impression dimension, and cell_rows.sql reads touch only for a campaign that has one.
 CREATE TABLE IF NOT EXISTS attributed_conversions (
     conversion_key BIGINT, user_key INT, user_rank INT, publisher_key INT, weight DOUBLE,
-    campaign STRING, day DATE
+    touch INT, campaign STRING, day DATE
 ) USING parquet PARTITIONED BY (campaign, day) LOCATION '{{root}}/attributed_conversions';
 
--- private_last_touch: each conversion's drawn touch, written once per conversion in a batch
--- of the run that drew it and never deleted once the catalog committed the batch (catalog.py):
--- re-attributing a day returns the same rows and each conversion's epsilon is spent once.
+-- private_last_touch: each conversion's drawn touch (its publisher and touch combination),
+-- written once per conversion in a batch of the run that drew it and never deleted once the
+-- catalog committed the batch (catalog.py): re-attributing a day returns the same rows and
+-- each conversion's epsilon is spent once.
 CREATE TABLE IF NOT EXISTS private_touch_choices (
-    conversion_key BIGINT, publisher_key INT, campaign STRING, batch BIGINT
+    conversion_key BIGINT, publisher_key INT, touch INT, campaign STRING, batch BIGINT
 ) USING parquet PARTITIONED BY (campaign, batch) LOCATION '{{root}}/private_touch_choices';
 
 CREATE TABLE IF NOT EXISTS user_day_contributions (

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Self
 import numpy as np
 import pandas as pd
 
-from dp_platform.cells import CellLayout, layout_of
+from dp_platform.cells import CellLayout, dimension_keys, layout_of
 from dp_platform.config import CampaignConfig, ConfigError, WarehouseConfig
 from dp_platform.file_lock import exclusive
 from dp_platform.privacy.filter import RESIDUAL
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from dp_platform.home import Home
     from dp_platform.privacy.discrete import IntegerNoiseSource
-    from dp_platform.warehouse.base import PeriodBound, ProfileGrid
+    from dp_platform.warehouse.base import PeriodBound, ProfileGrid, StrategyRow
 
 __all__ = ["TABLES", "SparkWarehouse", "open_at_home"]
 
@@ -51,6 +51,7 @@ _ATTRIBUTED = "attributed_conversions"
 _CONTRIBUTIONS = "user_day_contributions"
 _CLIPPED = "clipped_daily_vectors"
 _SPEND = "plus_user_spend"
+_VALUES = "plus_user_values"
 _US_PER_DAY = 86_400_000_000
 TABLES = (
     "users",
@@ -62,6 +63,7 @@ TABLES = (
     "quarantine",
     "dimension_values",
     "conversion_dimensions",
+    "impression_dimensions",
     _ATTRIBUTED,
     _CONTRIBUTIONS,
     _CLIPPED,
@@ -90,6 +92,7 @@ class SparkWarehouse:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {self.database} LOCATION '{self.root}/_database'")
         self._use()
         self.sql.run("schema")
+        self._add_touch_columns()
         self.refresh()
         recover(self)
         self._drop_uncommitted_touches()
@@ -97,6 +100,13 @@ class SparkWarehouse:
     def _use(self) -> None:
         """This warehouse's tables are the session's current database."""
         self.spark.catalog.setCurrentDatabase(self.database)
+
+    def _add_touch_columns(self) -> None:
+        """Tables defined before touches existed (a persistent session catalog keeps their old
+        definition) get the column; their files read it as NULL (cell_rows.sql)."""
+        for table in (_ATTRIBUTED, "private_touch_choices"):
+            if "touch" not in self.spark.table(table).columns:
+                self.spark.sql(f"ALTER TABLE {table} ADD COLUMNS (touch INT)")
 
     def refresh(self) -> None:
         """Forget cached file listings (after files changed outside Spark's writers)."""
@@ -123,11 +133,20 @@ class SparkWarehouse:
         *,
         now: datetime | None = None,
         dimensions: dict[str, list[str]] | None = None,
+        impression_dimensions: dict[str, list[str]] | None = None,
     ) -> IngestReport:
         """Validate and load two event files (all or nothing); see :mod:`.ingest`.
-        ``dimensions``: the catalogue's conversion dimensions (name → public values)."""
+        ``dimensions`` / ``impression_dimensions``: the catalogue's dimensions of the
+        conversions / impressions file (name → public values)."""
         self._use()
-        return ingest_files(self, impressions, conversions, now=now, dimensions=dimensions)
+        return ingest_files(
+            self,
+            impressions,
+            conversions,
+            now=now,
+            dimensions=dimensions,
+            impression_dimensions=impression_dimensions,
+        )
 
     def table_rows(self, table: str) -> int:
         """Row count of a warehouse table (monitoring; no contents)."""
@@ -183,12 +202,6 @@ class SparkWarehouse:
         self.sql.run("campaign_publishers")
         return chosen
 
-    def _vector(self, publishers: list[str], rows: list[tuple]) -> np.ndarray:
-        vector = np.zeros(len(publishers), dtype=np.float64)
-        for position, value in rows:
-            vector[int(position)] = value
-        return vector
-
     def _cell_scope(
         self,
         campaign: CampaignConfig,
@@ -216,25 +229,31 @@ class SparkWarehouse:
         self.spark.createDataFrame(
             measures, schema="measure INT, value_part BOOLEAN, scale DOUBLE"
         ).createOrReplaceTempView("campaign_measures")
-        keys = pd.DataFrame(
-            layout.dimension_index(), columns=["dimension", "value", "idx", "stride"]
-        ).astype({"idx": np.int64, "stride": np.int64})
-        self.spark.createDataFrame(
-            keys, schema="dimension STRING, value STRING, idx BIGINT, stride BIGINT"
-        ).createOrReplaceTempView("campaign_dim_list")
+        keys = dimension_keys(campaign, layout, "conversions")
+        self._dimension_list("campaign_dim_list", keys)
         self.sql.run("cell_layout")
         self.spark.range(layout.size).selectExpr(
             "id AS cell_key", "id AS position"
         ).createOrReplaceTempView("cell_positions")
         self.sql.run(
             "cell_rows",
-            dimensions=len(layout.dimensions),
+            dimensions=len({name for name, *_ in keys}),
+            touched=bool(dimension_keys(campaign, layout, "impressions")),
             combinations=layout.combinations,
             measures=len(layout.measures),
             value_cap=float(layout.value_cap or 1.0),
             **days,
         )
         return layout
+
+    def _dimension_list(self, view: str, keys: list[tuple[str, str, int, int]]) -> None:
+        """Register ``keys`` (dimension, value, idx, stride: public, from the registered
+        config) as the small view ``view``."""
+        frame = pd.DataFrame(keys, columns=["dimension", "value", "idx", "stride"])
+        self.spark.createDataFrame(
+            frame.astype({"idx": np.int64, "stride": np.int64}),
+            schema="dimension STRING, value STRING, idx BIGINT, stride BIGINT",
+        ).createOrReplaceTempView(view)
 
     def _cell_sums(
         self, layout: CellLayout, query: str, cells_query: str | None = None, **params: object
@@ -306,6 +325,26 @@ class SparkWarehouse:
             "tie_room": TIE_ROOM,
         }
 
+    @staticmethod
+    def _touch_keys(campaign: CampaignConfig) -> list[tuple[str, str, int, int]]:
+        """The breakdown's impression dimensions as layout rows (none: every touch is 0)."""
+        return dimension_keys(campaign, layout_of(campaign, []), "impressions")
+
+    def _attribution_scope(self, campaign: CampaignConfig, first: date, last: date) -> None:
+        """attribution_scope.sql's views for days first..last, its impressions carrying their
+        touch (DuckDB's ``_touch_scope``): attribution_touch.sql with the campaign's impression
+        dimensions (view campaign_touch_list), else the constant 0 (no dimension table read)."""
+        params = self._scope_params(campaign, first, last)
+        keys = self._touch_keys(campaign)
+        if keys:
+            self._dimension_list("campaign_touch_list", keys)
+            self.sql.run(
+                "attribution_touch", touch_dimensions=len({name for name, *_ in keys}), **params
+            )
+        else:
+            self.sql.run("impression_touches_plain")
+        self.sql.run("attribution_scope", **params)
+
     def attribute_days(
         self,
         campaign: CampaignConfig,
@@ -330,9 +369,7 @@ class SparkWarehouse:
                 # join goes day by day so its intermediate stays a day's size.
                 spans = [(first, last)] if single_touch else [(d, d) for d in _days(first, last)]
                 for span_first, span_last in spans:
-                    self.sql.run(
-                        "attribution_scope", **self._scope_params(campaign, span_first, span_last)
-                    )
+                    self._attribution_scope(campaign, span_first, span_last)
                     self.sql.run(
                         script,
                         campaign=campaign.name,
@@ -386,7 +423,7 @@ class SparkWarehouse:
         from dp_platform.attribution.private_touch import race_draws, race_parameters
 
         self._drop_uncommitted_touches(campaign.name)
-        self.sql.run("attribution_scope", **self._scope_params(campaign, first, last))
+        self._attribution_scope(campaign, first, last)
         self._stored_touches(campaign)
         count = int(self.sql.run("attribute_private_candidates")[0][0])
         draws = race_draws(campaign, count, noise)
@@ -407,7 +444,11 @@ class SparkWarehouse:
                 self.spark.catalog.dropTempView("race_noise")
             self.catalog.finish_touch_batch(batch, "committed")
             self._stored_touches(campaign)  # lists the batch just written
-        self.sql.run("attribute_private_stored", campaign=campaign.name)
+        self.sql.run(
+            "attribute_private_stored",
+            campaign=campaign.name,
+            touched=bool(self._touch_keys(campaign)),
+        )
         return count
 
     def _stored_touches(self, campaign: CampaignConfig) -> None:
@@ -545,9 +586,11 @@ class SparkWarehouse:
         cap: float,
         *,
         publishers: list[str] | None = None,
+        row: StrategyRow | None = None,
     ) -> np.ndarray:
         """The AdsBPC+ filter clip of the day (as DuckDB's): write-once per (campaign, day);
-        the spends count once the catalog records the day (catalog.py)."""
+        the spends count once the catalog records the day (catalog.py). With a correlated
+        strategy's ``row``, the day's row of C·x̄ (plus_rows.sql, as DuckDB's)."""
         if not (bound > 0 and sigma > 0 and cap > 0 and np.isfinite([bound, sigma, cap]).all()):
             raise ValueError("bound, sigma and cap must be finite numbers > 0")
         index = campaign.day_index(day)
@@ -570,10 +613,16 @@ class SparkWarehouse:
         whole = int(np.floor(bound))
         layout = self._cell_scope(campaign, publishers, day, day)
         self._clear(_SPEND, campaign, [day])  # leftovers of a run that did not commit
+        strategy: dict = {}
+        if row is not None:
+            self.sql.run("plus_values_schema")
+            self._clear(_VALUES, campaign, [day])
+            earlier = [campaign.start + timedelta(days=i) for i in range(index - 1)]
+            strategy = row.sql_parameters(earlier)
         try:
             vector = self._cell_sums(
                 layout,
-                "plus_clip",
+                "plus_clip" if row is None else "plus_rows",
                 campaign=campaign.name,
                 day=day,
                 whole=whole,
@@ -581,6 +630,7 @@ class SparkWarehouse:
                 two_var=2.0 * float(sigma) ** 2,
                 cap=float(cap),
                 residual=RESIDUAL,
+                **strategy,
             )
         finally:
             self.sql.release()
@@ -610,12 +660,14 @@ class SparkWarehouse:
         days: list[date],
         bounds: list[float],
         factors: list[float],
-        cap: int,
+        cap: float,
         *,
         grid: ProfileGrid,
         publishers: list[str] | None = None,
+        cross: float = 0.0,
     ) -> np.ndarray:
-        """Users per profile bin (``grid``, × Λ²) of T_u = Σ_d φ_d‖clip(c)‖²."""
+        """Users per profile bin (``grid``, × cap²) of T_u = Σ_d φ_d‖clip(c)‖² (+ ``cross`` ×
+        the cross-day term of a correlated strategy, as DuckDB's)."""
         if not (len(days) == len(bounds) == len(factors)) or not days:
             raise ValueError("need one bound and one factor per day, and at least one day")
         for day in days:
@@ -629,6 +681,7 @@ class SparkWarehouse:
             whole=whole,
             fraction=[float(b - w) for b, w in zip(bounds, whole, strict=True)],
             factor=[float(f) for f in factors],
+            cross=float(cross),
             **grid.sql_parameters(cap),
         )
         hist = np.zeros(grid.bins, dtype=np.int64)
@@ -659,7 +712,8 @@ class SparkWarehouse:
         *,
         publishers: list[str] | None = None,
     ) -> np.ndarray:
-        """True per-publisher sums of the period after the plan's bounding (as DuckDB's)."""
+        """True per-publisher (or per-cell: oneshot_sums_cells.sql) sums of the period after the
+        plan's bounding (as DuckDB's)."""
         done = self.catalog.materialised_days(
             _ATTRIBUTED, campaign.name, campaign.start, campaign.end
         )
@@ -669,14 +723,11 @@ class SparkWarehouse:
                 f"{campaign.days} days ({done} materialised)"
             )
         whole = int(np.floor(bounding.bound))
-        chosen = self._scope(campaign, publishers)
-        if not layout_of(campaign, chosen).plain:  # the config refuses it; never a short vector
-            raise ConfigError(
-                f"campaign {campaign.name}: the one-shot release on spark sums counts per "
-                "publisher only (no breakdown or value cells)"
-            )
-        rows = self.sql.run(
+        layout = self._cell_scope(campaign, publishers, campaign.start, campaign.end)
+        return self._cell_sums(
+            layout,
             "oneshot_sums",
+            "oneshot_sums_cells",
             campaign=campaign.name,
             advertiser=campaign.advertiser,
             first=campaign.start,
@@ -687,7 +738,6 @@ class SparkWarehouse:
             use_value=bool(bounding.use_value),
             value_cap=float(bounding.value_cap),
         )
-        return self._vector(chosen, rows)
 
     def reach_histogram(
         self,

@@ -1,0 +1,149 @@
+-- AdsBPC+ filter for a correlated strategy C for one day (DuckDB twin: ../plus_rows.sql, where
+-- the rule is explained; evaluation/plus_data.RowFilter is the NumPy twin). Parameters as
+-- plus_clip.sql, plus :ctt = C_tt and the zipped lists :past_days, :past_coefs (C_tj of the
+-- earlier days). The rows are the day's entries of the released vector, as in plus_clip.sql
+-- (view cell_rows: its weights on the campaign's publishers, or its cells; view
+-- cell_positions: a key's vector position, and what has none is not released), so a user's
+-- earlier days are carried per vector position — per cell for a campaign with cells. The
+-- partitions (campaign, :day) of plus_user_spend and plus_user_values were emptied by the
+-- store; every earlier day is committed (days run in order).
+CACHE TABLE plus_past AS
+WITH coefficients AS (
+    SELECT inline(arrays_zip(:past_days, :past_coefs)) AS (day, coef)
+)
+SELECT v.user_key, v.position, sum(c.coef * v.value) AS value
+FROM plus_user_values AS v
+JOIN coefficients AS c ON c.day = v.day
+WHERE v.campaign = :campaign
+GROUP BY v.user_key, v.position;
+
+CACHE TABLE plus_spent AS
+SELECT user_key, max_by(spend, day) AS spend
+FROM plus_user_spend
+WHERE campaign = :campaign AND day < :day
+GROUP BY user_key;
+
+CACHE TABLE plus_room AS
+WITH users AS (
+    SELECT user_key FROM plus_past
+    UNION
+    SELECT user_key FROM cell_rows
+),
+norms AS (
+    SELECT user_key, sum(value * value) AS past FROM plus_past GROUP BY user_key
+)
+SELECT
+    u.user_key,
+    coalesce(n.past, 0.0D) AS past,
+    CASE
+        WHEN :cap - coalesce(s.spend, 0.0D) > :residual * :cap
+            THEN :two_var * (:cap - coalesce(s.spend, 0.0D))
+        ELSE 0.0D
+    END AS room
+FROM users AS u
+LEFT JOIN norms AS n ON n.user_key = u.user_key
+LEFT JOIN plus_spent AS s ON s.user_key = u.user_key;
+
+CACHE TABLE plus_conversions AS
+WITH rows AS (
+    SELECT
+        r.user_key,
+        r.user_rank,
+        r.cell_key,
+        any_value(cp.position) AS position,
+        sum(CASE WHEN cp.cell_key IS NULL THEN 0.0D ELSE r.weight END) AS w
+    FROM cell_rows AS r
+    LEFT JOIN cell_positions AS cp ON cp.cell_key = r.cell_key
+    WHERE r.user_rank <= :whole
+    GROUP BY r.user_key, r.user_rank, r.cell_key
+),
+running AS (
+    SELECT
+        *,
+        sum(w) OVER (
+            PARTITION BY user_key, cell_key ORDER BY user_rank
+            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ) AS before
+    FROM rows
+),
+per_conversion AS (
+    SELECT
+        ru.user_key,
+        ru.user_rank,
+        :ctt * :ctt * sum(ru.w * ru.w) AS a,
+        :ctt * sum(ru.w * (coalesce(p.value, 0.0D) + :ctt * coalesce(ru.before, 0.0D))) AS b
+    FROM running AS ru
+    LEFT JOIN plus_past AS p ON p.user_key = ru.user_key AND p.position = ru.position
+    GROUP BY ru.user_key, ru.user_rank
+)
+SELECT
+    c.*,
+    m.past + coalesce(
+        sum(c.a + 2 * c.b) OVER (
+            PARTITION BY c.user_key ORDER BY c.user_rank
+            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ),
+        0.0D
+    ) AS q,
+    m.room
+FROM per_conversion AS c
+JOIN plus_room AS m ON m.user_key = c.user_key;
+
+CACHE TABLE plus_kept AS
+SELECT
+    user_key,
+    user_rank,
+    least(
+        CASE WHEN user_rank < :whole THEN 1.0D ELSE :fraction END,
+        CASE
+            WHEN a = 0 OR q + a + 2 * b <= room THEN 1.0D
+            WHEN room - q <= 0 THEN 0.0D
+            ELSE least(1.0D, (room - q) / (b + sqrt(b * b + a * (room - q))))
+        END
+    ) AS f
+FROM plus_conversions;
+
+-- The day's kept values per (user, vector position): what later rows carry through C.
+CACHE TABLE plus_today AS
+SELECT r.user_key, cp.position, sum(r.weight * k.f) AS value
+FROM cell_rows AS r
+JOIN plus_kept AS k ON k.user_key = r.user_key AND k.user_rank = r.user_rank
+JOIN cell_positions AS cp ON cp.cell_key = r.cell_key
+WHERE k.f > 0
+GROUP BY r.user_key, cp.position;
+
+INSERT INTO plus_user_values
+SELECT user_key, position, value, :campaign, :day
+FROM plus_today
+WHERE value > 0;
+
+-- What is released: per (user, position) α·(P_u + C_tt·k_u).
+CACHE TABLE plus_user_rows AS
+WITH scaled AS (
+    SELECT user_key, CASE WHEN past > room THEN sqrt(room / past) ELSE 1.0D END AS alpha
+    FROM plus_room
+)
+SELECT
+    coalesce(t.user_key, p.user_key) AS user_key,
+    coalesce(t.position, p.position) AS position,
+    s.alpha * (coalesce(p.value, 0.0D) + :ctt * coalesce(t.value, 0.0D)) AS value
+FROM plus_today AS t
+FULL OUTER JOIN plus_past AS p ON p.user_key = t.user_key AND p.position = t.position
+JOIN scaled AS s ON s.user_key = coalesce(t.user_key, p.user_key);
+
+-- The spend is charged from exactly those released rows: cost = ‖row_u‖₂² / (2σ²).
+INSERT INTO plus_user_spend
+WITH costs AS (
+    SELECT user_key, sum(value * value) / :two_var AS cost
+    FROM plus_user_rows
+    GROUP BY user_key
+    HAVING sum(value * value) > 0
+)
+SELECT c.user_key, c.cost, coalesce(s.spend, 0.0D) + c.cost, :campaign, :day
+FROM costs AS c
+LEFT JOIN plus_spent AS s ON s.user_key = c.user_key;
+
+SELECT position, sum(value) AS value
+FROM plus_user_rows
+GROUP BY position
+ORDER BY position;

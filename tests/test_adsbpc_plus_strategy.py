@@ -1,0 +1,259 @@
+"""AdsBPC+ noise strategies: the algebra, the plan's choice, charges, the draw and decoding, and
+plans registered before strategies existed (docs/privacy.md, "AdsBPC+: the individual filter")."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from dp_platform.config import parse_campaign
+from dp_platform.evaluation.plus_data import prepare_plus, run_plus
+from dp_platform.events.paper import paper_dataset
+from dp_platform.mechanisms.adsbpc_plus import (
+    PROFILE_BINS,
+    PlusChoice,
+    PlusPlan,
+    PlusState,
+    choose_bound,
+    make_plan,
+    measure,
+    profile_cross,
+    profile_top,
+)
+from dp_platform.mechanisms.base import Measurement
+from dp_platform.privacy.accounting import Rho, gaussian_rho
+from dp_platform.privacy.noise import SeededNoise
+from dp_platform.privacy.strategy import (
+    column_weights,
+    cost_gram,
+    cross_weight,
+    decode_day,
+    decoded_std,
+    sqrt_matrix,
+    validate,
+    worst_row_norm,
+)
+from dp_platform.records import from_record, to_record
+
+
+def _campaign(strategy: str = "auto", workload: dict | None = None, objective: dict | None = None):
+    data = {
+        "name": "rows",
+        "advertiser": "acme",
+        "account": "acct",
+        "start": "2026-03-01",
+        "days": 12,
+        "mechanism": "adsbpc_plus",
+        "privacy": {"rho": 0.8},
+        "adsbpc_plus": {"profile_days": 4, "cap": 6, "strategy": strategy},
+    }
+    if workload:
+        data["workload"] = workload
+    if objective:
+        data["objective"] = objective
+    return parse_campaign(data)
+
+
+# -- privacy/strategy.py ----------------------------------------------------------------------
+
+
+def test_the_square_root_strategy_squares_to_prefix_sums_and_is_a_valid_strategy():
+    c = sqrt_matrix(9)
+    np.testing.assert_allclose(c @ c, np.tril(np.ones((9, 9))), atol=1e-12)
+    assert validate(c) is not None and np.all(c >= 0)
+    for bad in (np.triu(np.ones((3, 3))), -np.eye(3), np.zeros((3, 3)), np.ones((2, 3))):
+        with pytest.raises(ValueError):
+            validate(bad)
+
+
+def test_weights_cross_weight_and_worst_row():
+    c, sigma = sqrt_matrix(6), np.full(6, 2.0)
+    gram = cost_gram(c, sigma)
+    np.testing.assert_allclose(gram, c.T @ c / 8.0)
+    assert column_weights(c, sigma).sum() == pytest.approx(1.0)
+    assert cross_weight(np.eye(6), sigma) == 0.0
+    assert cross_weight(c, sigma) == pytest.approx((gram.sum() - np.trace(gram)) / np.trace(gram))
+    bounds = np.array([1.0, 2.0, 3.0])
+    assert worst_row_norm(c, bounds, 3) == pytest.approx(c[2, :3] @ bounds)
+    with pytest.raises(ValueError):
+        worst_row_norm(c, bounds, 2)
+
+
+def test_decoding_inverts_the_rows_and_its_standard_error_is_exact():
+    rng = np.random.default_rng(0)
+    c = sqrt_matrix(5)
+    x = rng.normal(size=(5, 3))
+    y = c @ x
+    decoded: list[np.ndarray] = []
+    for t in range(5):
+        decoded.append(decode_day(c, y[t], decoded))
+    np.testing.assert_allclose(decoded, x, atol=1e-12)
+    sigmas = np.array([1.0, 2.0, 0.5, 1.5, 1.0])
+    ell = np.array([1.0, 1.0, 1.0, 0.0, 2.0])
+    inverse = np.linalg.inv(c)
+    covariance = inverse @ np.diag(sigmas**2) @ inverse.T
+    assert decoded_std(c, sigmas, ell) == pytest.approx(np.sqrt(ell @ covariance @ ell))
+    draws = rng.normal(size=(200_000, 5)) * sigmas  # the rows' noise, decoded
+    assert np.std((draws @ inverse.T) @ ell) == pytest.approx(decoded_std(c, sigmas, ell), rel=0.01)
+
+
+# -- the plan -----------------------------------------------------------------------------------
+
+
+def test_auto_takes_the_strategy_with_the_lower_planned_error():
+    assert make_plan(_campaign()).strategy_kind == "sqrt"  # prefix sums, wsum
+    sliding = _campaign(workload={"kind": "sliding", "window": 4}, objective={"kind": "maxvar"})
+    assert make_plan(sliding).strategy_kind == "sqrt"
+    daily = _campaign(workload={"kind": "daily"})
+    assert make_plan(daily).strategy_kind == "diagonal"  # independent days are optimal there
+    budget = _campaign(objective={"kind": "min_budget", "max_variance": 50.0})
+    assert make_plan(budget).strategy_kind == "diagonal"
+    assert make_plan(_campaign("diagonal")).strategy is None
+    forced = make_plan(_campaign("sqrt", workload={"kind": "daily"}))
+    assert forced.strategy_kind == "sqrt" and forced.correlated
+
+
+def test_the_sqrt_plan_is_normalised_to_rho1_and_describes_itself():
+    plan = make_plan(_campaign("sqrt"))
+    rho1 = plan.budget.rho1.value
+    assert sum(plan.allotments, Fraction(0)) == rho1
+    rows = (plan.matrix**2).sum(axis=1)
+    assert (
+        sum(gaussian_rho(float(np.sqrt(r)), s) for r, s in zip(rows, plan.sigma_bar, strict=True))
+        <= rho1
+    )
+    assert sum(plan.day_weights) == pytest.approx(1.0)
+    assert plan.cross_weight == pytest.approx(cross_weight(plan.matrix, np.asarray(plan.sigma_bar)))
+    assert profile_top(plan) == pytest.approx(6 * np.sqrt(1 + plan.cross_weight))
+    assert profile_cross(plan) == pytest.approx(plan.cross_weight / 12)
+    summary = plan.to_json()
+    assert summary["strategy"] == "sqrt" and json.dumps(summary)
+    assert make_plan(_campaign("diagonal")).to_json()["strategy"] == "diagonal"
+
+
+def test_a_plan_registered_before_strategies_reads_back_as_the_diagonal_one():
+    new = make_plan(_campaign("diagonal"))
+    record = to_record(new)
+    for key in ("strategy_kind", "strategy", "cross_weight"):
+        del record[key]
+    del record["config"]["strategy"]
+    old = from_record(PlusPlan, json.loads(json.dumps(record)))
+    assert old.strategy is None and not old.correlated and old.cross_weight == 0.0
+    assert old.config.strategy == "auto"  # the settings' new default: never read after planning
+    assert to_record(old) == {**to_record(new), "config": to_record(old)["config"]}
+    data = prepare_plus(paper_dataset("zipf", users=2000, publishers=5, days=12, seed=4))
+    a, b = run_plus(old, data, SeededNoise(9)), run_plus(new, data, SeededNoise(9))
+    np.testing.assert_array_equal(a.released, b.released)
+    np.testing.assert_array_equal(a.spend, b.spend)
+    sqrt = run_plus(make_plan(_campaign("sqrt")), data, SeededNoise(9))
+    assert not np.array_equal(sqrt.released, a.released)  # the new default does differ
+
+
+def test_sqrt_plans_choices_and_states_round_trip_through_records():
+    plan = make_plan(_campaign("sqrt"))
+    assert to_record(from_record(PlusPlan, json.loads(json.dumps(to_record(plan))))) == to_record(
+        plan
+    )
+    data = prepare_plus(paper_dataset("zipf", users=2000, publishers=5, days=12, seed=2))
+    state, noise = PlusState(), SeededNoise(1)
+    for day in range(3):
+        choice, state = choose_bound(
+            plan, state, data.histograms[day], publishers=5, profile=None, noise=noise
+        )
+    for kind, value in ((PlusChoice, choice), (PlusState, state)):
+        back = from_record(kind, json.loads(json.dumps(to_record(value))))
+        assert to_record(back) == to_record(value)
+    assert len(state.sigmas) == 3 and choice.row_bound is not None
+
+
+# -- charges, the draw, decoding ----------------------------------------------------------------
+
+
+def test_a_sqrt_campaign_charges_exactly_rho_and_never_less_than_the_worst_case():
+    plan = make_plan(_campaign("sqrt"))
+    data = prepare_plus(paper_dataset("zipf", users=3000, publishers=5, days=12, seed=0))
+    state, spent, worst = PlusState(), Rho.zero(), Fraction(0)
+    noise = SeededNoise(3)
+    for day in range(12):
+        profile = np.ones(PROFILE_BINS, dtype=np.int64) if plan.needs_profile(day + 1) else None
+        choice, state = choose_bound(
+            plan, state, data.histograms[day], publishers=5, profile=profile, noise=noise
+        )
+        spent = spent + sum(choice.charges.values(), Rho.zero()) + choice.gaussian
+        row = worst_row_norm(plan.matrix, np.asarray(state.bounds), day + 1)
+        assert choice.row_bound == pytest.approx(row)
+        worst = min(plan.budget.rho1.value, worst + gaussian_rho(row, choice.sigma))
+        assert state.gaussian_charged >= worst  # what any single user may have lost so far
+    assert spent == plan.budget.total
+
+
+class _Recording(SeededNoise):
+    """Seeded noise that records each Gaussian draw's declared ℓ2 sensitivity and allotment."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.declared: list[tuple[float, float, object]] = []
+
+    def add_gaussian(self, values, scale, *, l2_sensitivity, rho):
+        self.declared.append((scale, l2_sensitivity, rho))
+        return super().add_gaussian(values, scale, l2_sensitivity=l2_sensitivity, rho=rho)
+
+
+def test_measure_declares_the_row_sensitivity_and_publishes_the_decoded_day():
+    plan = make_plan(_campaign("sqrt"))
+    data = prepare_plus(paper_dataset("zipf", users=2000, publishers=5, days=12, seed=5))
+    state, earlier = PlusState(), []
+    rows = np.random.default_rng(3).uniform(0, 50, size=(3, 5))
+    noise = _Recording(8)
+    for day in range(3):
+        choice, state = choose_bound(
+            plan, state, data.histograms[day], publishers=5, profile=None, noise=noise
+        )
+        release = measure(plan, choice, rows[day], noise=noise, earlier=tuple(earlier))
+        scale, sensitivity, allotment = noise.declared[-1]
+        assert scale == choice.sigma
+        assert sensitivity == choice.row_bound  # Σ_j C_tj r_j, not r_t
+        assert choice.row_bound > choice.bound or day == 0
+        assert allotment == gaussian_rho(choice.row_bound, choice.sigma)
+        assert release.row_sigma == choice.sigma and release.sigma == choice.release_sigma
+        earlier.append(release)
+    inverse = np.linalg.inv(plan.matrix[:3, :3])
+    sigmas = np.array(state.sigmas)
+    assert earlier[2].sigma == pytest.approx(np.sqrt((inverse[2] ** 2) @ sigmas**2))
+    with pytest.raises(ValueError, match="decodes from"):
+        measure(plan, choice, rows[2], noise=SeededNoise(1), earlier=tuple(earlier[:1]))
+
+
+def test_after_the_profile_sigma_is_sigma_bar_times_s_and_spends_stay_within_rho1():
+    plan = make_plan(_campaign("sqrt"))
+    data = prepare_plus(paper_dataset("zipf", users=3000, publishers=5, days=12, seed=1))
+    run = run_plus(plan, data, SeededNoise(1))
+    bar = np.asarray(plan.sigma_bar)
+    np.testing.assert_allclose(run.sigmas[:4], bar[:4] * 0.5 * run.bounds[:4], rtol=1e-15)
+    np.testing.assert_allclose(run.sigmas[4:], bar[4:] * run.scale_estimate, rtol=1e-15)
+    assert run.spend.max() <= float(plan.budget.rho1)
+    # the released days decode the rows: C·released = the rows' noisy values
+    assert run.rows is not None and run.clipped.shape == run.released.shape
+
+
+def test_the_measurement_record_keeps_the_row_sigma_and_old_records_read_without_it():
+    release = Measurement(2, 3.0, 1.5, (1.0, 2.0), {"gaussian": Rho(Fraction(1, 10))}, 1.2)
+    back = from_record(Measurement, json.loads(json.dumps(to_record(release))))
+    assert back == release
+    old = to_record(release)
+    del old["row_sigma"]
+    assert from_record(Measurement, old).row_sigma is None
+
+
+def test_the_plan_command_shows_the_strategy():
+    from dp_platform.mechanisms.adsbpc_plus import MECHANISM
+
+    shown = "\n".join(MECHANISM.describe(make_plan(_campaign())))
+    assert "noise strategy sqrt" in shown and "decoded day" in shown
+    assert "noise strategy diagonal" in "\n".join(
+        MECHANISM.describe(make_plan(_campaign("diagonal")))
+    )
+    assert MECHANISM.summary(make_plan(_campaign()))["strategy"] == "sqrt"
