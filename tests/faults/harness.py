@@ -34,6 +34,7 @@ from tests.faults.stuck import waiting_on_dead_slots
 from tests.faults.warm import WARM_WORLD
 from tests.faults.workers import (
     EDIT_SKIPPED,
+    OTHERS_ENDED,
     PRELOAD,
     REFUSED,
     Job,
@@ -218,6 +219,7 @@ def run_processes(
     began = time.monotonic()
     progress = Progress(began)
     next_cpu_look = 0.0
+    others_ended = False
     while waiting or running:
         now = time.monotonic()
         if running and now >= next_cpu_look:
@@ -263,8 +265,18 @@ def run_processes(
             if code == -signal.SIGKILL and outcome.killed_by is None:
                 outcome.killed_by = "timer" if process.timer_kill else outcome.job.fault
             on_exit()
+            if not others_ended and _only_edits_left(waiting, running, jobs):
+                others_ended = True
+                (home / OTHERS_ENDED).touch()
         time.sleep(POLL)
     return outcomes
+
+
+def _only_edits_left(waiting: list[int], running: list[_Running], jobs: tuple[Job, ...]) -> bool:
+    """Every process but the edits has ended (started and exited): nothing else can register."""
+    return all(jobs[n].kind == "edit" for n in waiting) and all(
+        process.outcome.job.kind == "edit" for process in running
+    )
 
 
 def _edit_problems(outcomes: list[Outcome]) -> list[str]:

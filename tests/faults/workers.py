@@ -22,6 +22,9 @@ from dp_platform.faults import FAULT_VARIABLE
 INGEST_NOW = "2026-06-01T00:00:00Z"
 REFUSED = 2  # the CLI's exit code for an error the user can fix (here: the edited catalogue)
 EDIT_SKIPPED = 3  # nothing was registered to edit: the edit did not run
+# Written in the home by the harness once every process of a schedule but its edits has ended:
+# nothing can register the campaigns after that, so an edit waiting for them stops waiting.
+OTHERS_ENDED = ".faults_others_ended"
 
 
 @dataclass(frozen=True)
@@ -81,17 +84,21 @@ def cli_command(job: Job, home: Path, extra: tuple[Path, Path]) -> list[str]:
 
 def _wait_until_registered(home: Path, campaigns: tuple[str, ...], timeout: float) -> bool:
     """An edit is an edit of a *registered* campaign: wait until the ledger has them (False:
-    they never were, e.g. every other process was killed before registering)."""
+    they never were, e.g. every other process was killed before registering — known for sure
+    once the harness marks the others ended, :data:`OTHERS_ENDED`, else after ``timeout``)."""
     from dp_platform.ledger import Ledger, LedgerError
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        others_ended = (home / OTHERS_ENDED).exists()  # before the look: no registration after
         try:
             with Ledger.at_home(home, read_only=True) as ledger:
                 if set(campaigns) <= set(ledger.campaigns()):
                     return True
         except LedgerError:  # not created yet, or its tables not yet (a first run is creating it)
             pass
+        if others_ended:
+            return False
         time.sleep(0.05)
     return False
 
