@@ -26,25 +26,37 @@ def _rows(path: Path, query: str) -> list[tuple]:
 
 
 def waiting_on_dead_slots(dagster_home: Path, dead: set[int]) -> set[int]:
-    """PIDs of processes with a step waiting for a pool slot that a dead process holds."""
-    storage = dagster_home / "history"
-    # A slot is held by a claimed slot, or by a pending step already assigned one (a process
-    # killed between Dagster's assignment and its claim blocks the queue just the same).
-    held = _rows(
-        storage / "runs" / "index.db",
-        "SELECT run_id FROM concurrency_slots WHERE run_id IS NOT NULL AND NOT deleted "
-        "UNION SELECT run_id FROM pending_steps WHERE assigned_timestamp IS NOT NULL",
-    )
-    pending = _rows(
-        storage / "runs" / "index.db",
-        "SELECT run_id FROM pending_steps WHERE assigned_timestamp IS NULL",
-    )
-    if not held or not pending:
+    """PIDs of live processes with a step that can never get the writer pool's slot.
+
+    Dagster counts a slot as taken by a claim (``concurrency_slots.run_id``) and, before that,
+    by an assignment (``pending_steps.assigned_timestamp``); only a run's end frees either.
+    With every claim held by a dead process, no live run can claim: either no slot row is free,
+    or one is free but no live run is assigned to it and the assignments already fill the pool
+    (a process killed between Dagster's assignment and its claim). A live run that was assigned
+    a slot another run claimed (Dagster over-assigns under racing processes, seen at seed 490)
+    waits too: it counts as a waiter, never as a holder. Then every live run with a pending
+    step waits forever."""
+    index = dagster_home / "history" / "runs" / "index.db"
+    slots = [
+        run for (run,) in _rows(index, "SELECT run_id FROM concurrency_slots WHERE NOT deleted")
+    ]
+    pending = _rows(index, "SELECT run_id, assigned_timestamp IS NOT NULL FROM pending_steps")
+    if not slots or not pending:
         return set()
-    pids = dict(
-        _rows(storage / "runs.db", f"SELECT run_id, value FROM run_tags WHERE key = '{PID_TAG}'")
-    )
-    holders = {int(pids[run]) for (run,) in held if run in pids}
-    if not holders or not holders <= dead:
-        return set()
-    return {int(pids[run]) for (run,) in pending if run in pids} - dead
+    pids = {
+        run: int(pid)
+        for run, pid in _rows(
+            dagster_home / "history" / "runs.db",
+            f"SELECT run_id, value FROM run_tags WHERE key = '{PID_TAG}'",
+        )
+    }
+    claimed = {run for run in slots if run is not None}
+    if any(pids.get(run) not in dead for run in claimed):
+        return set()  # a live claim ends and frees its slot (an untagged run counts as live)
+    assigned = [run for run, is_assigned in pending if is_assigned and run not in claimed]
+    live_assigned = [run for run in assigned if pids.get(run) not in dead]
+    free = len(slots) - len(claimed)
+    if free > 0 and (live_assigned or len(assigned) + len(claimed) < len(slots)):
+        return set()  # a live run can claim the free slot, or Dagster can assign it
+    waiting = {pids[run] for run, _ in pending if run not in claimed and run in pids}
+    return waiting - dead
