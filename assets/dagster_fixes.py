@@ -35,6 +35,15 @@ The correction sleeps until the next check and checks every :data:`POOL_POLL_SEC
 ``tests/test_dagster_fixes.py`` checks both bugs (so this is removed when Dagster fixes them)
 and the correction.
 
+**A free slot nobody is assigned** (:func:`apply_pool_assignment`, with :func:`apply_pool_wait`).
+Dagster assigns a pool's free slot to the head of its queue only when a step joins the queue or
+an assigned step leaves it. When a process is SIGKILLed at the wrong moment the slot can end up
+free with every queued step unassigned, and every waiting run then waits for ever: the fault
+harness found it (SQLite seed 874: four live runs, one free slot, 13 minutes; one
+``assign_pending_steps`` call let them all finish). The correction: a claim that finds its step
+unassigned while the pool has a slot no step is assigned assigns the queue's head, as joining
+the queue would have. ``tests/test_dagster_fixes.py`` builds that state and checks both.
+
 **Opening an instance.** Each SQLite storage of an instance (runs, event log, schedules) checks
 its schema revision against the head of Dagster's migration scripts when it opens, and
 ``check_alembic_revision`` builds a new ``ScriptDirectory`` each time, so it reads and executes
@@ -62,6 +71,7 @@ __all__ = [
     "POOL_POLL_SECONDS",
     "apply",
     "apply_event_log_engines",
+    "apply_pool_assignment",
     "apply_pool_wait",
     "apply_revision_cache",
 ]
@@ -124,6 +134,28 @@ def apply_pool_wait() -> None:
     )
     context.interval_to_next_pending_claim_check = interval_to_next_pending_claim_check  # type: ignore[method-assign]
     concurrency._calculate_timeout_interval = calculate_timeout_interval
+
+
+def apply_pool_assignment() -> None:
+    """Assign a free, unassigned pool slot to the queue's head on a blocked claim (idempotent)."""
+    from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
+
+    claim = SqlEventLogStorage.claim_concurrency_slot
+    if getattr(claim, "_dp_platform_fixed", False):
+        return
+
+    def claim_concurrency_slot(self, concurrency_key, run_id, step_key, priority=None):  # type: ignore[no-untyped-def]
+        status = claim(self, concurrency_key, run_id, step_key, priority)
+        if status.is_claimed or status.is_assigned:
+            return status
+        if not self.has_unassigned_slots(concurrency_key):
+            return status
+        self.assign_pending_steps([concurrency_key])
+        return claim(self, concurrency_key, run_id, step_key, priority)
+
+    claim_concurrency_slot._dp_platform_fixed = True  # type: ignore[attr-defined]
+    claim_concurrency_slot._dagster_original = claim  # type: ignore[attr-defined]
+    SqlEventLogStorage.claim_concurrency_slot = claim_concurrency_slot  # type: ignore[method-assign]
 
 
 class _OneScriptDirectoryPerLocation:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from assets.dagster_fixes import apply_event_log_engines, apply_pool_wait
+from assets.dagster_fixes import apply_event_log_engines, apply_pool_assignment, apply_pool_wait
 from assets.factory import CampaignScope, campaign_definitions, writer_pool
 from assets.resources import CatalogueResource, LedgerResource, WarehouseResource
 from dp_platform.config import load_catalogue
@@ -28,6 +28,7 @@ def build_definitions(
     and how it stores events (a new engine per event): assets/dagster_fixes.py. Whoever builds
     the definitions may execute the steps."""
     apply_pool_wait()
+    apply_pool_assignment()
     apply_event_log_engines()
     config_path = Path(config_path).resolve()
     catalogue = load_catalogue(config_path)

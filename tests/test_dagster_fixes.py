@@ -16,6 +16,7 @@ from dagster._core.storage import sql
 
 from assets.dagster_fixes import (
     POOL_POLL_SECONDS,
+    apply_pool_assignment,
     apply_pool_wait,
     apply_revision_cache,
 )
@@ -87,6 +88,42 @@ def test_a_run_waiting_for_a_held_slot_sleeps_and_starts_once_it_is_freed(
     # a sleeping wait checks about every POOL_POLL_SECONDS (≈ 10 times in 2 s); Dagster's own
     # loop spins through thousands of iterations in that time
     assert 1 <= waited < 100, waited
+    instance.dispose()
+
+
+def _stranded_queue(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """The state a SIGKILL left at fault-harness seed 874: the writer slot free, and two runs
+    queued for it, neither assigned."""
+    instance = instance_for(Home.at(tmp_path / "home"))
+    storage = instance.event_log_storage
+    storage.set_concurrency_slots(WRITER_POOL, 1)
+    for run in ("first", "second"):
+        storage.add_pending_step(WRITER_POOL, run, "step", should_assign=False)
+    assert storage.has_unassigned_slots(WRITER_POOL)
+    return instance, storage
+
+
+def test_dagster_never_assigns_a_free_slot_to_a_queue_that_was_stranded(tmp_path: Path) -> None:
+    apply_pool_assignment()
+    instance, storage = _stranded_queue(tmp_path)
+    claim = type(storage).claim_concurrency_slot._dagster_original
+    for _ in range(3):  # any number of checks: blocked for ever
+        for run in ("first", "second"):
+            status = claim(storage, WRITER_POOL, run, "step")
+            assert not status.is_claimed and not status.is_assigned
+    instance.dispose()
+
+
+def test_the_correction_assigns_the_queues_head_and_the_queue_moves_on(tmp_path: Path) -> None:
+    apply_pool_assignment()
+    instance, storage = _stranded_queue(tmp_path)
+    waiting = storage.claim_concurrency_slot(WRITER_POOL, "second", "step")
+    assert not waiting.is_claimed and not waiting.is_assigned  # the head goes first ...
+    assert storage.claim_concurrency_slot(WRITER_POOL, "first", "step").is_claimed
+    assert not storage.has_unassigned_slots(WRITER_POOL)  # ... and the pool is never exceeded
+    assert not storage.claim_concurrency_slot(WRITER_POOL, "second", "step").is_claimed
+    storage.free_concurrency_slots_for_run("first")
+    assert storage.claim_concurrency_slot(WRITER_POOL, "second", "step").is_claimed
     instance.dispose()
 
 
