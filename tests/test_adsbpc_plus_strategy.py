@@ -3,6 +3,7 @@ plans registered before strategies existed (docs/privacy.md, "AdsBPC+: the indiv
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from fractions import Fraction
 
@@ -223,8 +224,13 @@ def test_measure_declares_the_row_sensitivity_and_publishes_the_decoded_day():
     inverse = np.linalg.inv(plan.matrix[:3, :3])
     sigmas = np.array(state.sigmas)
     assert earlier[2].sigma == pytest.approx(np.sqrt((inverse[2] ** 2) @ sigmas**2))
+    refused = _Recording(9)
     with pytest.raises(ValueError, match="decodes from"):
-        measure(plan, choice, rows[2], noise=SeededNoise(1), earlier=tuple(earlier[:1]))
+        measure(plan, choice, rows[2], noise=refused, earlier=tuple(earlier[:1]))
+    unsized = dataclasses.replace(choice, release_sigma=None)
+    with pytest.raises(ValueError, match="needs its release σ"):
+        measure(plan, unsized, rows[2], noise=refused, earlier=tuple(earlier[:2]))
+    assert refused.declared == []  # both refused before any noise was drawn
 
 
 def test_after_the_profile_sigma_is_sigma_bar_times_s_and_spends_stay_within_rho1():

@@ -28,6 +28,7 @@ from dp_platform.mechanisms.adsbpc_plus import (
 )
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.warehouse import Warehouse
+from dp_platform.warehouse.base import StrategyRow
 from dp_platform.warehouse.store import WarehouseError
 from tests.conftest_data import FAR_FUTURE
 
@@ -57,7 +58,7 @@ def loaded(tmp_path_factory):
     files = write_events(data.to_events(START), tmp_path_factory.mktemp("ev"), fmt="parquet")
     wh = Warehouse(":memory:")
     wh.ingest(files.impressions, files.conversions, now=FAR_FUTURE)
-    for name in ("plus", "again", "rows"):
+    for name in ("plus", "again", "rows", "identity", "carried"):
         camp = _campaign(name)
         wh.attribute_days(camp, START, START + timedelta(days=DAYS - 1))
         wh.contributions_days(camp, START, START + timedelta(days=DAYS - 1))
@@ -137,3 +138,36 @@ def test_rerunning_a_day_reuses_its_spend_and_other_parameters_are_refused(loade
     second = wh.plus_clipped_vector(campaign, START + timedelta(days=1), 2.0, 0.7, cap)
     assert second.shape == (4,)
     assert wh.plus_spend_summary(campaign)["max_spend"] <= cap * (1 + 1e-12)
+
+
+def test_the_diagonal_strategy_is_the_identity_row_and_keeps_no_per_user_values(loaded):
+    """One filter statement serves every strategy: the diagonal one is the row C_tt = 1 with no
+    earlier days, and, as no later row reads them, it keeps no per-user values (secret state)."""
+    _, wh = loaded
+    diagonal, carried = _campaign("identity"), _campaign("carried")
+    days = [START + timedelta(days=i) for i in range(3)]
+    cap = 0.05
+    plain = [wh.plus_clipped_vector(diagonal, day, 2.5, 0.7, cap) for day in days]
+    rows = [
+        wh.plus_clipped_vector(carried, day, 2.5, 0.7, cap, row=StrategyRow(1.0, (0.0,) * i))
+        for i, day in enumerate(days)
+    ]
+    np.testing.assert_array_equal(plain, rows)
+
+    def spends(name):
+        return wh.sql.query(
+            "SELECT day, user_key, cost, spend FROM plus_user_spend WHERE campaign = $c "
+            "ORDER BY day, user_key",
+            c=name,
+        )
+
+    def values(name):
+        return wh.sql.query("SELECT count(*) FROM plus_user_values WHERE campaign = $c", c=name)[0][
+            0
+        ]
+
+    assert spends("identity") == spends("carried") and len(spends("identity")) > 0
+    assert max(row[3] for row in spends("identity")) > 0.9 * cap  # the cap binds: cuts are tested
+    assert values("identity") == 0
+    assert values("carried") > 0
+    assert StrategyRow.identity(2) == StrategyRow(1.0, (0.0, 0.0), carry=False)

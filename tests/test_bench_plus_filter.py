@@ -1,6 +1,6 @@
 """pytest-benchmark of AdsBPC+'s filter in the warehouse (`make bench`); a single quick run
-otherwise: the diagonal strategy (plus_clip.sql) against the square-root strategy's rows
-(plus_rows.sql, which carry every user's earlier days), 7 days, same data and parameters."""
+otherwise: the diagonal strategy against the square-root strategy's rows (both plus_filter.sql; the
+rows carry every user's earlier days), 7 days, same data and parameters."""
 
 from __future__ import annotations
 

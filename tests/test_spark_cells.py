@@ -341,7 +341,7 @@ def test_adsbpc_plus_cell_filter_spends_and_profile_are_identical(engines, name)
 
 @pytest.mark.parametrize("name", list(LAYOUTS))
 def test_adsbpc_plus_correlated_cell_rows_spends_and_profile_are_identical(engines, name):
-    """AdsBPC+'s square-root strategy (plus_rows.sql) over each layout's cells: each user's
+    """AdsBPC+'s square-root strategy (plus_filter.sql) over each layout's cells: each user's
     earlier days carried per cell through C, the spends and the profile's cross-day term — the
     same on both engines."""
     duck, sparkw, *_ = engines
@@ -606,8 +606,8 @@ def test_impression_cells_attribution_and_vectors_are_identical_for_every_rule(t
 @pytest.mark.parametrize("rule", ["lta", "uni", "private_last_touch"])
 @pytest.mark.parametrize("strategy", ["diagonal", "sqrt"])
 def test_impression_cells_adsbpc_plus_is_identical(touch_engines, rule, strategy):
-    """AdsBPC+ over impression-dimension cells, diagonal (plus_clip.sql) and square-root
-    (plus_rows.sql) strategies: filter vectors, spends and the profile equal DuckDB's."""
+    """AdsBPC+ over impression-dimension cells, diagonal and square-root strategies
+    (plus_filter.sql): filter vectors, spends and the profile equal DuckDB's."""
     duck, sparkw, *_ = touch_engines
     last = START + timedelta(days=DAYS - 1)
     days = [START + timedelta(days=i) for i in range(DAYS)]

@@ -304,7 +304,7 @@ def test_adsbpc_plus_filter_spends_and_profile_are_identical(engines):
 
 
 def test_adsbpc_plus_correlated_rows_and_cross_profile_are_identical(engines):
-    """The square-root strategy's rows (plus_rows.sql): earlier days carried through C, users
+    """The square-root strategy's rows (plus_filter.sql): earlier days carried through C, users
     whose past alone passes the cap scaled and cut — the same vectors and spends on both."""
     duck, sparkw, _ = engines
     camp = campaign(rule="uni", lookback_days=LOOKBACK, start=START, days=DAYS, name="rows")

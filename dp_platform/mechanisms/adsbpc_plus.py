@@ -644,7 +644,8 @@ def choose_bound(
     if plan.needs_profile(day):
         if profile is None:
             raise ValueError(f"day {day} needs the profile histogram of days 1..{day - 1}")
-        assert plan.sigma_profile is not None
+        if plan.sigma_profile is None:
+            raise ValueError(f"day {day} needs the profile, and the plan has no profile σ")
         noisy_profile = noisy_histogram(
             profile, plan.sigma_profile, rho=plan.budget.profile, noise=source
         )
@@ -739,24 +740,32 @@ def measure(
     vector = clipped_vector(clipped)
     if choice.day > plan.days or not choice.sigma > 0:
         raise ValueError("choice does not belong to this plan")
+    release_sigma: float | None = None  # a correlated strategy's days are decoded
+    if plan.correlated:  # refused before the draw: no noise is spent on a refused day
+        if [m.day for m in earlier] != list(range(1, choice.day)):
+            raise ValueError(
+                f"day {choice.day} decodes from the releases of days 1..{choice.day - 1}"
+            )
+        if choice.release_sigma is None:
+            raise ValueError(
+                f"day {choice.day}: a correlated strategy's choice needs its release σ"
+            )
+        release_sigma = choice.release_sigma
     sensitivity = choice.bound if choice.row_bound is None else choice.row_bound
     allotment = gaussian_rho(sensitivity, choice.sigma)
     noisy = resolve(noise).add_gaussian(
         vector, choice.sigma, l2_sensitivity=sensitivity, rho=allotment
     )
-    if not plan.correlated:
+    if release_sigma is None:
         values = tuple(float(v) for v in noisy)
         return Measurement(
             choice.day, choice.bound, choice.sigma, values, {"gaussian": choice.gaussian}
         )
-    if [m.day for m in earlier] != list(range(1, choice.day)):
-        raise ValueError(f"day {choice.day} decodes from the releases of days 1..{choice.day - 1}")
-    assert choice.release_sigma is not None
     decoded = decode_day(plan.matrix, noisy, [np.asarray(m.values) for m in earlier])
     return Measurement(
         choice.day,
         choice.bound,
-        choice.release_sigma,
+        release_sigma,
         tuple(float(v) for v in decoded),
         {"gaussian": choice.gaussian},
         row_sigma=choice.sigma,

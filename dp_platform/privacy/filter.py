@@ -21,7 +21,7 @@ w⟩ and q = ‖C‖²: ‖C + f·w‖² = q + 2fb + f²a.
 
 Floating point: the filter works against ``filter_cap(ρ1) = ρ1·(1 − 10⁻⁹)``, far more than the
 ≈10⁻¹⁵ relative rounding of these sums, so the exact spend of what was released (as rationals)
-never exceeds ρ1. The SQL twin is ``warehouse/plus_clip.sql``; tests check they agree.
+never exceeds ρ1. The SQL twin is ``warehouse/plus_filter.sql``; tests check they agree.
 """
 
 from __future__ import annotations

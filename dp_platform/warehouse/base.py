@@ -75,14 +75,23 @@ class ProfileGrid:
 
 @dataclass(frozen=True)
 class StrategyRow:
-    """Day t's row of a correlated AdsBPC+ strategy (privacy/strategy.py), as engines take it:
-    C_tt and C_tj of the earlier days (j = 1..t−1, in order; zeros may be left out)."""
+    """Day t's row of an AdsBPC+ strategy (privacy/strategy.py), as engines take it: C_tt and
+    C_tj of the earlier days (j = 1..t−1, in order; zeros may be left out). ``carry``: whether
+    later rows read this day's kept values, so the engine must keep them (secret state, so
+    the diagonal strategy, whose later rows never read them, keeps none)."""
 
     diagonal: float
     earlier: tuple[float, ...]
+    carry: bool = True
+
+    @classmethod
+    def identity(cls, earlier_days: int) -> StrategyRow:
+        """Row t = earlier_days + 1 of the diagonal strategy C = I: one filter SQL serves both
+        (plus_filter.sql), so the privacy-critical cut is written once per engine."""
+        return cls(1.0, (0.0,) * earlier_days, carry=False)
 
     def sql_parameters(self, days: list[date]) -> dict[str, object]:
-        """``$ctt``, ``$past_days``, ``$past_coefs`` for ``days`` = days 1..t−1 (in order)."""
+        """``$ctt``, ``$past_days``, ``$past_coefs``, ``$carry`` for ``days`` = days 1..t−1."""
         if len(days) != len(self.earlier):
             raise ValueError(f"the row has {len(self.earlier)} earlier coefficients")
         kept = [(d, c) for d, c in zip(days, self.earlier, strict=True) if c != 0.0]
@@ -90,6 +99,7 @@ class StrategyRow:
             "ctt": float(self.diagonal),
             "past_days": [d for d, _ in kept],
             "past_coefs": [float(c) for _, c in kept],
+            "carry": self.carry,
         }
 
 

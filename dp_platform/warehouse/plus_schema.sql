@@ -24,8 +24,8 @@ CREATE TABLE IF NOT EXISTS plus_spend_days (
 );
 
 -- plus_user_values: per (campaign, day, user, vector position) what the filter kept of the
--- user's day (> 0 only). Written for correlated strategies (plus_rows.sql), whose later rows
--- carry a user's earlier days through C. Secret: never shown.
+-- user's day (> 0 only). Written for correlated strategies (plus_filter.sql, $carry), whose
+-- later rows carry a user's earlier days through C. Secret: never shown.
 CREATE TABLE IF NOT EXISTS plus_user_values (
     campaign VARCHAR NOT NULL,
     day DATE NOT NULL,

@@ -28,13 +28,14 @@ from dp_platform.cells import CellLayout, dimension_keys, layout_of
 from dp_platform.config import CampaignConfig, ConfigError, WarehouseConfig
 from dp_platform.faults import fault_point
 from dp_platform.privacy.filter import RESIDUAL
+from dp_platform.warehouse.base import StrategyRow
 from dp_platform.warehouse.ingest import TIE_ROOM, IngestReport, ingest_files
 from dp_platform.warehouse.runner import SqlRunner
 
 if TYPE_CHECKING:
     from dp_platform.home import Home
     from dp_platform.privacy.discrete import IntegerNoiseSource
-    from dp_platform.warehouse.base import PeriodBound, ProfileGrid, StrategyRow
+    from dp_platform.warehouse.base import PeriodBound, ProfileGrid
 
 __all__ = ["FRAME_TABLES", "SCHEMA_VERSION", "Warehouse", "WarehouseError", "open_at_home"]
 
@@ -569,7 +570,8 @@ class Warehouse:
         """Day's per-publisher sums after the AdsBPC+ filter clip at (r, σ), in publisher order;
         the users' spends are updated in the same transaction (privacy/filter.py). With a
         correlated strategy's ``row`` (C_tt and the earlier days' C_tj), the day's *row* of
-        C·x̄ instead, each user's earlier kept days carried through C (plus_rows.sql).
+        C·x̄ instead, each user's earlier kept days carried through C (plus_filter.sql, which
+        runs the diagonal strategy as the identity row).
 
         Write-once per (campaign, day): a re-run with the same (r, σ, cap) returns the stored
         vector and leaves the spends alone; other parameters are refused. Days run in order.
@@ -602,13 +604,11 @@ class Warehouse:
                     f"campaign {campaign.name}: the filter needs {day - timedelta(days=1)} "
                     "first (spends carry over, days run in order)"
                 )
-            strategy = {}
-            if row is not None:
-                earlier = [campaign.start + timedelta(days=i) for i in range(index - 1)]
-                strategy = row.sql_parameters(earlier)
+            earlier = [campaign.start + timedelta(days=i) for i in range(index - 1)]
+            strategy = (row or StrategyRow.identity(index - 1)).sql_parameters(earlier)
             publishers, vector = self.publisher_sums(
                 campaign,
-                "plus_clip" if row is None else "plus_rows",
+                "plus_filter",
                 publishers,
                 campaign=campaign.name,
                 day=day,

@@ -30,6 +30,7 @@ from dp_platform.cells import CellLayout, dimension_keys, layout_of
 from dp_platform.config import CampaignConfig, ConfigError, WarehouseConfig
 from dp_platform.file_lock import exclusive
 from dp_platform.privacy.filter import RESIDUAL
+from dp_platform.warehouse.base import StrategyRow
 from dp_platform.warehouse.ingest import TIE_ROOM, IngestReport
 from dp_platform.warehouse.spark.catalog import Catalog
 from dp_platform.warehouse.spark.files import TableFiles
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
     from dp_platform.home import Home
     from dp_platform.privacy.discrete import IntegerNoiseSource
-    from dp_platform.warehouse.base import PeriodBound, ProfileGrid, StrategyRow
+    from dp_platform.warehouse.base import PeriodBound, ProfileGrid
 
 __all__ = ["TABLES", "SparkWarehouse", "open_at_home"]
 
@@ -590,7 +591,7 @@ class SparkWarehouse:
     ) -> np.ndarray:
         """The AdsBPC+ filter clip of the day (as DuckDB's): write-once per (campaign, day);
         the spends count once the catalog records the day (catalog.py). With a correlated
-        strategy's ``row``, the day's row of C·x̄ (plus_rows.sql, as DuckDB's)."""
+        strategy's ``row``, the day's row of C·x̄ (plus_filter.sql, as DuckDB's)."""
         if not (bound > 0 and sigma > 0 and cap > 0 and np.isfinite([bound, sigma, cap]).all()):
             raise ValueError("bound, sigma and cap must be finite numbers > 0")
         index = campaign.day_index(day)
@@ -613,16 +614,14 @@ class SparkWarehouse:
         whole = int(np.floor(bound))
         layout = self._cell_scope(campaign, publishers, day, day)
         self._clear(_SPEND, campaign, [day])  # leftovers of a run that did not commit
-        strategy: dict = {}
-        if row is not None:
-            self.sql.run("plus_values_schema")
-            self._clear(_VALUES, campaign, [day])
-            earlier = [campaign.start + timedelta(days=i) for i in range(index - 1)]
-            strategy = row.sql_parameters(earlier)
+        self.sql.run("plus_values_schema")
+        self._clear(_VALUES, campaign, [day])
+        earlier = [campaign.start + timedelta(days=i) for i in range(index - 1)]
+        strategy = (row or StrategyRow.identity(index - 1)).sql_parameters(earlier)
         try:
             vector = self._cell_sums(
                 layout,
-                "plus_clip" if row is None else "plus_rows",
+                "plus_filter",
                 campaign=campaign.name,
                 day=day,
                 whole=whole,

@@ -1,16 +1,25 @@
--- AdsBPC+ filter for a correlated strategy C (privacy/strategy.py; the NumPy twin is
--- evaluation/plus_data.RowFilter, the rule docs/privacy.md "AdsBPC+: the individual filter").
--- plus_clip.sql is the diagonal strategy's (C = I) and is not used here.
+-- AdsBPC+ clipping with the individual filter for one day, for any strategy row (the NumPy
+-- twins: privacy/filter.py for the diagonal strategy C = I, evaluation/plus_data.RowFilter for a
+-- correlated one; the rule: docs/privacy.md "AdsBPC+: the individual filter").
+-- Parameters: bound r = $whole + $fraction, $two_var = 2σ², $cap = the filter's budget; a
+-- remaining budget below $residual·cap counts as spent (filter.remaining). The strategy row
+-- (warehouse/base.py StrategyRow): $ctt = C_tt, $past_days with $past_coefs = C_tj of the
+-- earlier days (zeros left out), and $carry = whether later rows read this day's kept values.
+-- The diagonal strategy is the row C_tt = 1 with no earlier days and no carry.
 --
--- Day t's row of user u is α·(P_u + C_tt·k_u): P_u = Σ_{j<t} C_tj k_{u,j}, their earlier days'
--- kept values (plus_user_values) weighted by the public $past_coefs of $past_days, and k_u the
--- day's kept conversions. Per conversion, with w its entries of the released vector, B the sum
--- of the user's earlier conversions of the day: a = C_tt²‖w‖², b = C_tt⟨P_u + C_tt·B, w⟩ and
--- q = ‖P_u + C_tt·B‖² (all before any cut; C ≥ 0, so a conversion never lowers the norm).
--- Kept fraction f = min(count part, budget part) exactly as plus_clip.sql. If ‖P_u‖² alone is
--- above the room 2σ²(cap − s_u), nothing of the day is kept and the row is scaled by
--- α = √(room/‖P_u‖²): the user's spend reaches the cap. Parameters: $whole, $fraction,
--- $two_var = 2σ², $cap, $residual as plus_clip.sql; $ctt = C_tt, $past_days, $past_coefs.
+-- Each user's conversions of the day in (ts, conversion_id) order (user_rank), with w a
+-- conversion's entries of the released vector (cell_rows: its weights on the campaign's
+-- publishers, or its cells — docs/algorithm.md#cells; what is not released has weight 0 for
+-- the norm). Day t's row of user u is α·(P_u + C_tt·k_u): P_u = Σ_{j<t} C_tj k_{u,j}, their
+-- earlier days' kept values (plus_user_values), and k_u the day's kept conversions. Per
+-- conversion, with B the sum of the user's earlier conversions of the day: a = C_tt²‖w‖²,
+-- b = C_tt⟨P_u + C_tt·B, w⟩ and q = ‖P_u + C_tt·B‖² (all before any cut; C ≥ 0, so a
+-- conversion never lowers the norm). Kept fraction f = min(count part, budget part): count part
+-- 1 below rank ⌊r⌋, r − ⌊r⌋ at it; budget part the largest f with q + 2fb + f²a ≤ room =
+-- 2σ²(cap − s_u), s_u the user's spend before this day, as x/(b + √(b² + a·x)), x = room − q
+-- (no cancellation). Once a conversion is cut, every later one has f = 0. If ‖P_u‖² alone is
+-- above the room, nothing of the day is kept and the row is scaled by α = √(room/‖P_u‖²): the
+-- user's spend reaches the cap.
 CREATE OR REPLACE TEMP TABLE plus_past AS
 WITH coefficients AS (
     SELECT
@@ -23,14 +32,15 @@ JOIN coefficients AS c ON c.day = v.day
 WHERE v.campaign = $campaign
 GROUP BY v.user_key, v.position;
 
+-- Spends of the committed earlier days (days run in order: every day before $day is committed).
+CREATE OR REPLACE TEMP TABLE plus_spent AS
+SELECT user_key, arg_max(spend, day) AS spend
+FROM plus_user_spend
+WHERE campaign = $campaign AND day < $day
+GROUP BY user_key;
+
 CREATE OR REPLACE TEMP TABLE plus_room AS
-WITH spent AS (
-    SELECT user_key, arg_max(spend, day) AS spend
-    FROM plus_user_spend
-    WHERE campaign = $campaign AND day < $day
-    GROUP BY user_key
-),
-users AS (
+WITH users AS (
     SELECT user_key FROM plus_past
     UNION
     SELECT user_key FROM cell_rows($campaign, $day, $day)
@@ -48,7 +58,7 @@ SELECT
     END AS room
 FROM users AS u
 LEFT JOIN norms AS n ON n.user_key = u.user_key
-LEFT JOIN spent AS s ON s.user_key = u.user_key;
+LEFT JOIN plus_spent AS s ON s.user_key = u.user_key;
 
 CREATE OR REPLACE TEMP TABLE plus_conversions AS
 WITH rows AS (
@@ -109,7 +119,8 @@ SELECT
     ) AS f
 FROM plus_conversions;
 
--- The day's kept values per (user, vector position): what later rows carry through C.
+-- The day's kept values per (user, vector position): what later rows carry through C (kept
+-- only when $carry: the diagonal strategy's later rows never read them).
 CREATE OR REPLACE TEMP TABLE plus_today AS
 SELECT r.user_key, cp.position, sum(r.weight * k.f) AS value
 FROM cell_rows($campaign, $day, $day) AS r
@@ -121,7 +132,7 @@ GROUP BY r.user_key, cp.position;
 INSERT INTO plus_user_values
 SELECT $campaign, CAST($day AS DATE), user_key, position, value
 FROM plus_today
-WHERE value > 0;
+WHERE $carry AND value > 0;
 
 -- What is released: per (user, position) α·(P_u + C_tt·k_u).
 CREATE OR REPLACE TEMP TABLE plus_user_rows AS
@@ -144,16 +155,10 @@ WITH costs AS (
     FROM plus_user_rows
     GROUP BY user_key
     HAVING sum(value * value) > 0
-),
-spent AS (
-    SELECT user_key, arg_max(spend, day) AS spend
-    FROM plus_user_spend
-    WHERE campaign = $campaign AND day < $day
-    GROUP BY user_key
 )
 SELECT $campaign, CAST($day AS DATE), c.user_key, c.cost, coalesce(s.spend, 0.0) + c.cost
 FROM costs AS c
-LEFT JOIN spent AS s ON s.user_key = c.user_key;
+LEFT JOIN plus_spent AS s ON s.user_key = c.user_key;
 
 SELECT position, sum(value) AS value
 FROM plus_user_rows

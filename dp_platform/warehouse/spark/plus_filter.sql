@@ -1,12 +1,16 @@
--- AdsBPC+ filter for a correlated strategy C for one day (DuckDB twin: ../plus_rows.sql, where
--- the rule is explained; evaluation/plus_data.RowFilter is the NumPy twin). Parameters as
--- plus_clip.sql, plus :ctt = C_tt and the zipped lists :past_days, :past_coefs (C_tj of the
--- earlier days). The rows are the day's entries of the released vector, as in plus_clip.sql
--- (view cell_rows: its weights on the campaign's publishers, or its cells; view
--- cell_positions: a key's vector position, and what has none is not released), so a user's
--- earlier days are carried per vector position — per cell for a campaign with cells. The
--- partitions (campaign, :day) of plus_user_spend and plus_user_values were emptied by the
--- store; every earlier day is committed (days run in order).
+-- AdsBPC+ clipping with the individual filter for one day, for any strategy row (DuckDB twin:
+-- ../plus_filter.sql, where the rule is explained; privacy/filter.py and
+-- evaluation/plus_data.RowFilter are the NumPy twins). Parameters: bound r = :whole + :fraction,
+-- :two_var = 2σ², :cap the filter's budget, :residual; the strategy row :ctt = C_tt, the zipped
+-- lists :past_days, :past_coefs (C_tj of the earlier days), and :carry (whether later rows read
+-- this day's kept values; the diagonal strategy is C_tt = 1, no earlier days, no carry).
+-- The rows are the day's entries of the released vector (view cell_rows: its weights on the
+-- campaign's publishers, or its cells — cell_rows.sql; view cell_positions: a key's vector
+-- position, and what has none is not released, weight 0 for the norm), so a user's earlier days
+-- are carried per vector position — per cell for a campaign with cells. The runner checkpoints
+-- the CACHE views, so the spend rows and the vector come from one evaluation. The partitions
+-- (campaign, :day) of plus_user_spend and plus_user_values were emptied by the store; every
+-- earlier day is committed (days run in order).
 CACHE TABLE plus_past AS
 WITH coefficients AS (
     SELECT inline(arrays_zip(:past_days, :past_coefs)) AS (day, coef)
@@ -115,7 +119,7 @@ GROUP BY r.user_key, cp.position;
 INSERT INTO plus_user_values
 SELECT user_key, position, value, :campaign, :day
 FROM plus_today
-WHERE value > 0;
+WHERE :carry AND value > 0;
 
 -- What is released: per (user, position) α·(P_u + C_tt·k_u).
 CACHE TABLE plus_user_rows AS
