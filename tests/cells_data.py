@@ -10,13 +10,16 @@ Imported explicitly by tests/test_cells*.py; not a pytest conftest."""
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
 from dp_platform.clipping import clipped_sums
+from dp_platform.warehouse import Warehouse
 
 START = date(2026, 3, 1)
 REGIONS = ["north", "south"]
@@ -25,6 +28,14 @@ CREATIVES = ["banner", "video", "native"]
 PUBLISHERS = ["pubA", "pubB", "pubC"]
 ADVERTISER = "acme"
 VALUE_CAP = 50.0
+T = TypeVar("T")
+NOW = datetime(2100, 1, 1, tzinfo=UTC)  # ingest's "now": every generated event is in the past
+CONVERSION_LISTS = {"region": REGIONS, "device": DEVICES}
+IMPRESSION_LISTS = {"creative": CREATIVES}
+DIMENSIONS = {  # the catalogue's ``dimensions`` block for these files
+    **{name: {"source": "conversions", "values": v} for name, v in CONVERSION_LISTS.items()},
+    **{name: {"source": "impressions", "values": v} for name, v in IMPRESSION_LISTS.items()},
+}
 
 
 @dataclass(frozen=True)
@@ -114,6 +125,59 @@ def write(events: Events, directory: Path) -> tuple[Path, Path]:
                 [cid, user, ADVERTISER, _iso(ts), "" if value is None else value, region, device]
             )
     return imp, conv
+
+
+def ingested(events: Events, directory: Path, *, creative: bool = True) -> Warehouse:
+    """An in-memory warehouse holding ``events`` with region and device declared, and the
+    creative unless ``creative=False`` (then it is a column ingest ignores)."""
+    imp, conv = write(events, directory)
+    warehouse = Warehouse(":memory:")
+    warehouse.ingest(
+        imp,
+        conv,
+        now=NOW,
+        dimensions=CONVERSION_LISTS,
+        impression_dimensions=IMPRESSION_LISTS if creative else None,
+    )
+    return warehouse
+
+
+def leave_one_out(
+    events: Events, directory: Path, compute: Callable[[Events, Path], T]
+) -> tuple[T, dict[str, T]]:
+    """``compute`` on every user's events and on each user's removal (in its own directory):
+    the inputs of a brute-force sensitivity check."""
+    full = compute(events, directory / "all")
+    return full, {
+        user: compute(events.without_user(user), directory / user) for user in events.users
+    }
+
+
+def day_one_vectors(
+    warehouse: Warehouse, campaigns: list, *, bound: float, sigma: float, cap: float
+) -> dict[str, tuple[np.ndarray, dict[str, float]]]:
+    """Per campaign: day 1's clipped vector (AdsBPC at ``bound``; AdsBPC+ at (bound, σ, cap))
+    and, for AdsBPC+, the filter's recorded cost per user id."""
+    out = {}
+    for campaign in campaigns:
+        warehouse.attribute_day(campaign, START)
+        warehouse.contributions_day(campaign, START)
+        if campaign.mechanism.kind == "adsbpc":
+            out[campaign.name] = (warehouse.clipped_vector(campaign, START, bound), {})
+        else:
+            vector = warehouse.plus_clipped_vector(campaign, START, bound, sigma, cap)
+            costs = {user: cost for user, _, cost in user_costs(warehouse, campaign.name)}
+            out[campaign.name] = (vector, costs)
+    return out
+
+
+def user_costs(warehouse: Warehouse, campaign: str) -> list[tuple[str, date, float]]:
+    """The AdsBPC+ filter's recorded cost per (user id, day) of ``campaign``, by day."""
+    return warehouse.con.execute(
+        "SELECT u.user_id, s.day, s.cost FROM plus_user_spend AS s "
+        "JOIN users AS u USING (user_key) WHERE s.campaign = $c ORDER BY s.day, u.user_id",
+        {"c": campaign},
+    ).fetchall()
 
 
 def touch_weights(rule: str, ages_days: list[float], half_life_days: float) -> list[float]:

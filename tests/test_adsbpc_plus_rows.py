@@ -15,28 +15,26 @@ touches, and a user's earlier days are carried per cell all the same.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import numpy as np
 import pytest
 
 from dp_platform.config import parse_catalogue
 from dp_platform.privacy.strategy import sqrt_matrix
-from dp_platform.warehouse import Warehouse
 from dp_platform.warehouse.base import StrategyRow
 from tests.cells_data import (
     ADVERTISER,
-    CREATIVES,
-    DEVICES,
+    DIMENSIONS,
     PUBLISHERS,
-    REGIONS,
     START,
     VALUE_CAP,
     generate,
-    write,
+    ingested,
+    leave_one_out,
+    user_costs,
 )
 
-NOW = datetime(2100, 1, 1, tzinfo=UTC)
 DAYS = 3
 SIGMA, CAP, BOUND = 1.0, 5.0, 3.0
 LAYOUTS = {
@@ -70,29 +68,16 @@ def _campaigns():
                 **({"value_cap": VALUE_CAP} if "value" in measures else {}),
             }
         )
-    dimensions = {
-        "region": {"source": "conversions", "values": REGIONS},
-        "device": {"source": "conversions", "values": DEVICES},
-        "creative": {"source": "impressions", "values": CREATIVES},
-    }
-    cat = {"accounts": [{"name": "acct", "rho_cap": 100}], "dimensions": dimensions}
+    cat = {"accounts": [{"name": "acct", "rho_cap": 100}], "dimensions": DIMENSIONS}
     return parse_catalogue({**cat, "campaigns": entries}).campaigns
 
 
 def _rows(events, directory) -> dict[str, tuple[list[np.ndarray], dict[str, list[float]]]]:
     """Per campaign: the released rows of days 1..DAYS (before noise) and each user's
     recorded cost per day."""
-    imp, conv = write(events, directory)
     matrix = sqrt_matrix(DAYS + 1)
     out = {}
-    with Warehouse(":memory:") as wh:
-        wh.ingest(
-            imp,
-            conv,
-            now=NOW,
-            dimensions={"region": REGIONS, "device": DEVICES},
-            impression_dimensions={"creative": CREATIVES},
-        )
+    with ingested(events, directory) as wh:
         for campaign in _campaigns():
             last = START + timedelta(days=DAYS - 1)
             wh.attribute_days(campaign, START, last)
@@ -103,11 +88,7 @@ def _rows(events, directory) -> dict[str, tuple[list[np.ndarray], dict[str, list
                 day = START + timedelta(days=t)
                 rows.append(wh.plus_clipped_vector(campaign, day, BOUND, SIGMA, CAP, row=row))
             costs: dict[str, list[float]] = {}
-            for user, day, cost in wh.con.execute(
-                "SELECT u.user_id, s.day, s.cost FROM plus_user_spend AS s "
-                "JOIN users AS u USING (user_key) WHERE s.campaign = $c ORDER BY s.day",
-                {"c": campaign.name},
-            ).fetchall():
+            for user, day, cost in user_costs(wh, campaign.name):
                 costs.setdefault(user, [0.0] * DAYS)[(day - START).days] = cost
             out[campaign.name] = (rows, costs)
     return out
@@ -118,9 +99,7 @@ def removals(tmp_path_factory):
     # the heavy user's day-1 impressions on one publisher and creative: every rule credits
     # their 8 conversions to one cell per measure
     events = generate(users=6, days=DAYS, seed=5, heavy=1, focused=True)
-    base = tmp_path_factory.mktemp("rows")
-    full = _rows(events, base / "all")
-    without = {user: _rows(events.without_user(user), base / user) for user in events.users}
+    full, without = leave_one_out(events, tmp_path_factory.mktemp("rows"), _rows)
     return events, full, without
 
 

@@ -10,7 +10,6 @@ A heavy user reaches the bound exactly, so a wrong scale factor (s = 1 instead o
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -21,21 +20,21 @@ from dp_platform.mechanisms.adsbpc import make_plan
 from dp_platform.warehouse import Warehouse
 from tests.cells_data import (
     ADVERTISER,
-    DEVICES,
+    CONVERSION_LISTS,
+    NOW,
     PUBLISHERS,
     REGIONS,
     START,
     VALUE_CAP,
+    day_one_vectors,
     generate,
+    ingested,
+    leave_one_out,
     reference_cells,
     write,
 )
 
-NOW = datetime(2100, 1, 1, tzinfo=UTC)
-DIMENSIONS = {
-    "region": {"source": "conversions", "values": REGIONS},
-    "device": {"source": "conversions", "values": DEVICES},
-}
+DIMENSIONS = {name: {"source": "conversions", "values": v} for name, v in CONVERSION_LISTS.items()}
 
 
 def catalogue(campaigns: list[dict], **extra: object) -> dict:
@@ -203,9 +202,8 @@ def test_ingest_quarantines_unknown_and_missing_dimension_values(tmp_path) -> No
     rows[0] = rows[0].rsplit(",", 1)[0] + ",smartwatch"  # device not in the list
     rows[1] = rows[1].rsplit(",", 2)[0] + ",,tv"  # region empty
     conv.write_text("\n".join([header, *rows]) + "\n")
-    lists = {name: d["values"] for name, d in DIMENSIONS.items()}
     with Warehouse(":memory:") as wh:
-        report = wh.ingest(imp, conv, now=NOW, dimensions=lists).conversions
+        report = wh.ingest(imp, conv, now=NOW, dimensions=CONVERSION_LISTS).conversions
         assert report.rows == len(rows) == report.accepted + report.quarantined
         assert report.reasons == {"unknown_device_value": 1, "missing_region": 1}
         stored = wh.con.execute(
@@ -215,7 +213,7 @@ def test_ingest_quarantines_unknown_and_missing_dimension_values(tmp_path) -> No
         keys = wh.con.execute(
             "SELECT dimension, list(value ORDER BY value_key) FROM dimension_values GROUP BY 1"
         ).fetchall()
-        assert dict(keys) == lists  # each listed value keyed once, in list order
+        assert dict(keys) == CONVERSION_LISTS  # each listed value keyed once, in list order
 
 
 def test_ingest_refuses_a_file_without_a_declared_dimension_column(tmp_path) -> None:
@@ -251,41 +249,19 @@ def _campaigns():
 
 
 def _vectors(events, directory, *, sigma: float, cap: float) -> dict[str, tuple]:
-    """Per campaign: the clipped vector of day 1 (AdsBPC at BOUND; AdsBPC+ at (BOUND, σ, cap))
-    and, for AdsBPC+, the recorded spend per user id."""
-    imp, conv = write(events, directory)
-    lists = {name: d["values"] for name, d in DIMENSIONS.items()}
-    out = {}
-    with Warehouse(":memory:") as wh:
-        wh.ingest(imp, conv, now=NOW, dimensions=lists)
-        for campaign in _campaigns():
-            wh.attribute_day(campaign, START)
-            wh.contributions_day(campaign, START)
-            if campaign.mechanism.kind == "adsbpc":
-                out[campaign.name] = (wh.clipped_vector(campaign, START, BOUND), {})
-            else:
-                vector = wh.plus_clipped_vector(campaign, START, BOUND, sigma, cap)
-                spends = dict(
-                    wh.con.execute(
-                        "SELECT u.user_id, s.cost FROM plus_user_spend AS s "
-                        "JOIN users AS u USING (user_key) WHERE s.campaign = $c",
-                        {"c": campaign.name},
-                    ).fetchall()
-                )
-                out[campaign.name] = (vector, spends)
-    return out
+    with ingested(events, directory, creative=False) as wh:
+        return day_one_vectors(wh, _campaigns(), bound=BOUND, sigma=sigma, cap=cap)
 
 
 @pytest.fixture(scope="module")
 def removals(tmp_path_factory):
     events = generate(users=7, days=1, seed=5, heavy=1)
-    base = tmp_path_factory.mktemp("brute")
     sigma, cap = 1.0, 2.0
-    full = _vectors(events, base / "all", sigma=sigma, cap=cap)
-    without = {
-        user: _vectors(events.without_user(user), base / user, sigma=sigma, cap=cap)
-        for user in events.users
-    }
+    full, without = leave_one_out(
+        events,
+        tmp_path_factory.mktemp("brute"),
+        lambda events, directory: _vectors(events, directory, sigma=sigma, cap=cap),
+    )
     return full, without, sigma
 
 

@@ -13,8 +13,6 @@ filter charged.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import numpy as np
 import pytest
 
@@ -23,25 +21,23 @@ from dp_platform.config import ConfigError, parse_catalogue
 from dp_platform.warehouse import Warehouse
 from tests.cells_data import (
     ADVERTISER,
+    CONVERSION_LISTS,
     CREATIVES,
     DEVICES,
+    DIMENSIONS,
+    IMPRESSION_LISTS,
+    NOW,
     PUBLISHERS,
-    REGIONS,
     START,
     VALUE_CAP,
+    day_one_vectors,
     generate,
+    ingested,
+    leave_one_out,
     reference_cells,
     write,
 )
 
-NOW = datetime(2100, 1, 1, tzinfo=UTC)
-DIMENSIONS = {
-    "region": {"source": "conversions", "values": REGIONS},
-    "device": {"source": "conversions", "values": DEVICES},
-    "creative": {"source": "impressions", "values": CREATIVES},
-}
-CONVERSION_LISTS = {"region": REGIONS, "device": DEVICES}
-IMPRESSION_LISTS = {"creative": CREATIVES}
 RULES = ["lta", "uni", "time_decay", "u_shaped"]
 LAYOUTS = {
     "creative": (["creative"], ["count"]),
@@ -153,22 +149,13 @@ def test_ingest_refuses_an_impressions_file_without_a_declared_column(tmp_path) 
 # -- attribution carries the credited impression's value ----------------------------------------
 
 
-def _ingested(events, directory) -> Warehouse:
-    imp, conv = write(events, directory)
-    wh = Warehouse(":memory:")
-    wh.ingest(
-        imp, conv, now=NOW, dimensions=CONVERSION_LISTS, impression_dimensions=IMPRESSION_LISTS
-    )
-    return wh
-
-
 @pytest.mark.parametrize("rule", RULES)
 def test_each_conversions_weights_still_sum_to_at_most_one_across_touches(tmp_path, rule) -> None:
     """The premise of the unchanged sensitivity: however a rule splits one conversion over
     impressions of several publishers and creatives, its weights add up to ≤ 1 — and a
     multi-touch rule does split credit across creatives of one conversion here."""
     campaign = _catalogue([_entry("c", rule, ["creative"], ["count"])]).campaigns[0]
-    with _ingested(generate(users=20, days=1, seed=11), tmp_path) as wh:
+    with ingested(generate(users=20, days=1, seed=11), tmp_path) as wh:
         wh.attribute_day(campaign, START)
         totals, touches = wh.con.execute(
             "SELECT max(total), max(touches) FROM (SELECT conversion_key, sum(weight) AS total, "
@@ -189,7 +176,7 @@ def test_private_last_touch_credits_the_drawn_impressions_creative(tmp_path) -> 
         _entry("drawn", "lta", ["creative", "region"], ["count"], attribution=private),
     ]
     lta, drawn = _catalogue(entries).campaigns
-    with _ingested(generate(users=20, days=1, seed=12), tmp_path) as wh:
+    with ingested(generate(users=20, days=1, seed=12), tmp_path) as wh:
         vectors = []
         for campaign in (lta, drawn):
             wh.attribute_day(campaign, START)
@@ -206,7 +193,7 @@ def test_warehouse_cells_equal_the_numpy_reference_for_every_rule(tmp_path) -> N
     NumPy attribution (the rule's weights over candidates, credited to each impression's
     publisher and creative) + clipping."""
     events = generate(users=12, days=1, seed=5, heavy=1, focused=True)
-    with _ingested(events, tmp_path) as wh:
+    with ingested(events, tmp_path) as wh:
         for campaign in _campaigns():
             if campaign.mechanism.kind != "adsbpc":
                 continue
@@ -227,37 +214,16 @@ def test_warehouse_cells_equal_the_numpy_reference_for_every_rule(tmp_path) -> N
 # -- sensitivity by brute force ------------------------------------------------------------------
 
 
-def _vectors(events, directory, *, sigma: float, cap: float) -> dict[str, tuple]:
-    out = {}
-    with _ingested(events, directory) as wh:
-        for campaign in _campaigns():
-            wh.attribute_day(campaign, START)
-            wh.contributions_day(campaign, START)
-            if campaign.mechanism.kind == "adsbpc":
-                out[campaign.name] = (wh.clipped_vector(campaign, START, BOUND), {})
-            else:
-                vector = wh.plus_clipped_vector(campaign, START, BOUND, sigma, cap)
-                spends = dict(
-                    wh.con.execute(
-                        "SELECT u.user_id, s.cost FROM plus_user_spend AS s "
-                        "JOIN users AS u USING (user_key) WHERE s.campaign = $c",
-                        {"c": campaign.name},
-                    ).fetchall()
-                )
-                out[campaign.name] = (vector, spends)
-    return out
-
-
 @pytest.fixture(scope="module")
 def removals(tmp_path_factory):
     events = generate(users=7, days=1, seed=5, heavy=1, focused=True)
-    base = tmp_path_factory.mktemp("touch")
     sigma, cap = 1.0, 2.0
-    full = _vectors(events, base / "all", sigma=sigma, cap=cap)
-    without = {
-        user: _vectors(events.without_user(user), base / user, sigma=sigma, cap=cap)
-        for user in events.users
-    }
+
+    def vectors(events, directory):
+        with ingested(events, directory) as wh:
+            return day_one_vectors(wh, _campaigns(), bound=BOUND, sigma=sigma, cap=cap)
+
+    full, without = leave_one_out(events, tmp_path_factory.mktemp("touch"), vectors)
     return full, without, sigma
 
 

@@ -13,7 +13,7 @@ publisher's value is the exact sum of its count cells.
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import numpy as np
 import pytest
@@ -23,21 +23,20 @@ from dp_platform.config import parse_catalogue
 from dp_platform.mechanisms.oneshot import plan_from_config, release_one_shot, warehouse_sums
 from dp_platform.privacy.discrete import SeededIntegerNoise
 from dp_platform.privacy.noise import SeededNoise
-from dp_platform.warehouse import Warehouse
 from tests.cells_data import (
     ADVERTISER,
     CREATIVES,
-    DEVICES,
+    DIMENSIONS,
     PUBLISHERS,
     REGIONS,
     START,
     VALUE_CAP,
     generate,
+    ingested,
+    leave_one_out,
     reference_cells,
-    write,
 )
 
-NOW = datetime(2100, 1, 1, tzinfo=UTC)
 DAYS = 2
 BOUND = 3
 LAYOUTS = {
@@ -76,11 +75,7 @@ def _catalogue(entries: list[dict]):
     return parse_catalogue(
         {
             "accounts": [{"name": "acct", "rho_cap": 100}],
-            "dimensions": {
-                "region": {"source": "conversions", "values": REGIONS},
-                "device": {"source": "conversions", "values": DEVICES},
-                "creative": {"source": "impressions", "values": CREATIVES},
-            },
+            "dimensions": DIMENSIONS,
             "campaigns": entries,
         }
     )
@@ -129,16 +124,8 @@ def test_replace_with_one_publisher_and_a_breakdown_doubles_the_sensitivity() ->
 
 
 def _sums(events, directory) -> dict[str, np.ndarray]:
-    imp, conv = write(events, directory)
     out = {}
-    with Warehouse(":memory:") as wh:
-        wh.ingest(
-            imp,
-            conv,
-            now=NOW,
-            dimensions={"region": REGIONS, "device": DEVICES},
-            impression_dimensions={"creative": CREATIVES},
-        )
+    with ingested(events, directory) as wh:
         for campaign in _campaigns():
             wh.attribute_days(campaign, campaign.start, campaign.end)
             out[campaign.name] = warehouse_sums(wh, campaign, plan_from_config(campaign))
@@ -148,9 +135,7 @@ def _sums(events, directory) -> dict[str, np.ndarray]:
 @pytest.fixture(scope="module")
 def removals(tmp_path_factory):
     events = generate(users=7, days=DAYS, seed=5, heavy=1, focused=True)
-    base = tmp_path_factory.mktemp("oneshot_cells")
-    full = _sums(events, base / "all")
-    without = {user: _sums(events.without_user(user), base / user) for user in events.users}
+    full, without = leave_one_out(events, tmp_path_factory.mktemp("oneshot_cells"), _sums)
     return events, full, without
 
 
@@ -185,15 +170,7 @@ def test_cell_sums_are_the_daily_cells_bounded_over_the_period(removals, tmp_pat
         )
         for day in days
     )
-    imp, conv = write(events, tmp_path)
-    with Warehouse(":memory:") as wh:
-        wh.ingest(
-            imp,
-            conv,
-            now=NOW,
-            dimensions={"region": REGIONS, "device": DEVICES},
-            impression_dimensions={"creative": CREATIVES},
-        )
+    with ingested(events, tmp_path) as wh:
         wh.attribute_days(campaign, campaign.start, campaign.end)
         sums = warehouse_sums(wh, campaign, plan_from_config(campaign))
     units = layout_of(campaign, PUBLISHERS).unscale_factors()
