@@ -4,7 +4,8 @@ the answers.
 A run covers a range of days, so each check is partitioned like its asset and reports a result
 for *each day* of the run (an ``AssetCheckEvaluation`` with that day's partition) — the UI's check
 history then shows one row per day, never "skipped". Schema checks read one day's rows at a time
-and report how many rows broke which rule — never the offending values, which are private data.
+and report which rules were broken — never the offending values nor how many rows broke them,
+which are private data.
 The other checks read the ledger and report pass/fail and public budget figures — never the
 secret bound state they inspect.
 """
@@ -90,26 +91,26 @@ def evaluations(
 def schema_results(
     warehouse, table: str, campaign: CampaignConfig, days: list[date]
 ) -> dict[date, DayResult]:
-    """Validate each day's rows of ``table`` with its Pandera model (lazy: all errors); failures
-    are counted per rule, never shown by value."""
+    """Validate each day's rows of ``table`` with its Pandera model (lazy: all errors). A failure
+    names the rules broken and nothing else: neither the offending values nor how many private
+    rows broke each rule (a true count of private rows is not DP)."""
     model = SCHEMAS[table]
     results = {}
     for day in days:  # one day's rows at a time: memory stays a day's size at any scale
         frame = warehouse.day_frame(table, campaign, [day])
-        failures: dict[str, int] = {}
+        broken: list[str] = []
         try:
             model.validate(frame, lazy=True)
         except pandera.errors.SchemaErrors as errors:
-            by_check = errors.failure_cases.groupby(["column", "check"], dropna=False).size()
-            for (column, rule), count in by_check.items():
-                failures[f"{column}: {rule}"] = int(count)
+            cases = errors.failure_cases[["column", "check"]].drop_duplicates()
+            broken = sorted(f"{column}: {rule}" for column, rule in cases.itertuples(index=False))
         metadata: dict = {"model": model.__name__}
-        if failures:
-            metadata["failures_by_rule"] = dg.MetadataValue.json(failures)
+        if broken:
+            metadata["rules_broken"] = dg.MetadataValue.json(broken)
         results[day] = DayResult(
-            passed=not failures,
+            passed=not broken,
             description=f"{model.__name__}: "
-            + ("every row valid" if not failures else f"{sum(failures.values())} failures"),
+            + ("every row valid" if not broken else "rules broken: " + "; ".join(broken)),
             metadata=metadata,
         )
     return results
