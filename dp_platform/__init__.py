@@ -3,8 +3,7 @@
 Where things live (the library; the Dagster layer is ``assets/``, which only calls this):
 
 ==========================  ===============================================================
-noise (the only sampler)    ``privacy/noise.py`` (OpenDP, every draw checked against its ρ/ε);
-                            its exact vector Gaussian in ``privacy/discrete_gaussian.py``;
+noise (the only sampler)    ``privacy/noise.py`` (every draw OpenDP's, checked against its ρ/ε);
                             integer noise and Exp(1) draws in ``privacy/discrete.py``
 ρ and its arithmetic        ``privacy/accounting.py`` (exact ``Rho``, the ρ1 + lρ2 + ρ3 split)
 the budget, enforced        ``ledger.py`` (accounts, reservations, charges, write-once releases)

@@ -39,20 +39,14 @@ FALSE_FAILURE = 1e-8  # per check; the suite has fewer than ten: < 1e-7 per run 
 #       candidates each, ε = 1e-3): each agrees w.p. ≤ 0.259          ≤ 0.259^300 < 1e-170
 #   test_cli_plan: simulated one-shot total > 20 std (total ≈ 899, 20 std ≈ 54; two
 #       Laplace b = 1.92 draws below −845)                               ≤ 2·e^(−422/1.92) < 1e-95
-#   test_discrete_gaussian: 2200 secure Gaussian draws (σ = 2) each within 20σ
-#                                                                     ≤ 2200·2·e^(−200) < 1e-83
-#   test_discrete_gaussian: a forked child's 4 secure words equal its parent's next 4
-#                                                                     ≤ 2^−256 < 1e-77
 #   test_cells: simulated sliced campaign's last answer > half its truth (2995; Gaussian
 #       noise sd ≤ 115 below −1500, ≥ 13 sd)                              < 1e-38
 #
-# Union bound per run: 6·1e-8 + 12·1e-12 + 1e-170 + 1e-95 + 1e-83 + 1e-77 + 1e-38 < 6.1e-8
-# < 1e-6. The secure float samplers draw on a 2^k grid with 2^k ≤ 2^-46·Δ/√n
-# (dp_platform/privacy/noise.py, the Gaussian through its exact vector sampler,
-# dp_platform/privacy/discrete_gaussian.py): the
-# grid law is within ~1e-17 of the continuous one in Kolmogorov distance, far inside every
-# radius. A new statistical check on a secure sampler must use dkw_radius (or a bound as strict)
-# and be added to this table.
+# Union bound per run: 6·1e-8 + 12·1e-12 + 1e-170 + 1e-95 + 1e-38 < 6.1e-8 < 1e-6. The secure
+# float samplers are OpenDP's, drawing on a 2^k grid with 2^k ≤ 2^-46·Δ/√n
+# (dp_platform/privacy/noise.py): the grid law is within ~1e-17 of the continuous one in
+# Kolmogorov distance, far inside every radius. A new statistical check on a secure sampler
+# must use dkw_radius (or a bound as strict) and be added to this table.
 
 Cdf = Callable[[np.ndarray], np.ndarray]
 

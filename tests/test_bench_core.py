@@ -46,11 +46,13 @@ def test_bench_plan_and_31_steps(benchmark, publishers: int) -> None:
     assert spent == pytest.approx(1.0)
 
 
-def test_bench_secure_gaussian_draws(benchmark) -> None:
-    """One day's release for 1000 publishers: 1000 exact Gaussian draws at an AdsBPC scale
-    (σ = 4.7·r, r = 2), checked against OpenDP's map first; the per-draw cost is this ÷ 1000."""
+@pytest.mark.parametrize("coordinates", [1000, 10_000])
+def test_bench_secure_gaussian_draws(benchmark, coordinates: int) -> None:
+    """One day's release: 1000 publishers, or 10 000 cells of a broken-down campaign — exact
+    Gaussian draws at an AdsBPC scale (σ = 4.7·r, r = 2), checked against OpenDP's map first;
+    the per-coordinate cost is this ÷ ``coordinates``."""
     source = SecureNoise()
-    values = np.linspace(0.0, 100.0, 1000)
+    values = np.linspace(0.0, 100.0, coordinates)
 
     def draw() -> np.ndarray:
         return source.add_gaussian(values, 9.4, l2_sensitivity=2.0, rho=1 / (2 * 4.7**2))

@@ -9,13 +9,14 @@ whose chance of not happening is bounded from the two laws (see ``tests/sampler_
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from dp_platform.privacy.noise import SecureNoise, SeededNoise, resolve
+from dp_platform.privacy.noise import Draw, SecureNoise, SeededNoise, resolve
 from tests.sampler_laws import (
     dkw_radius,
     integer_ks_distance,
@@ -154,3 +155,96 @@ def test_real_and_integer_secure_sources_are_distinct() -> None:
     assert isinstance(resolve(None), SecureNoise)
     assert isinstance(resolve_integer(None), SecureIntegerNoise)
     assert isinstance(resolve(None), SecureNoise)  # whichever is resolved first
+
+
+# -- every production draw ends in an OpenDP sampler ------------------------------------------
+
+_RAW_DRAWS = {
+    "_gaussian": lambda s: s._gaussian(np.zeros(100), Draw(2.0, "gaussian", 100, -40)),
+    "_laplace": lambda s: s._laplace(np.zeros(100), Draw(2.0, "laplace", 100, -40)),
+    "_gumbel_max": lambda s: s._gumbel_max(np.zeros(3), Draw(1.0, "gumbel_max")),
+    "_exponential_max": lambda s: s._exponential_max(np.zeros(3), Draw(1.0, "exponential_max")),
+    "_uniform": lambda s: s._uniform(0.0, 1.0),
+    "_discrete_laplace": lambda s: s._discrete_laplace(
+        np.zeros(100, dtype=np.int64), Draw(2.0, "discrete_laplace")
+    ),
+    "_discrete_gaussian": lambda s: s._discrete_gaussian(
+        np.zeros(100, dtype=np.int64), Draw(2.0, "discrete_gaussian")
+    ),
+    "_exponentials": lambda s: s._exponentials(100),
+}
+
+
+def test_every_raw_draw_of_the_abstract_sources_is_listed_here() -> None:
+    """A new kind of draw must join the OpenDP check below: the list is the sources' own."""
+    from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
+
+    assert NoiseSource.__abstractmethods__ | IntegerNoiseSource.__abstractmethods__ == set(
+        _RAW_DRAWS
+    )
+
+
+@pytest.mark.parametrize("method", sorted(_RAW_DRAWS))
+def test_every_secure_draw_ends_in_an_opendp_sampler_and_no_other_randomness(
+    method: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each raw draw of the secure sources invokes an OpenDP measurement or transformation (its
+    sampler over the OS's secure generator), and no other generator is touched: Python's
+    ``secrets``/``random``/``os.urandom`` and NumPy's generators raise if called."""
+    import os
+    import random
+    import secrets
+
+    import opendp.core
+
+    from dp_platform.privacy.noise import IntegerNoiseSource, SecureIntegerNoise
+
+    invoked: list[str] = []
+    for name in ("measurement_invoke", "transformation_invoke"):  # what __call__ runs
+        original = getattr(opendp.core, name)
+
+        def spy(self, arg, _original=original, _name=name):  # type: ignore[no-untyped-def]
+            invoked.append(_name)
+            return _original(self, arg)
+
+        monkeypatch.setattr(opendp.core, name, spy)
+
+    def forbidden(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("a secure draw used a generator other than OpenDP's")
+
+    for module, names in (
+        (secrets, ("randbits", "token_bytes", "randbelow", "choice")),
+        (random, ("random", "getrandbits", "randint", "gauss")),
+        (os, ("urandom",)),
+        (np.random, ("default_rng", "random", "normal", "laplace", "randint", "exponential")),
+    ):
+        for name in names:
+            monkeypatch.setattr(module, name, forbidden)
+    integer = method in IntegerNoiseSource.__abstractmethods__
+    _RAW_DRAWS[method](SecureIntegerNoise() if integer else SecureNoise())
+    assert invoked, f"{method} drew without calling OpenDP"
+
+
+def test_no_module_but_the_sampler_reaches_a_random_generator() -> None:
+    """Grep the release path (as above: not the simulators, research or benchmarks): no module
+    names a random generator, and in privacy/noise.py only the seeded test sources do — the
+    secure sources' code names none (they call OpenDP, checked above)."""
+    pattern = re.compile(
+        r"\b(secrets|urandom|token_bytes|randbits|getrandbits|default_rng|np\.random|"
+        r"numpy\.random|import random)\b"
+    )
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in ROOT.rglob("*.py")
+        if pattern.search(path.read_text())
+        and not str(path.relative_to(ROOT)).startswith(NOT_RELEASE_PATH)
+        and "bench" not in path.name
+        and "reference" not in path.name
+    ]
+    assert offenders == []
+    sampler = (ROOT / "privacy" / "noise.py").read_text()
+    secure_part = sampler[sampler.index("class SecureNoise") : sampler.index("class SeededNoise")]
+    secure_part += sampler[
+        sampler.index("class SecureIntegerNoise") : sampler.index("class SeededIntegerNoise")
+    ]
+    assert not pattern.search(secure_part)

@@ -45,30 +45,20 @@ sensitivity (+2^k·√n in ℓ2, +2^k·n in ℓ1, for n coordinates). :func:`gri
 coarsest k whose extra sensitivity is at most 2^−46 of the declared one — a relative loss of
 ≤ 3·10⁻¹⁴, inside the check's slack, and since the check maps the measurement actually used,
 the rounding term is inside the check. The draw stays exact (discrete Gaussian / Laplace on the
-grid, rounded once to float). For the Gaussian, :func:`gaussian_grid_k` refines that grid, if
-need be, to the scale's last bit, so that the scale is a whole number S of grid steps (a finer
-grid only lowers the rounding term; the check maps that grid).
+grid, rounded once to float).
 
-**A day's vector in one draw.** OpenDP's sampler costs ~12 µs per coordinate whatever the grid
-(about 15 calls of its secure generator and big-rational arithmetic per draw), so a day of 1000
-publishers cost ~13 ms. :class:`SecureNoise` therefore draws the Gaussian mechanism on the grid
-itself, for the whole vector: m = x/2^k rounded to the nearest integer, plus N_ℤ(0, S²) from
-:mod:`dp_platform.privacy.discrete_gaussian` — Canonne–Kamath–Steinke's exact algorithm (the
-one OpenDP runs), vectorised, every decision an exact comparison of random integers — and
-2^k·(m + z) rounded once to float. That is the measurement the check mapped (OpenDP's
-``make_gaussian`` at this k: grid rounding, discrete Gaussian of scale S, one rounding to float),
-drawn ~3× cheaper; its words come from the operating system's secure generator
-(:class:`_SecureWords`). Out of that sampler's range (S > 2^61, or k outside [−1022, 900]),
-and for vectors shorter than 64 (where its per-draw calls are cheaper than one batch), OpenDP
-draws as before, decided before anything is drawn.
+**A day's vector in one draw.** A Gaussian or Laplace vector is one call of the OpenDP
+measurement the check mapped (``make_gaussian`` / ``make_laplace`` over a vector domain of the
+vector's length): OpenDP draws every coordinate with its own exact sampler over the operating
+system's secure generator, so the guarantee rests on that vetted sampler alone — no sampler of
+this project's own draws production noise (``tests/test_noise.py`` checks every draw ends in
+OpenDP). ``uniform``, the one data-independent draw, is OpenDP's too
+(``make_impute_uniform_float``: its uniform float sampler, also over the secure generator).
 """
 
 from __future__ import annotations
 
 import math
-import os
-import secrets
-import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from fractions import Fraction
@@ -78,7 +68,6 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from dp_platform.privacy.accounting import Rho
-from dp_platform.privacy.discrete_gaussian import MAX_SCALE, discrete_gaussian
 
 if TYPE_CHECKING:
     from opendp.mod import Measurement
@@ -151,20 +140,6 @@ def _opendp():  # type: ignore[no-untyped-def]
 def _float_domain(size: int | None):  # type: ignore[no-untyped-def]
     dp = _opendp()
     return dp.vector_domain(dp.atom_domain(T=float, nan=False), size=size)
-
-
-def _lowest_bit(scale: float) -> int:
-    """e with scale = odd·2^e (scale > 0 finite): the weight of the scale's last set bit."""
-    mantissa, exponent = math.frexp(scale)
-    integer = int(mantissa * (1 << 53))  # exact: a double has 53 significant bits
-    return exponent - 53 + (integer & -integer).bit_length() - 1
-
-
-def gaussian_grid_k(sensitivity: float, scale: float, size: int) -> int:
-    """The Gaussian's grid: :func:`grid_k`, made finer if need be so that the scale is a whole
-    number of grid steps (what the vector sampler draws: N_ℤ(0, S²) with S = scale/2^k). A
-    finer grid only lowers the map's rounding term."""
-    return min(grid_k(sensitivity, scale, math.sqrt(size)), _lowest_bit(scale))
 
 
 def grid_k(sensitivity: float, scale: float, spread: float) -> int:
@@ -316,7 +291,7 @@ class NoiseSource(ABC):
         (ρ = Δ²/(2·scale²), plus the grid's ≤ 3·10⁻¹⁴ relative)."""
         vector, scale = _as_vector(values), _check_scale(scale)
         delta = _sensitivity(l2_sensitivity, "l2_sensitivity")
-        k = gaussian_grid_k(delta, scale, vector.size) if scale else None
+        k = grid_k(delta, scale, math.sqrt(vector.size)) if scale else None
         draw = Draw(scale, "gaussian", vector.size, k)
         loss = privacy_loss("gaussian", scale, delta, size=vector.size, k=k)
         _refuse_above("gaussian", loss, _amount(rho, "rho"), "ρ")
@@ -397,9 +372,6 @@ class SecureNoise(NoiseSource):
         _opendp()
 
     def _gaussian(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
-        exact = _on_the_grid(vector, draw)
-        if exact is not None:
-            return exact
         return _opendp_draw(vector, draw)
 
     def _laplace(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
@@ -412,70 +384,24 @@ class SecureNoise(NoiseSource):
         return int(draw.measurement(vector.tolist()))
 
     def _uniform(self, low: float, high: float) -> float:
-        # 53 random bits give every double in [0, 1) on the 2^-53 grid; the point inside a chosen
-        # interval is independent of the data, so this needs no exact sampler, only a secure one.
-        fraction = secrets.randbits(53) / float(1 << 53)
-        return float(low + (high - low) * fraction)
+        # The point inside an interval already chosen privately reads no data; OpenDP's uniform
+        # float sampler (over the secure generator) draws it, as it imputes a missing value.
+        if not low < high:
+            return low
+        return float(_uniform_imputer(low, high)([math.nan])[0])
+
+
+@lru_cache(maxsize=256)
+def _uniform_imputer(low: float, high: float):  # type: ignore[no-untyped-def]
+    dp = _opendp()
+    nan_floats = dp.vector_domain(dp.atom_domain(T=float, nan=True))
+    return dp.t.make_impute_uniform_float(nan_floats, dp.symmetric_distance(), bounds=(low, high))
 
 
 def _opendp_draw(vector: np.ndarray, draw: Draw) -> np.ndarray:
     """The OpenDP measurement applied to the vector's entries (passed as one NumPy array)."""
     noisy = draw.measurement(np.ascontiguousarray(vector.ravel()))
     return np.asarray(noisy, dtype=np.float64).reshape(vector.shape)
-
-
-class _SecureWords:
-    """Uniform 64-bit words from the operating system's secure generator, read 64 KiB at a
-    time. A lock hands each word to one caller only; a forked child drops the words its parent
-    read and reads its own (two processes must never draw the same noise)."""
-
-    _CHUNK = 1 << 13
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._owner = -1
-        self._words = np.zeros(0, dtype=np.uint64)
-        self._next = 0
-
-    def __call__(self, count: int) -> np.ndarray:
-        with self._lock:
-            if self._owner != os.getpid() or self._next + count > self._words.size:
-                self._owner = os.getpid()
-                self._words = self._read(max(count, self._CHUNK))
-                self._next = 0
-            words = self._words[self._next : self._next + count]
-            self._next += count
-            return words
-
-    @staticmethod
-    def _read(count: int) -> np.ndarray:
-        return np.frombuffer(secrets.token_bytes(8 * count), dtype=np.uint64)
-
-
-_SECURE_WORDS = _SecureWords()
-_VECTOR_FROM = 64  # below ~50 coordinates OpenDP's per-draw calls cost less than one batch
-
-
-def _on_the_grid(vector: np.ndarray, draw: Draw) -> np.ndarray | None:
-    """OpenDP's Gaussian mechanism on the 2^k grid, drawn for the whole vector at once: each
-    value rounded to the grid (m = x/2^k to the nearest integer), plus 2^k·N_ℤ(0, S²) with
-    S = scale/2^k (:mod:`dp_platform.privacy.discrete_gaussian`, exact), rounded once to float.
-    ``None`` (OpenDP draws instead, decided before any draw) for short vectors, where S is out
-    of that sampler's range, or where 2^k·integer would not be a normal double."""
-    k = draw.k
-    if vector.size < _VECTOR_FROM or k is None or not -1022 <= k <= 900:
-        return None
-    steps = Fraction(draw.scale) / Fraction(2) ** k  # the scale in grid steps
-    if steps.denominator != 1 or not 1 <= steps <= MAX_SCALE:
-        return None
-    with np.errstate(over="ignore"):  # a value beyond the grid's reach is left to OpenDP
-        grid = np.rint(np.ldexp(vector.ravel(), -k))  # exact: a power-of-two scaling, rounding
-    if not np.all(np.isfinite(grid)):
-        return None
-    noise = discrete_gaussian(steps.numerator, vector.size, _SECURE_WORDS)
-    total = np.array([int(m) for m in grid.tolist()], dtype=object) + noise  # exact integers
-    noisy = np.ldexp(total.astype(np.float64), k)  # int → double rounds once, to nearest
-    return noisy.reshape(vector.shape)
 
 
 class SeededNoise(NoiseSource):
