@@ -333,3 +333,19 @@ def test_plus_declares_the_row_norm_from_the_stored_bounds_and_refuses_short_cha
         adsbpc_plus.declare(plan, choice, short)
     with pytest.raises(ValueError, match="state after day 3"):
         adsbpc_plus.declare(plan, choice, ledger.bound_state("c", 2, chain))
+
+
+def test_plus_histogram_noise_halved_in_the_registered_plan_is_refused_before_drawing(
+    ledger: Ledger, monkeypatch
+) -> None:
+    """The bound step's noisy histogram was already declared independently: σ_h is the plan's
+    (sized by histogram_sigma at registration), ρ_h the ledger's charge for it. A σ_h halved
+    when planning is refused on day 1, with no bound stored and nothing charged."""
+    _halve_sigma(monkeypatch, adsbpc_plus, "histogram_sigma")
+    registration = _register(ledger, **_plus("diagonal"))
+    source = CountingNoise(3)
+    with pytest.raises(AllotmentExceeded, match=MAP):
+        bound_day(StandInWarehouse(), ledger, registration, _day(1), noise=source)
+    assert source.raw == 0
+    assert ledger.bound_choice("c", 1, adsbpc_plus.MECHANISM.chain) is None
+    assert ledger.campaign_budget("c").spent.value == 0
