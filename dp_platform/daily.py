@@ -166,13 +166,21 @@ def release_day(
     # write-once: days 1..d−1 cannot change once stored; the ledger requires day d−1 before
     # drawing day d, and a correlated mechanism checks it got every earlier day
     earlier = tuple(ledger.releases(campaign.name, through=index - 1))
+    chain_state = ledger.bound_state(campaign.name, index, mechanism.chain)  # write-once too
+
+    def draw(stored_choice: BoundChoice) -> Measurement:
+        # the declaration comes from the registered plan and the stored chain, not from the
+        # computation that sizes the noise (dp_platform/privacy/allotment.py)
+        allotment = mechanism.declare(plan, stored_choice, chain_state)
+        return mechanism.measure(
+            plan, stored_choice, clipped, allotment=allotment, noise=noise, earlier=earlier
+        )
+
     return ledger.release_for_day(
         campaign.name,
         index,
         mechanism.release_charges(plan, choice),
-        lambda stored_choice: mechanism.measure(
-            plan, stored_choice, clipped, noise=noise, earlier=earlier
-        ),
+        draw,
         publishers,
         mechanism.chain,
     )
@@ -248,6 +256,7 @@ def campaign_release(
             warehouse,
             campaign,
             registration.publishers,
+            allotment=mechanism.declare(plan, campaign),  # the registered plan's figures
             noise=noise,
             integer_noise=integer_noise,
         )

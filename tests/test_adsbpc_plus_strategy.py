@@ -19,6 +19,7 @@ from dp_platform.mechanisms.adsbpc_plus import (
     PlusPlan,
     PlusState,
     choose_bound,
+    declare,
     make_plan,
     measure,
     profile_cross,
@@ -213,12 +214,18 @@ def test_measure_declares_the_row_sensitivity_and_publishes_the_decoded_day():
         choice, state = choose_bound(
             plan, state, data.histograms[day], publishers=5, profile=None, noise=noise
         )
-        release = measure(plan, choice, rows[day], noise=noise, earlier=tuple(earlier))
+        declared = declare(plan, choice, state)
+        release = measure(
+            plan, choice, rows[day], allotment=declared, noise=noise, earlier=tuple(earlier)
+        )
         scale, sensitivity, allotment = noise.declared[-1]
         assert scale == choice.sigma
-        assert sensitivity == choice.row_bound  # Σ_j C_tj r_j, not r_t
+        assert sensitivity == pytest.approx(choice.row_bound, rel=1e-15)  # Σ_j C_tj r_j, not r_t
+        assert sensitivity >= choice.row_bound
         assert choice.row_bound > choice.bound or day == 0
-        assert allotment == gaussian_rho(choice.row_bound, choice.sigma)
+        assert float(allotment) == pytest.approx(
+            float(gaussian_rho(choice.row_bound, choice.sigma)), rel=1e-14
+        )
         assert release.row_sigma == choice.sigma and release.sigma == choice.release_sigma
         earlier.append(release)
     inverse = np.linalg.inv(plan.matrix[:3, :3])
@@ -226,10 +233,14 @@ def test_measure_declares_the_row_sensitivity_and_publishes_the_decoded_day():
     assert earlier[2].sigma == pytest.approx(np.sqrt((inverse[2] ** 2) @ sigmas**2))
     refused = _Recording(9)
     with pytest.raises(ValueError, match="decodes from"):
-        measure(plan, choice, rows[2], noise=refused, earlier=tuple(earlier[:1]))
+        measure(
+            plan, choice, rows[2], allotment=declared, noise=refused, earlier=tuple(earlier[:1])
+        )
     unsized = dataclasses.replace(choice, release_sigma=None)
     with pytest.raises(ValueError, match="needs its release σ"):
-        measure(plan, unsized, rows[2], noise=refused, earlier=tuple(earlier[:2]))
+        measure(
+            plan, unsized, rows[2], allotment=declared, noise=refused, earlier=tuple(earlier[:2])
+        )
     assert refused.declared == []  # both refused before any noise was drawn
 
 

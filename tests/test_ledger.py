@@ -21,7 +21,7 @@ from dp_platform.ledger import (
     MissingPreviousDay,
     PlanMismatch,
 )
-from dp_platform.mechanisms.adsbpc import MECHANISM, choose_bound, make_plan, measure
+from dp_platform.mechanisms.adsbpc import MECHANISM, choose_bound, declare, make_plan, measure
 from dp_platform.plans import campaign_plan
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.registration import registered_campaign
@@ -69,7 +69,7 @@ def run_day(ledger: Ledger, plan, day: int, noise, calls: list | None = None):
     def draw(choice):
         if calls is not None:
             calls.append(("release", day))
-        return measure(plan, choice, CLIPPED, noise=noise)
+        return measure(plan, choice, CLIPPED, allotment=declare(plan, choice), noise=noise)
 
     ledger.bound_for_day(plan.campaign, day, bound_charges(plan, day), choose, CHAIN)
     gaussian = {"gaussian": plan.day_charge(day)["gaussian"]}

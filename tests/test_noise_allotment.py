@@ -19,14 +19,14 @@ import pytest
 from dp_platform.baselines import BIN, prefix
 from dp_platform.config import parse_campaign
 from dp_platform.mechanisms import adsbpc, adsbpc_plus
-from dp_platform.mechanisms.adsbpc import make_plan, measure
+from dp_platform.mechanisms.adsbpc import declare, make_plan, measure
+from dp_platform.mechanisms.reach import declare as declare_reach
 from dp_platform.mechanisms.reach import plan_reach, release_reach
 from dp_platform.privacy import svt
 from dp_platform.privacy.accounting import Rho, gaussian_rho
 from dp_platform.privacy.noise import (
     SLACK,
     AllotmentExceeded,
-    Draw,
     IntegerNoiseSource,
     NoiseSource,
     SecureIntegerNoise,
@@ -36,50 +36,9 @@ from dp_platform.privacy.noise import (
     grid_k,
     privacy_loss,
 )
+from tests.counting_noise import CountingIntegerNoise, CountingNoise
 
 CLOSE = 1e-13  # the map may exceed the closed form by the grid's ≤ 3·10⁻¹⁴ and a few ulps
-
-
-class CountingNoise(SeededNoise):
-    """Seeded noise that counts its raw draws (the check runs before any of them)."""
-
-    def __init__(self, seed: int) -> None:
-        super().__init__(seed)
-        self.raw = 0
-
-    def _gaussian(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
-        self.raw += 1
-        return super()._gaussian(vector, draw)
-
-    def _laplace(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
-        self.raw += 1
-        return super()._laplace(vector, draw)
-
-    def _gumbel_max(self, vector: np.ndarray, draw: Draw) -> int:
-        self.raw += 1
-        return super()._gumbel_max(vector, draw)
-
-    def _exponential_max(self, vector: np.ndarray, draw: Draw) -> int:
-        self.raw += 1
-        return super()._exponential_max(vector, draw)
-
-
-class CountingIntegerNoise(SeededIntegerNoise):
-    def __init__(self, seed: int) -> None:
-        super().__init__(seed)
-        self.raw = 0
-
-    def _discrete_laplace(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
-        self.raw += 1
-        return super()._discrete_laplace(vector, draw)
-
-    def _discrete_gaussian(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
-        self.raw += 1
-        return super()._discrete_gaussian(vector, draw)
-
-    def _exponentials(self, size: int) -> np.ndarray:
-        self.raw += 1
-        return super()._exponentials(size)
 
 
 # -- the map agrees with the closed forms ---------------------------------------------------
@@ -242,7 +201,7 @@ def test_adsbpc_measure_declares_the_plan_and_passes() -> None:
     )
     assert plan.factor == 2
     assert loss <= float(plan.allotments[2]) * (1 + SLACK)  # the day's allotment, by the map
-    measure(plan, choice, np.ones(3), noise=SeededNoise(1))
+    measure(plan, choice, np.ones(3), allotment=declare(plan, choice), noise=SeededNoise(1))
 
 
 def test_adsbpc_sigma_that_forgets_the_replace_factor_is_refused(monkeypatch) -> None:
@@ -257,7 +216,7 @@ def test_adsbpc_sigma_that_forgets_the_replace_factor_is_refused(monkeypatch) ->
     choice = adsbpc.BoundChoice(day=1, bound=2.0, method="quantile", charges={})
     source = CountingNoise(3)
     with pytest.raises(AllotmentExceeded, match="Gaussian mechanism"):
-        measure(plan, choice, np.ones(3), noise=source)
+        measure(plan, choice, np.ones(3), allotment=declare(plan, choice), noise=source)
     _untouched(source, 3)
 
 
@@ -307,11 +266,14 @@ def test_baseline_plan_with_a_halved_rho_is_refused() -> None:
 
 def test_reach_plan_with_a_halved_rho_is_refused() -> None:
     plan = plan_reach(Fraction(1, 2), 5, "replace")
+    declared = declare_reach(5, "replace", Fraction(1, 2))
+    halved = replace(declared, loss=declared.loss / 2)
     source = CountingIntegerNoise(11)
     with pytest.raises(AllotmentExceeded, match="discrete Gaussian"):
-        release_reach(np.arange(5), replace(plan, rho=plan.rho / 2), noise=source)
+        release_reach(np.arange(5), plan, allotment=halved, noise=source)
     _untouched(source, 11)
-    assert release_reach(np.arange(5), plan, noise=SeededIntegerNoise(11)).sigma == plan.sigma
+    drawn = release_reach(np.arange(5), plan, allotment=declared, noise=SeededIntegerNoise(11))
+    assert drawn.sigma == plan.sigma
 
 
 # -- the seeded sources keep their streams --------------------------------------------------

@@ -11,6 +11,7 @@ import pytest
 
 from dp_platform.config import ConfigError, parse_campaign
 from dp_platform.mechanisms.oneshot import (
+    MECHANISM,
     plan_from_config,
     plan_one_shot,
     release_one_shot,
@@ -127,10 +128,13 @@ def test_post_bound_keeps_first_conversions_in_time_order(warehouses) -> None:  
 def test_laplace_release_law_and_error() -> None:
     camp = _campaign(bound=2)
     plan = plan_from_config(camp)
+    declared = MECHANISM.declare(plan, camp)
     noise = SeededNoise(1)
     draws = np.array(
         [
-            release_one_shot([10.0, 0.0, 3.0], ["a", "b", "c"], plan, noise=noise).values
+            release_one_shot(
+                [10.0, 0.0, 3.0], ["a", "b", "c"], plan, allotment=declared, noise=noise
+            ).values
             for _ in range(4000)
         ]
     )
@@ -139,22 +143,28 @@ def test_laplace_release_law_and_error() -> None:
     assert np.abs(errors).mean() == pytest.approx(
         plan.scale, abs=4 * plan.scale / math.sqrt(12_000)
     )
-    release = release_one_shot([1.0, 2.0, 3.0], ["a", "b", "c"], plan, noise=SeededNoise(2))
+    release = release_one_shot(
+        [1.0, 2.0, 3.0], ["a", "b", "c"], plan, allotment=declared, noise=SeededNoise(2)
+    )
     document = release.to_json()
     assert set(document["values"]) == {"a", "b", "c"}
     assert document["rho_charged"] == pytest.approx(float(plan.rho))
 
 
 def test_discrete_laplace_release_is_integer_with_the_stated_variance() -> None:
-    plan = plan_from_config(_campaign(bound=2, noise="discrete_laplace"))
+    camp = _campaign(bound=2, noise="discrete_laplace")
+    plan = plan_from_config(camp)
+    declared = MECHANISM.declare(plan, camp)
     source = SeededIntegerNoise(3)
     draws = np.array(
         [
-            release_one_shot([4, 7], ["a", "b"], plan, integer_noise=source).values
+            release_one_shot(
+                [4, 7], ["a", "b"], plan, allotment=declared, integer_noise=source
+            ).values
             for _ in range(4000)
         ]
     )
     assert np.all(draws == np.round(draws))
     assert (draws - [4, 7]).var() == pytest.approx(discrete_laplace_variance(plan.scale), rel=0.08)
     with pytest.raises(ValueError, match="integer"):
-        release_one_shot([4.5, 7], ["a", "b"], plan, integer_noise=source)
+        release_one_shot([4.5, 7], ["a", "b"], plan, allotment=declared, integer_noise=source)

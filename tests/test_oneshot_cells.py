@@ -20,7 +20,12 @@ import pytest
 
 from dp_platform.cells import GRID, layout_of
 from dp_platform.config import parse_catalogue
-from dp_platform.mechanisms.oneshot import plan_from_config, release_one_shot, warehouse_sums
+from dp_platform.mechanisms.oneshot import (
+    MECHANISM,
+    plan_from_config,
+    release_one_shot,
+    warehouse_sums,
+)
 from dp_platform.privacy.discrete import SeededIntegerNoise
 from dp_platform.privacy.noise import SeededNoise
 from tests.cells_data import (
@@ -186,13 +191,16 @@ def test_released_cells_carry_the_laplace_sigma_and_exact_95_interval() -> None:
     cells the interval covers the true cell 95 % of the time (binomial sd 0.08 %)."""
     campaign = _catalogue([_entry("c", "touched", "uni", "post")]).campaigns[0]
     plan = plan_from_config(campaign)
+    declared = MECHANISM.declare(plan, campaign)
     layout = layout_of(campaign, PUBLISHERS)
     rng = np.random.default_rng(1)
     truth = rng.uniform(0, 5, layout.size)
     units = np.asarray(layout.unscale_factors())
     noise, hits = SeededNoise(3), []
     for _ in range(4000):
-        release = release_one_shot(truth, PUBLISHERS, plan, noise=noise, layout=layout)
+        release = release_one_shot(
+            truth, PUBLISHERS, plan, allotment=declared, noise=noise, layout=layout
+        )
         cells = release.cells
         low = np.array([c["ci_low"] for c in cells])
         high = np.array([c["ci_high"] for c in cells])
@@ -232,11 +240,14 @@ def test_discrete_laplace_cells_are_integers_with_their_integer_95_interval() ->
         ]
     ).campaigns[0]
     plan = plan_from_config(campaign)
+    declared = MECHANISM.declare(plan, campaign)
     layout = layout_of(campaign, PUBLISHERS)
     truth = np.arange(layout.size, dtype=np.float64)
     source, hits = SeededIntegerNoise(4), []
     for _ in range(3000):
-        cells = release_one_shot(truth, PUBLISHERS, plan, integer_noise=source, layout=layout).cells
+        cells = release_one_shot(
+            truth, PUBLISHERS, plan, allotment=declared, integer_noise=source, layout=layout
+        ).cells
         values = np.array([c["value"] for c in cells])
         assert np.all(values == np.round(values))
         half = cells[0]["ci_high"] - cells[0]["value"]

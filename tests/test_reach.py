@@ -11,6 +11,7 @@ import pytest
 
 from dp_platform.config import parse_campaign
 from dp_platform.mechanisms.reach import (
+    declare,
     frequency_histogram,
     plan_from_config,
     plan_reach,
@@ -51,11 +52,14 @@ def test_release_error_matches_the_stated_std() -> None:
     plan = plan_reach(0.05, 5)
     truth = np.array([50, 30, 20, 10, 5])
     source = SeededIntegerNoise(2)
-    reaches = np.array([release_reach(truth, plan, noise=source).reach for _ in range(3000)])
+    declared = declare(5, "add_remove", 0.05)
+    reaches = np.array(
+        [release_reach(truth, plan, allotment=declared, noise=source).reach for _ in range(3000)]
+    )
     stated = plan.to_json()["reach_std"]
     assert reaches.std() == pytest.approx(stated, rel=0.1)  # σ_ℤ ≈ σ for σ ≫ 1
     assert reaches.mean() == pytest.approx(truth.sum(), abs=4 * stated / math.sqrt(3000))
-    release = release_reach(truth, plan, noise=source)
+    release = release_reach(truth, plan, allotment=declared, noise=source)
     document = release.to_json()
     assert document["at_least"][0] == document["reach"] == sum(document["histogram"])
     assert all(0 <= f <= 1 for f in document["frequency_at_least"])

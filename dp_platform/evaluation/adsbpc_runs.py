@@ -35,6 +35,7 @@ from dp_platform.mechanisms.adsbpc import (
     BoundChoice,
     BoundState,
     choose_bound,
+    declare,
     gaussian_allotments,
     measure,
     sensitivity_factor,
@@ -141,7 +142,8 @@ def run_adsbpc(
     released = np.empty((data.n_publishers, data.n_days))
     for day in range(data.n_days):
         choice, state = rule(plan, state, data.histograms[day], noise)
-        measurement = measure(plan, choice, data.day_clipped(day, choice.bound), noise=noise)
+        clipped = data.day_clipped(day, choice.bound)
+        measurement = measure(plan, choice, clipped, allotment=declare(plan, choice), noise=noise)
         bounds.append(choice.bound)
         sigmas.append(measurement.sigma)
         methods.append(choice.method)

@@ -39,6 +39,7 @@ from dp_platform.mechanisms.adsbpc_plus import (
     PlusState,
     choose_bound,
     decide,
+    declare,
     estimate_scale,
     measure,
     profile_bins,
@@ -457,7 +458,14 @@ def run_plus(
             whole = count_fraction(rank, choice.bound)
             norms = np.bincount(user, whole * (2.0 * same + whole), minlength=data.n_users)
             demand += factors[day] * norms
-        measurement = measure(plan, choice, row, noise=noise, earlier=tuple(measurements))
+        measurement = measure(
+            plan,
+            choice,
+            row,
+            allotment=declare(plan, choice, state),
+            noise=noise,
+            earlier=tuple(measurements),
+        )
         measurements.append(measurement)
         released[:, day] = measurement.values
         sigmas.append(choice.sigma)

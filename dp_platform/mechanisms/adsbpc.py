@@ -58,6 +58,7 @@ from dp_platform.privacy.accounting import (
     epsilon_for_pure_rho,
     gaussian_rho,
 )
+from dp_platform.privacy.allotment import Allotment
 from dp_platform.privacy.noise import NoiseSource, resolve
 from dp_platform.privacy.quantile import private_quantile
 from dp_platform.privacy.svt import SvtState, update_bound
@@ -75,6 +76,7 @@ __all__ = [
     "Release",
     "choose_bound",
     "clipped_vector",
+    "declare",
     "gaussian_allotments",
     "initial_state",
     "make_plan",
@@ -363,24 +365,39 @@ def clipped_vector(clipped: np.ndarray) -> np.ndarray:
     return vector
 
 
+def declare(plan: AdsbpcPlan, choice: BoundChoice) -> Allotment:
+    """Day i's Gaussian as the registered plan states it (privacy/allotment.py): ℓ2
+    sensitivity r_i·√factor — a user's clipped row has L1 ≤ r_i, moved once (add/remove) or
+    from one cell to another (replace, factor 2) — and loss g_i, the very figure the ledger
+    charges (``day_charge``). Restated here, not taken from the σ computation of
+    :func:`measure`, so a bug there is refused by the sampler."""
+    squared = plan.factor * Fraction(choice.bound) ** 2  # Δ², exact
+    sensitivity = choice.bound * math.sqrt(plan.factor)
+    while Fraction(sensitivity) ** 2 < squared:  # round √ up: never declare less than Δ
+        sensitivity = math.nextafter(sensitivity, math.inf)
+    return Allotment(sensitivity, plan.day_charge(choice.day)["gaussian"].value)
+
+
 def measure(
     plan: AdsbpcPlan,
     choice: BoundChoice,
     clipped: np.ndarray,
     *,
+    allotment: Allotment,
     noise: NoiseSource | None = None,
 ) -> Measurement:
     """Release x[i] + N(0, σ_i² I_k), σ_i = σ̄_i·r_i; costs day i's Gaussian allotment g_i.
 
     Privacy unit one user, adjacency the plan's: a user's clipped row has L1 ≤ r_i, so the ℓ2
-    sensitivity is r_i·√factor and the zCDP cost factor·r_i²/(2σ_i²) ≤ g_i — declared to the
-    sampler, which refuses the draw if OpenDP's map of it says more.
+    sensitivity is r_i·√factor and the zCDP cost factor·r_i²/(2σ_i²) ≤ g_i. ``allotment`` is
+    :func:`declare`'s statement of both; the sampler refuses the draw if OpenDP's map of it
+    says more.
     """
     vector = clipped_vector(clipped)
-    allotment = plan.allotments[choice.day - 1]
-    sigma = _sigma_for_allotment(choice.bound, allotment, plan.factor)
-    sensitivity = choice.bound * math.sqrt(plan.factor)
-    noisy = resolve(noise).add_gaussian(vector, sigma, l2_sensitivity=sensitivity, rho=allotment)
+    sigma = _sigma_for_allotment(choice.bound, plan.allotments[choice.day - 1], plan.factor)
+    noisy = resolve(noise).add_gaussian(
+        vector, sigma, l2_sensitivity=allotment.sensitivity, rho=allotment.loss
+    )
     values = tuple(noisy.tolist())  # Python floats
     charges = {"gaussian": plan.day_charge(choice.day)["gaussian"]}
     return Measurement(choice.day, choice.bound, sigma, values, charges)
@@ -485,7 +502,7 @@ def step(
             f"day {choice.day} has {clipped.size} publishers, earlier days had "
             f"{len(state.released[0])}"
         )
-    measurement = measure(plan, choice, clipped, noise=source)
+    measurement = measure(plan, choice, clipped, allotment=declare(plan, choice), noise=source)
     released = (*state.released, measurement.values)
     charges = {**choice.charges, **measurement.charges}
     release = Release(
@@ -565,16 +582,20 @@ class AdsbpcMechanism:
     def release_charges(self, plan: AdsbpcPlan, choice: BoundChoice) -> dict[str, Rho]:
         return {"gaussian": plan.day_charge(choice.day)["gaussian"]}
 
+    def declare(self, plan: AdsbpcPlan, choice: BoundChoice, state: BoundState) -> Allotment:
+        return declare(plan, choice)  # independent days: the chain's state is not needed
+
     def measure(
         self,
         plan: AdsbpcPlan,
         choice: BoundChoice,
         clipped: np.ndarray,
         *,
+        allotment: Allotment,
         noise: NoiseSource | None,
         earlier: tuple[Measurement, ...] = (),  # independent days: not needed
     ) -> Measurement:
-        return measure(plan, choice, clipped, noise=noise)
+        return measure(plan, choice, clipped, allotment=allotment, noise=noise)
 
     def summary(self, plan: AdsbpcPlan) -> dict[str, object]:
         return plan.to_json()

@@ -82,8 +82,9 @@ from dp_platform.privacy.accounting import (
     gaussian_rho,
     gaussian_sigma,
 )
+from dp_platform.privacy.allotment import Allotment, float_above
 from dp_platform.privacy.filter import filter_cap, worst_case_charge
-from dp_platform.privacy.noise import NoiseSource, resolve
+from dp_platform.privacy.noise import SLACK, AllotmentExceeded, NoiseSource, resolve
 from dp_platform.privacy.noisy_histogram import (
     histogram_sigma,
     noisy_histogram,
@@ -123,6 +124,7 @@ __all__ = [
     "PlusState",
     "choose_bound",
     "decide",
+    "declare",
     "estimate_scale",
     "make_plan",
     "measure",
@@ -661,6 +663,14 @@ def choose_bound(
     return decide(plan, state, noisy, estimate, publishers=publishers)
 
 
+def row_sensitivity(plan: PlusPlan, bounds: tuple[float, ...]) -> float:
+    """The ℓ2 bound of one user's row on day t = len(bounds), what the day is charged at: r_t
+    for the diagonal strategy (L1 ≤ r_t), Σ_{j≤t} C_tj r_j for a correlated one."""
+    if not plan.correlated:
+        return bounds[-1]
+    return worst_row_norm(plan.matrix, np.asarray(bounds), len(bounds))
+
+
 def decide(
     plan: PlusPlan,
     state: PlusState,
@@ -685,14 +695,15 @@ def decide(
     scale = sigma / (plan.sigma_bar[day - 1] * bound)  # ψ_i = σ_i/(σ̄_i r_i)
     bounds = (*state.bounds, bound)
     row_bound, release_sigma, sigmas = None, None, state.sigmas
+    sensitivity = row_sensitivity(plan, bounds)
     if plan.correlated:
         if len(sigmas) != day - 1:
             raise ValueError(f"day {day}: the chain holds {len(sigmas)} earlier rows' σ")
         sigmas = (*sigmas, sigma)
-        row_bound = worst_row_norm(plan.matrix, np.asarray(bounds), day)
+        row_bound = sensitivity
         release_sigma = decoded_std(plan.matrix, np.asarray(sigmas), np.eye(day)[day - 1])
     rho1 = plan.budget.rho1.value
-    worst = gaussian_rho(bound if row_bound is None else row_bound, sigma)
+    worst = gaussian_rho(sensitivity, sigma)
     if day == plan.days:
         gaussian = rho1 - state.gaussian_charged  # the rest of ρ1: totals are exact
     else:
@@ -719,11 +730,59 @@ def decide(
     return choice, new_state
 
 
+def _planned_rows(plan: PlusPlan, state: PlusState) -> tuple[np.ndarray, np.ndarray]:
+    """Rows 1..t's ℓ2 sensitivity Δ_j = Σ_{k≤j} C_jk r_k and noise unit u_j (σ_j = σ̄_j·u_j)
+    from the plan and the chain's DP outputs (bounds, profile scale s): u_j = ψ0·r_j before
+    the profile, min(s, r_j) after, s with a correlated strategy (the plan's rule, restated
+    apart from :func:`day_sigma`)."""
+    bounds = np.asarray(state.bounds, dtype=np.float64)
+    t = bounds.size
+    deltas = np.tril(plan.matrix[:t, :t]) @ bounds
+    s = state.scale_estimate
+    after = np.arange(1, t + 1) >= (plan.profile_day or t + 1)
+    if s is None:
+        units = plan.config.prior_scale * bounds
+    else:
+        measured = np.full(t, s) if plan.correlated else np.minimum(s, bounds)
+        units = np.where(after, measured, plan.config.prior_scale * bounds)
+    return deltas, units
+
+
+def declare(plan: PlusPlan, choice: PlusChoice, state: PlusState) -> Allotment:
+    """Day t's Gaussian as the registered plan states it (privacy/allotment.py), from the plan
+    and the stored chain after day t — bounds r_1..r_t and the profile scale s, DP outputs —
+    never from the σ_t, Δ_t or charge :func:`decide` computed: ℓ2 sensitivity
+    Δ_t = Σ_{j≤t} C_tj r_j (r_t for the diagonal strategy) and loss Δ_t²/(2(σ̄_t·u_t)²), the
+    worst case any one user's row can cost (the filter charges each user their own row).
+
+    Refuses (AllotmentExceeded, before any draw) a chain whose Gaussian charges through day t
+    fall below min(ρ1, Σ_{j≤t} Δ_j²/(2(σ̄_j·u_j)²)), the most any one user can have lost: a
+    sensitivity understated where the days were charged.
+    """
+    t = choice.day
+    if state.day != t or state.bounds[-1:] != (choice.bound,):
+        raise ValueError(f"day {t}'s declaration needs the chain's state after day {t}")
+    deltas, units = _planned_rows(plan, state)
+    sigmas = np.asarray(plan.sigma_bar[:t]) * units
+    rho1 = plan.budget.rho1.value
+    owed = min(float(rho1), float(np.sum(deltas**2 / (2.0 * sigmas**2))))
+    if float(state.gaussian_charged) < owed * (1.0 - SLACK):
+        raise AllotmentExceeded(
+            f"AdsBPC+ day {t}: the ledger's Gaussian charges through this day are below the "
+            "most the registered plan lets one user lose by then; nothing was drawn"
+        )
+    row = [Fraction(float(c)) for c in plan.matrix[t - 1, :t]]
+    delta = float_above(sum((c * Fraction(r) for c, r in zip(row, state.bounds, strict=True))))
+    sigma = Fraction(plan.sigma_bar[t - 1]) * Fraction(float(units[-1]))
+    return Allotment(delta, Fraction(delta) ** 2 / (2 * sigma * sigma))
+
+
 def measure(
     plan: PlusPlan,
     choice: PlusChoice,
     clipped: np.ndarray,
     *,
+    allotment: Allotment,
     noise: NoiseSource | None = None,
     earlier: tuple[Measurement, ...] = (),
 ) -> Measurement:
@@ -732,10 +791,11 @@ def measure(
 
     Privacy unit one user, add/remove: a user's part of the row has ℓ2 ≤ Σ_{j≤i} C_ij r_j
     (r_i for the diagonal strategy: L1 ≤ r_i), and the filter charges them at most that squared
-    over 2σ_i² — the allotment declared to the sampler, which refuses the draw if OpenDP's map
-    of it says more. With a correlated strategy the published values are the decoded
-    x̂_i = (y_i − Σ_{j<i} C_ij x̂_j)/C_ii from ``earlier`` (days 1..i−1 as released):
-    post-processing; ``sigma`` is then each entry's σ and ``row_sigma`` the row's σ_i.
+    over 2σ_i². ``allotment`` is :func:`declare`'s statement of both from the registered plan;
+    the sampler refuses the draw if OpenDP's map of it at σ_i says more. With a correlated
+    strategy the published values are the decoded x̂_i = (y_i − Σ_{j<i} C_ij x̂_j)/C_ii from
+    ``earlier`` (days 1..i−1 as released): post-processing; ``sigma`` is then each entry's σ
+    and ``row_sigma`` the row's σ_i.
     """
     vector = clipped_vector(clipped)
     if choice.day > plan.days or not choice.sigma > 0:
@@ -751,10 +811,8 @@ def measure(
                 f"day {choice.day}: a correlated strategy's choice needs its release σ"
             )
         release_sigma = choice.release_sigma
-    sensitivity = choice.bound if choice.row_bound is None else choice.row_bound
-    allotment = gaussian_rho(sensitivity, choice.sigma)
     noisy = resolve(noise).add_gaussian(
-        vector, choice.sigma, l2_sensitivity=sensitivity, rho=allotment
+        vector, choice.sigma, l2_sensitivity=allotment.sensitivity, rho=allotment.loss
     )
     if release_sigma is None:
         values = tuple(float(v) for v in noisy)
@@ -816,7 +874,10 @@ def step(
     clipped = np.asarray(clip(day, choice.bound, choice.sigma), dtype=np.float64)
     if clipped.size != publishers:
         raise ValueError(f"day {day}: {clipped.size} clipped values for {publishers} publishers")
-    measurement = measure(plan, choice, clipped, noise=source, earlier=released)
+    allotment = declare(plan, choice, new_state)
+    measurement = measure(
+        plan, choice, clipped, allotment=allotment, noise=source, earlier=released
+    )
     answers = answer_queries(plan.queries, [*(m.values for m in released), measurement.values])
     return PlusRelease(measurement, choice, answers), new_state
 
@@ -922,16 +983,20 @@ class PlusMechanism:
     def release_charges(self, plan: PlusPlan, choice: PlusChoice) -> dict[str, Rho]:
         return {"gaussian": choice.gaussian}
 
+    def declare(self, plan: PlusPlan, choice: PlusChoice, state: PlusState) -> Allotment:
+        return declare(plan, choice, state)
+
     def measure(
         self,
         plan: PlusPlan,
         choice: PlusChoice,
         clipped: np.ndarray,
         *,
+        allotment: Allotment,
         noise: NoiseSource | None,
         earlier: tuple[Measurement, ...] = (),
     ) -> Measurement:
-        return measure(plan, choice, clipped, noise=noise, earlier=earlier)
+        return measure(plan, choice, clipped, allotment=allotment, noise=noise, earlier=earlier)
 
     def summary(self, plan: PlusPlan) -> dict[str, object]:
         return plan.to_json()

@@ -32,6 +32,7 @@ from dp_platform.records import JsonValue
 
 if TYPE_CHECKING:
     from dp_platform.config import CampaignConfig, MechanismSettings
+    from dp_platform.privacy.allotment import Allotment
     from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
     from dp_platform.warehouse.base import WarehouseEngine
 
@@ -195,18 +196,26 @@ class StreamMechanism(Protocol[PlanT, ChoiceT, StateT]):
         """What the day's release charges, by part."""
         ...
 
+    def declare(self, plan: PlanT, choice: ChoiceT, state: StateT) -> Allotment:
+        """What the day's draw may cost — its sensitivity and loss — restated from the
+        registered plan and the stored chain (``state``: after the choice's day), apart from
+        the code that sizes the noise (dp_platform/privacy/allotment.py)."""
+        ...
+
     def measure(
         self,
         plan: PlanT,
         choice: ChoiceT,
         clipped: np.ndarray,
         *,
+        allotment: Allotment,
         noise: NoiseSource | None,
         earlier: tuple[Measurement, ...] = (),
     ) -> Measurement:
-        """The day's noisy release of ``clipped`` (drawn once: the ledger calls this);
-        ``earlier`` are the campaign's releases of days 1..d−1 (a correlated strategy decodes
-        the day from them; independent-noise mechanisms ignore them)."""
+        """The day's noisy release of ``clipped`` (drawn once: the ledger calls this), declared
+        to the sampler as ``allotment`` (from :meth:`declare`); ``earlier`` are the campaign's
+        releases of days 1..d−1 (a correlated strategy decodes the day from them;
+        independent-noise mechanisms ignore them)."""
         ...
 
     def summary(self, plan: PlanT) -> dict[str, JsonValue]:
@@ -240,6 +249,11 @@ class CampaignMechanism(Protocol[CampaignPlanT]):
         """What the release charges (all of its plan)."""
         ...
 
+    def declare(self, plan: CampaignPlanT, campaign: CampaignConfig) -> Allotment:
+        """What the draw may cost — sensitivity and loss — restated from the registered plan
+        and configuration, apart from the code that sizes the noise (privacy/allotment.py)."""
+        ...
+
     def release(
         self,
         plan: CampaignPlanT,
@@ -247,10 +261,11 @@ class CampaignMechanism(Protocol[CampaignPlanT]):
         campaign: CampaignConfig,
         publishers: list[str],
         *,
+        allotment: Allotment,
         noise: NoiseSource | None,
         integer_noise: IntegerNoiseSource | None,
     ) -> dict[str, JsonValue]:
-        """The release as stored (DP values only)."""
+        """The release as stored (DP values only), declared to the sampler as ``allotment``."""
         ...
 
     def shown(self, payload: dict[str, JsonValue]) -> Shown:

@@ -44,6 +44,7 @@ from dp_platform.config import (
 from dp_platform.display import round_to_noise, significant
 from dp_platform.mechanisms.base import Markdown, Shown
 from dp_platform.privacy.accounting import Rho, epsilon_for_pure_rho, pure_dp_rho_tanh
+from dp_platform.privacy.allotment import Allotment
 from dp_platform.privacy.discrete import (
     IntegerNoiseSource,
     discrete_laplace_variance,
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
 __all__ = [
     "OneShotPlan",
     "OneShotRelease",
+    "declare",
     "plan_from_config",
     "plan_one_shot",
     "release_one_shot",
@@ -305,11 +307,23 @@ class OneShotRelease:
         return document
 
 
+def declare(plan: OneShotPlan, *, adjacency: str, several_cells: bool) -> Allotment:
+    """The release as the registered plan states it (dp_platform/privacy/allotment.py): ℓ1
+    sensitivity C0·r·Δ(f) — ×2 under ``replace`` with more than one released entry, from the
+    campaign's registered adjacency — and ε, the plan's figure whose ε·tanh(ε/2) the ledger
+    charges. Restated here, not read from :attr:`OneShotPlan.l1_sensitivity` or ``scale``
+    (what sizes the noise), so a bug there is refused by the sampler."""
+    moved = 2 if adjacency == "replace" and several_cells else 1
+    sensitivity = Fraction(plan.c0) * Fraction(plan.bound) * Fraction(plan.value_cap) * moved
+    return Allotment.exact(sensitivity, Fraction(plan.epsilon))
+
+
 def release_one_shot(
     sums: Sequence[float] | np.ndarray,
     publishers: Sequence[str],
     plan: OneShotPlan,
     *,
+    allotment: Allotment,
     noise: NoiseSource | None = None,
     integer_noise: IntegerNoiseSource | None = None,
     layout: CellLayout | None = None,
@@ -318,8 +332,9 @@ def release_one_shot(
     must already be bounded as the plan says (:func:`warehouse_sums`). Charges exactly
     ``plan.rho``.
 
-    Privacy unit one user, the campaign's adjacency: the plan's ℓ1 sensitivity and ε are
-    declared to the sampler, which refuses the draw if OpenDP's map says more than ε.
+    Privacy unit one user, the campaign's adjacency: ``allotment`` (:func:`declare`: the
+    registered ℓ1 sensitivity and ε) is declared to the sampler, which refuses the draw if
+    OpenDP's map at the plan's scale says more than ε.
     """
     with_cells = layout is not None and not layout.plain
     vector = np.asarray(sums, dtype=np.float64)
@@ -335,13 +350,13 @@ def release_one_shot(
         noisy = resolve_integer(integer_noise).add_discrete_laplace(
             rounded.astype(np.int64),
             plan.scale,
-            l1_sensitivity=plan.l1_sensitivity,
-            epsilon=plan.epsilon,
+            l1_sensitivity=allotment.sensitivity,
+            epsilon=allotment.loss,
         )
         values = tuple(float(v) for v in noisy)
     else:
         drawn = resolve(noise).add_laplace(
-            vector, plan.scale, l1_sensitivity=plan.l1_sensitivity, epsilon=plan.epsilon
+            vector, plan.scale, l1_sensitivity=allotment.sensitivity, epsilon=allotment.loss
         )
         values = tuple(float(v) for v in drawn)
     common = {"scale": plan.scale, "epsilon": plan.epsilon, "rho": plan.rho, "noise": plan.noise}
@@ -393,6 +408,10 @@ class OneShotMechanism:
     def charge(self, plan: OneShotPlan) -> Rho:
         return Rho(plan.rho)
 
+    def declare(self, plan: OneShotPlan, campaign: CampaignConfig) -> Allotment:
+        adjacency = campaign.privacy.adjacency
+        return declare(plan, adjacency=adjacency, several_cells=campaign.several_cells)
+
     def release(
         self,
         plan: OneShotPlan,
@@ -400,6 +419,7 @@ class OneShotMechanism:
         campaign: CampaignConfig,
         publishers: list[str],
         *,
+        allotment: Allotment,
         noise: NoiseSource | None,
         integer_noise: IntegerNoiseSource | None,
     ) -> dict[str, JsonValue]:
@@ -410,6 +430,7 @@ class OneShotMechanism:
             sums,
             publishers,
             plan,
+            allotment=allotment,
             noise=noise,
             integer_noise=integer_noise,
             layout=layout_of(campaign, publishers),

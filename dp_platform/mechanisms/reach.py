@@ -28,6 +28,7 @@ from pydantic import Field
 from dp_platform.config import RHO_FLOOR, CampaignConfig, MechanismSettings
 from dp_platform.mechanisms.base import Markdown, Shown
 from dp_platform.privacy.accounting import Rho, gaussian_rho, gaussian_sigma
+from dp_platform.privacy.allotment import Allotment
 from dp_platform.privacy.discrete import IntegerNoiseSource, resolve_integer
 from dp_platform.records import JsonValue
 
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ReachPlan",
     "ReachRelease",
+    "declare",
     "frequency_histogram",
     "plan_from_config",
     "plan_reach",
@@ -87,6 +89,26 @@ class ReachPlan:
         }
 
 
+def histogram_sensitivity(max_frequency: int, adjacency: str) -> float:
+    """ℓ2 sensitivity of the frequency histogram that σ is sized for: one bin ±1 (add/remove),
+    one bin −1 and another +1 (replace, K > 1)."""
+    return math.sqrt(2.0) if adjacency == "replace" and max_frequency > 1 else 1.0
+
+
+def declare(max_frequency: int, adjacency: str, rho: float | Fraction) -> Allotment:
+    """The release as the registered configuration states it (privacy/allotment.py): ℓ2
+    sensitivity √(bins a user can move), 1 under add/remove, √2 under replace with K > 1, and
+    the configured ρ (the plan's charge Δ²/(2σ²) is at most it). Restated here, not read from
+    the plan's σ, Δ or ρ (all computed together in :func:`plan_reach`), so a bug there is
+    refused by the sampler."""
+    moved = 2 if adjacency == "replace" and max_frequency > 1 else 1  # bins one user changes
+    budget = rho if isinstance(rho, Fraction) else Rho.of(rho).value
+    root = math.sqrt(moved)
+    if Fraction(root) ** 2 < moved:  # round √ up: never declare less than Δ
+        root = math.nextafter(root, math.inf)
+    return Allotment(root, budget)
+
+
 def plan_reach(
     rho: float | Fraction,
     max_frequency: int = 10,
@@ -95,7 +117,7 @@ def plan_reach(
     """σ for the histogram so that its exact cost Δ₂²/(2σ²) is at most ρ."""
     if max_frequency < 1:
         raise ValueError("max_frequency must be >= 1")
-    delta = math.sqrt(2.0) if adjacency == "replace" and max_frequency > 1 else 1.0
+    delta = histogram_sensitivity(max_frequency, adjacency)
     budget = Fraction(rho) if isinstance(rho, Fraction) else Fraction(repr(float(rho)))
     sigma = gaussian_sigma(delta, budget)
     return ReachPlan(max_frequency, delta, sigma, gaussian_rho(delta, sigma))
@@ -140,18 +162,23 @@ class ReachRelease:
 
 
 def release_reach(
-    histogram: np.ndarray, plan: ReachPlan, *, noise: IntegerNoiseSource | None = None
+    histogram: np.ndarray,
+    plan: ReachPlan,
+    *,
+    allotment: Allotment,
+    noise: IntegerNoiseSource | None = None,
 ) -> ReachRelease:
     """Noisy frequency histogram (from :func:`warehouse_histogram`); charges ``plan.rho``.
 
-    The plan's ℓ2 sensitivity and ρ are declared to the sampler, which refuses the draw if
-    OpenDP's map of the discrete Gaussian says more.
+    ``allotment`` (:func:`declare`: the registered ℓ2 sensitivity and ρ) is declared to the
+    sampler, which refuses the draw if OpenDP's map of the discrete Gaussian at the plan's σ
+    says more.
     """
     counts = np.asarray(histogram, dtype=np.int64)
     if counts.shape != (plan.max_frequency,):
         raise ValueError(f"histogram must have {plan.max_frequency} bins")
     noisy = resolve_integer(noise).add_discrete_gaussian(
-        counts, plan.sigma, l2_sensitivity=plan.l2_sensitivity, rho=plan.rho
+        counts, plan.sigma, l2_sensitivity=allotment.sensitivity, rho=allotment.loss
     )
     return ReachRelease(tuple(int(v) for v in noisy), plan.sigma, plan.rho)
 
@@ -194,6 +221,12 @@ class ReachMechanism:
     def charge(self, plan: ReachPlan) -> Rho:
         return Rho(plan.rho)
 
+    def declare(self, plan: ReachPlan, campaign: CampaignConfig) -> Allotment:
+        options = campaign.releases.get(self.name)
+        if not isinstance(options, ReachSettings):
+            raise ValueError(f"campaign {campaign.name} has no reach block")
+        return declare(plan.max_frequency, campaign.privacy.adjacency, options.rho)
+
     def release(
         self,
         plan: ReachPlan,
@@ -201,11 +234,12 @@ class ReachMechanism:
         campaign: CampaignConfig,
         publishers: list[str],
         *,
+        allotment: Allotment,
         noise: NoiseSource | None,
         integer_noise: IntegerNoiseSource | None,
     ) -> dict[str, JsonValue]:
         histogram = warehouse_histogram(warehouse, campaign, plan.max_frequency, publishers)
-        return release_reach(histogram, plan, noise=integer_noise).to_json()
+        return release_reach(histogram, plan, allotment=allotment, noise=integer_noise).to_json()
 
     def shown(self, payload: dict[str, JsonValue]) -> Shown:
         at_least: list[int] = payload.get("at_least", [])
