@@ -11,14 +11,16 @@ of the least significant bits for differential privacy"). Tests inject :class:`S
 :func:`resolve` / :func:`resolve_integer` turn ``None`` into the secure source.
 
 **Defence in depth.** Every drawing method takes, besides the noise scale, keyword-only
-*declarations* from the caller's own plan: the sensitivity of what it releases (in the metric
-of the mechanism) and the loss it has allotted to this draw (ρ for the zCDP mechanisms, ε for
-the pure-DP ones). Before drawing, the public method builds (or takes from a cache) the exact
-OpenDP measurement the secure source applies, asks its ``map`` for the loss at the declared
-sensitivity and raises :class:`AllotmentExceeded` — drawing nothing — if that loss exceeds the
-allotment by more than a relative :data:`SLACK` (float rounding only). The check lives in the
-base classes :class:`NoiseSource` and :class:`IntegerNoiseSource`; a source implements only
-the raw draws, so the seeded test sources go through exactly the check production does.
+*declarations*: the sensitivity of what it releases (in the metric of the mechanism) and the
+loss allotted to this draw (ρ for the zCDP mechanisms, ε for the pure-DP ones). A daily or
+campaign release declares its mechanism's ``declare`` (:mod:`dp_platform.privacy.allotment`),
+restated from the registered plan apart from the code that sizes the noise. Before drawing, the
+public method builds (or takes from a cache) the exact OpenDP measurement the secure source
+applies, asks its ``map`` for the loss at the declared sensitivity and raises
+:class:`AllotmentExceeded` — drawing nothing — if that loss exceeds the allotment by more than
+a relative :data:`SLACK` (float rounding only). The check lives in the base classes
+:class:`NoiseSource` and :class:`IntegerNoiseSource`; a source implements only the raw draws,
+so the seeded test sources go through exactly the check production does.
 
 =========================  =============================================  =====  ==========
 method                     OpenDP measurement (what the map is asked of)  loss   allotment
