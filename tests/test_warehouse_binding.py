@@ -4,23 +4,19 @@ Two DuckDB warehouses whose ingests differ (as on two hosts, one of which got la
 one SQLite ledger file. The AdsBPC+ campaign
 registers and draws from the first; from the second, registration and every drawing step are
 refused before anything is read, written or charged. An AdsBPC campaign of the same catalogue
-runs from both homes, each day drawn once (docs/operators.md, "Two hosts, one ledger").
+runs from both homes, each day drawn once (docs/operators.md, "Two hosts, one ledger"). The
+same through `dp-platform run` on a PostgreSQL ledger: tests/test_dagster_postgres.py.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
-import uuid
 from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
 
-from assets.runner import run_campaigns
-from dp_platform.config import parse_campaign, parse_catalogue
+from dp_platform.config import parse_catalogue
 from dp_platform.daily import bound_day, clipped_day, register_campaigns, release_day
 from dp_platform.errors import WarehouseMismatch
 from dp_platform.events import write_events
@@ -31,8 +27,6 @@ from dp_platform.privacy.noise import SeededNoise
 from dp_platform.warehouse import Warehouse
 from dp_platform.warehouse.spark.catalog import Catalog
 from tests.conftest_data import FAR_FUTURE
-from tests.platform_fixtures import catalogue, make_home
-from tests.postgres_server import postgres_binaries
 
 START = date(2026, 3, 1)
 DAYS = 4
@@ -184,56 +178,6 @@ def test_a_campaign_registered_before_bindings_is_bound_at_its_first_draw(homes)
     assert ledger.bind_warehouse("plus", a.identity) == b.identity
     with pytest.raises(WarehouseMismatch):
         bound_day(a, ledger, plus, _day(2))
-
-
-@pytest.mark.system
-@pytest.mark.skipif(postgres_binaries() is None, reason="PostgreSQL server binaries not installed")
-def test_two_hosts_on_one_postgres_ledger_run_adsbpc_plus_from_the_first_only(
-    postgres_server, tmp_path, monkeypatch
-) -> None:
-    """The operator's path: ``dp-platform run`` on two homes whose catalogues name one
-    PostgreSQL ledger and whose ingests differ. Host A runs the AdsBPC+ campaign; host B's run
-    of it stops at registration (one line, exit 2), nothing charged; B runs AdsBPC."""
-    monkeypatch.delenv("DAGSTER_HOME", raising=False)
-    days, today = 4, date(2026, 11, 22)
-    base = catalogue(days=days)["campaigns"][0]
-    config = catalogue(
-        2.0,
-        [
-            {
-                **base,
-                "name": "plus",
-                "privacy": {"rho": 0.5},
-                "mechanism": {"kind": "adsbpc_plus", "cap": 5, "profile_days": 2},
-            },
-            {**base, "name": "spring", "privacy": {"rho": 0.5}, "bounds": {"quantile_days": 2}},
-        ],
-        days=days,
-    )
-    config["ledger"] = {"url": postgres_server.create_database(f"plus_{uuid.uuid4().hex[:8]}")}
-    host_a = make_home(tmp_path / "a", seed=7, users=300, days=days, config=config)
-    host_b = make_home(tmp_path / "b", seed=8, users=300, days=days, config=config)
-    run_campaigns(host_a.root / "campaigns.yaml", host_a.root, campaign="plus", today=today)
-    with Ledger(config["ledger"]["url"]) as ledger:
-        assert [r.day for r in ledger.releases("plus")] == list(range(1, days + 1))
-        spent = ledger.campaign_budget("plus").spent
-
-    command = ["run", "--home", str(host_b.root), "--config", str(host_b.root / "campaigns.yaml")]
-    refused = subprocess.run(
-        [sys.executable, "-m", "dp_platform.cli", *command, "--campaign", "plus"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
-    assert refused.returncode == 2, refused.stderr[-2000:]
-    message = refused.stderr.strip()
-    assert "\n" not in message and "campaign plus keeps per-user privacy spends" in message
-    run_campaigns(host_b.root / "campaigns.yaml", host_b.root, campaign="spring", today=today)
-    with Ledger(config["ledger"]["url"]) as ledger:
-        assert ledger.campaign_budget("plus").spent == spent  # nothing charged from B
-        assert [r.day for r in ledger.releases("spring")] == list(range(1, days + 1))
-    with Warehouse(host_b.warehouse) as warehouse:
-        assert warehouse.plus_spend_summary(parse_campaign(config["campaigns"][0]))["days"] == 0
 
 
 def _mechanism_chain(registration):
