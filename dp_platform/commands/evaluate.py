@@ -54,7 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--isotonic-coverage",
         action="store_true",
-        help="coverage of the published campaign-to-date interval (docs/slices.md; ~30 s)",
+        help="coverage of the published campaign-to-date interval (docs/slices.md; seconds)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
