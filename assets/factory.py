@@ -113,6 +113,7 @@ class CampaignScope:
             self.plan,
             self.account,
             advertiser_publishers=lambda: warehouse.advertiser_publishers(self.campaign.advertiser),
+            warehouse_identity=lambda: warehouse.identity,
             base_dir=self.base_dir,
         )
 

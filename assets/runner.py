@@ -240,11 +240,20 @@ def run_campaigns(
         with open_warehouse(catalogue.warehouse, home_dir) as warehouse:
             return warehouse.advertiser_publishers(advertiser)
 
+    def warehouse_identity() -> str:
+        with open_warehouse(catalogue.warehouse, home_dir) as warehouse:
+            return warehouse.identity
+
     with Ledger.at_home(home_dir.root, declared=catalogue.ledger) as ledger:
         ReleaseJournal.at_home(home_dir.root).reconcile(ledger)  # a stale restore: refused here
         chosen = catalogue.model_copy(update={"campaigns": selected})
         registered = register_campaigns(
-            chosen, plans, ledger, advertiser_publishers=advertiser_publishers, base_dir=config_dir
+            chosen,
+            plans,
+            ledger,
+            advertiser_publishers=advertiser_publishers,
+            warehouse_identity=warehouse_identity,
+            base_dir=config_dir,
         )
         work = [
             CampaignWork(

@@ -28,6 +28,7 @@ from dp_platform.mechanisms.base import BoundChoice, Measurement, StreamMechanis
 from dp_platform.plans import CampaignPlan
 from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
 from dp_platform.registration import Registration, registered_campaign
+from dp_platform.warehouse_binding import require_warehouse
 from dp_platform.workload import answer_queries
 
 if TYPE_CHECKING:
@@ -51,13 +52,16 @@ def register_campaigns(
     ledger: Ledger,
     *,
     advertiser_publishers: Callable[[str], list[str]],
+    warehouse_identity: Callable[[], str],
     base_dir: str | Path | None = None,
 ) -> dict[str, Registration]:
     """Register every campaign of ``catalogue`` (reserve its plan, freeze its publisher keys) or
-    check it against its registration; refuses an edited one (PlanMismatch). Name → registration.
+    check it against its registration; refuses an edited one (PlanMismatch) and one with
+    per-user state bound to another warehouse (WarehouseMismatch). Name → registration.
 
     ``advertiser_publishers(advertiser)`` lists an advertiser's publishers in the warehouse; it
-    is asked only for a new ``publishers: all`` campaign.
+    is asked only for a new ``publishers: all`` campaign. ``warehouse_identity()`` is the
+    home's warehouse identity, asked only for a campaign with per-user state.
     """
     return {
         campaign.name: registered_campaign(
@@ -66,6 +70,7 @@ def register_campaigns(
             plans[campaign.name],
             catalogue.account(campaign.account),
             advertiser_publishers=lambda c=campaign: advertiser_publishers(c.advertiser),
+            warehouse_identity=warehouse_identity,
             base_dir=base_dir,
         )
         for campaign in catalogue.campaigns
@@ -95,6 +100,7 @@ def bound_day(
     stored = ledger.bound_choice(campaign.name, index, mechanism.chain)
     if stored is not None:  # fast path; the ledger re-checks under its lock anyway
         return stored, False
+    require_warehouse(ledger, registration, lambda: warehouse.identity)
 
     def earlier_bounds() -> list[float]:
         bounds = []
@@ -124,10 +130,12 @@ def clipped_day(
     """The day's clipped per-publisher vector at its stored bound (true values: never shown).
 
     A mechanism with a per-user filter (AdsBPC+) also updates every user's spend here, once per
-    day (a re-run returns the stored vector and leaves the spends alone).
+    day (a re-run returns the stored vector and leaves the spends alone) — only in the
+    warehouse the campaign is bound to (refused, before reading anything, in any other).
     """
     campaign = registration.config
     mechanism, plan = stream_of(registration)
+    require_warehouse(ledger, registration, lambda: warehouse.identity)
     choice = ledger.bound_choice(campaign.name, campaign.day_index(day), mechanism.chain)
     if choice is None:
         raise MissingPreviousDay(

@@ -15,6 +15,7 @@ __all__ = [
     "PlanMismatch",
     "PublishedReleaseMissing",
     "StorageError",
+    "WarehouseMismatch",
 ]
 
 
@@ -51,3 +52,8 @@ class PublishedReleaseMissing(LedgerError):
     """The release journal holds a published record the ledger lacks or stores differently (a
     ledger restored from an old backup): nothing may be drawn until a newer backup is restored.
     The message names campaigns and days, never a value (dp_platform/journal.py)."""
+
+
+class WarehouseMismatch(LedgerError):
+    """A campaign whose per-user privacy state lives in one warehouse was asked to register or
+    draw from another (a second home on the same ledger): nothing was drawn or charged."""

@@ -523,6 +523,27 @@ class Ledger:
                 "frozen at registration; nothing was drawn"
             )
 
+    def bind_warehouse(self, campaign: str, warehouse: str) -> str:
+        """Bind the campaign to the warehouse ``warehouse`` (its identity) unless it is bound
+        already; returns the warehouse it is bound to. Write-once: the first binder wins."""
+        row = self._db.execute(
+            "SELECT warehouse FROM campaign_warehouses WHERE campaign = ?", (campaign,)
+        ).fetchone()
+        if row is not None:  # fast path: a binding never changes once stored
+            return str(row[0])
+        with self._transaction() as db:
+            self._lock(db, campaign=campaign)
+            self._campaign_row(db, campaign)  # refuses an unregistered campaign
+            db.execute(
+                "INSERT INTO campaign_warehouses VALUES (?, ?, ?) ON CONFLICT (campaign) "
+                "DO NOTHING",
+                (campaign, warehouse, _now()),
+            )
+            row = db.execute(
+                "SELECT warehouse FROM campaign_warehouses WHERE campaign = ?", (campaign,)
+            ).fetchone()
+        return str(row[0])
+
     def campaign_info(self, campaign: str) -> dict:
         """The registered plan record and publisher keys of a campaign (for read-only views)."""
         record = self.campaign_record(campaign)

@@ -11,6 +11,10 @@ single-asset materialisation, a retry, a backfill — can run on numbers other t
 Publisher keys are frozen here too: an explicit list as written, or for ``publishers: all`` the
 advertiser's publishers known to the warehouse at registration (the media plan, assumed public).
 A publisher seen later never becomes a key and never halts the campaign (docs/operators.md).
+
+A campaign whose mechanism keeps per-user state in the warehouse (AdsBPC+) is bound here to the
+registering home's warehouse, and checked against it on every later registration
+(dp_platform/warehouse_binding.py).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dp_platform.config import AccountConfig, CampaignConfig, ConfigError, parse
 from dp_platform.ledger import CampaignRecord, Ledger, LedgerError, PlanMismatch
 from dp_platform.plans import CampaignPlan
 from dp_platform.records import JsonValue
+from dp_platform.warehouse_binding import require_warehouse
 
 __all__ = [
     "Declaration",
@@ -155,12 +160,16 @@ def registered_campaign(
     account: AccountConfig,
     *,
     advertiser_publishers: Callable[[], list[str]],
+    warehouse_identity: Callable[[], str],
     base_dir: str | Path | None = None,
 ) -> Registration:
     """The campaign as registered — registering it now (reserving its plan, freezing its
-    publisher keys) if it is new — after refusing a catalogue entry that differs from it.
+    publisher keys) if it is new — after refusing a catalogue entry that differs from it, and a
+    campaign with per-user state registered from another warehouse (WarehouseMismatch).
 
-    ``advertiser_publishers`` is asked only when a ``publishers: all`` campaign registers.
+    ``advertiser_publishers`` is asked only when a ``publishers: all`` campaign registers;
+    ``warehouse_identity`` (the home's ``WarehouseEngine.identity``) only for a campaign with
+    per-user state.
     """
     current = declaration(campaign, base_dir)
     record = ledger.campaign_record(campaign.name)
@@ -191,4 +200,6 @@ def registered_campaign(
         record = ledger.campaign_record(campaign.name)  # ours, or a racing process's
         assert record is not None
     _refuse_edits(record, current)
-    return _decode(record)
+    registration = _decode(record)
+    require_warehouse(ledger, registration, warehouse_identity)
+    return registration

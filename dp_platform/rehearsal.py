@@ -165,6 +165,7 @@ def rehearse(
                 {rehearsed.name: plan},
                 ledger,
                 advertiser_publishers=warehouse.advertiser_publishers,
+                warehouse_identity=lambda: warehouse.identity,
                 base_dir=base_dir,
             )[rehearsed.name]
             days = campaign_days(rehearsed)

@@ -49,7 +49,11 @@ def test_bench_same_days_by_the_library_directly(benchmark, prepared, tmp_path) 
         plans = campaign_plans(catalogue)
         with Ledger.at_home(home.root) as ledger, Warehouse(home.warehouse) as warehouse:
             registered = register_campaigns(
-                catalogue, plans, ledger, advertiser_publishers=warehouse.advertiser_publishers
+                catalogue,
+                plans,
+                ledger,
+                advertiser_publishers=warehouse.advertiser_publishers,
+                warehouse_identity=lambda: warehouse.identity,
             )["spring"]
             campaign = registered.config
             for day in campaign_days(campaign):

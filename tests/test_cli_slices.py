@@ -56,3 +56,17 @@ def test_json_has_every_day_consistent_totals_and_the_charge(tmp_path, monkeypat
 def test_other_slices_are_refused_by_the_parser(axes: str) -> None:
     with pytest.raises(SystemExit):
         run(["--dataset", "facebook", "--slices", axes])
+
+
+def test_isotonic_coverage_prints_the_table_docs_slices_shows(capsys) -> None:
+    """The command behind docs/slices.md's coverage table: one row per truth shape, and the
+    per-day shares in --json (4000 runs, a few seconds)."""
+    from dp_platform.evaluation.consistency_gains import TRUTH_SHAPES
+
+    assert run(["--isotonic-coverage", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["isotonic_coverage"]
+    assert [row["shape"] for row in rows] == list(TRUTH_SHAPES)
+    assert all(len(row["as_of"]) == len(row["latest"]) == 31 for row in rows)
+    assert run(["--isotonic-coverage"]) == 0
+    text = capsys.readouterr().out
+    assert "burst: 100 on day 1, else 0 | " in text and "80.7 / " in text  # docs/slices.md

@@ -7,7 +7,8 @@ through across both runs; every day is released once and each campaign is charge
 
 Two hosts: two ``dp-platform run`` process groups started together, each on its own home (its
 own Dagster instance and DuckDB warehouse holding the same events) and one shared ledger: one
-set of releases, each day drawn by exactly one of them, charges = plan.
+set of releases, each day drawn by exactly one of them, charges = plan. An AdsBPC+ campaign
+(per-user spends in the warehouse) runs from the first host only: the second is refused.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ from assets.definitions import build_definitions
 from assets.factory import WRITER_POOL
 from assets.partitions import daily_job_name
 from assets.runner import HOST_TAG, PID_TAG, instance_for, run_campaigns
+from dp_platform.config import parse_campaign
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger
+from dp_platform.warehouse import Warehouse
 from tests.platform_fixtures import START, catalogue, make_home
 from tests.postgres_server import postgres_binaries, throwaway_postgres
 
@@ -268,6 +271,55 @@ def test_two_hosts_with_one_ledger_release_once_and_charge_the_plan(
         for name in CAMPAIGNS:
             budget = ledger.campaign_budget(name)
             assert budget.spent == budget.planned  # charges = plan: nothing charged twice
+
+
+@needs_postgres
+def test_two_hosts_on_one_postgres_ledger_run_adsbpc_plus_from_the_first_only(
+    postgres_server, tmp_path, monkeypatch
+) -> None:
+    """The operator's path: ``dp-platform run`` on two homes whose catalogues name one
+    PostgreSQL ledger and whose ingests differ. Host A runs the AdsBPC+ campaign; host B's run
+    of it stops at registration (one line, exit 2), nothing charged; B runs AdsBPC."""
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    days = 4
+    base = catalogue(days=days)["campaigns"][0]
+    config = catalogue(
+        2.0,
+        [
+            {
+                **base,
+                "name": "plus",
+                "privacy": {"rho": 0.5},
+                "mechanism": {"kind": "adsbpc_plus", "cap": 5, "profile_days": 2},
+            },
+            {**base, "name": "spring", "privacy": {"rho": 0.5}, "bounds": {"quantile_days": 2}},
+        ],
+        days=days,
+    )
+    config["ledger"] = {"url": postgres_server.create_database(f"plus_{uuid.uuid4().hex[:8]}")}
+    host_a = make_home(tmp_path / "a", seed=7, users=300, days=days, config=config)
+    host_b = make_home(tmp_path / "b", seed=8, users=300, days=days, config=config)
+    run_campaigns(host_a.root / "campaigns.yaml", host_a.root, campaign="plus", today=TODAY)
+    with Ledger(config["ledger"]["url"]) as ledger:
+        assert [r.day for r in ledger.releases("plus")] == list(range(1, days + 1))
+        spent = ledger.campaign_budget("plus").spent
+
+    command = ["run", "--home", str(host_b.root), "--config", str(host_b.root / "campaigns.yaml")]
+    refused = subprocess.run(
+        [*CLI, *command, "--campaign", "plus"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    message = refused.stderr.strip()
+    assert "\n" not in message and "campaign plus keeps per-user privacy spends" in message
+    run_campaigns(host_b.root / "campaigns.yaml", host_b.root, campaign="spring", today=TODAY)
+    with Ledger(config["ledger"]["url"]) as ledger:
+        assert ledger.campaign_budget("plus").spent == spent  # nothing charged from B
+        assert [r.day for r in ledger.releases("spring")] == list(range(1, days + 1))
+    with Warehouse(host_b.warehouse) as warehouse:
+        assert warehouse.plus_spend_summary(parse_campaign(config["campaigns"][0]))["days"] == 0
 
 
 def ledger_progress(home: Path) -> tuple[int, int]:

@@ -51,7 +51,12 @@ def register(ledger: Ledger, config) -> bool:
     """Register ``config`` (or check it against its registration); True if newly registered."""
     new = ledger.campaign_record(config.name) is None
     registered_campaign(
-        ledger, config, campaign_plan(config), ACCOUNT, advertiser_publishers=lambda: []
+        ledger,
+        config,
+        campaign_plan(config),
+        ACCOUNT,
+        advertiser_publishers=lambda: [],
+        warehouse_identity=lambda: "one warehouse",
     )
     return new
 

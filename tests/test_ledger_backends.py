@@ -53,6 +53,7 @@ LEDGER_TABLES = {
     "releases",
     "campaign_releases",
     "charges",
+    "campaign_warehouses",
     "schema_version",
 }
 

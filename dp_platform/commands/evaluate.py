@@ -51,6 +51,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="what isotonic projection and WLS gain (docs/slices.md; a few minutes)",
     )
+    parser.add_argument(
+        "--isotonic-coverage",
+        action="store_true",
+        help="coverage of the published campaign-to-date interval (docs/slices.md; seconds)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(handler=run)
@@ -149,13 +154,20 @@ def _need(args: argparse.Namespace, *names: str) -> None:
 
 
 def _slices(args: argparse.Namespace) -> int:
-    """The consistency gains, or the Facebook age × gender demo (docs/slices.md)."""
+    """The consistency gains, the campaign-to-date coverage, or the Facebook age × gender demo
+    (docs/slices.md)."""
     from dp_platform.evaluation.facebook_slices import SliceSettings
-    from dp_platform.evaluation.slices_report import consistency_report, facebook_report
+    from dp_platform.evaluation.slices_report import (
+        consistency_report,
+        coverage_report,
+        facebook_report,
+    )
     from dp_platform.events.facebook import facebook_ad_groups
 
     if args.consistency:
         text, payload = consistency_report(seed=args.seed)
+    elif args.isotonic_coverage:
+        text, payload = coverage_report(seed=args.seed)
     else:
         if args.dataset != "facebook":
             print("dp-platform evaluate: --slices needs --dataset facebook", file=sys.stderr)
@@ -174,7 +186,7 @@ def _slices(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     show = False if args.quiet else None
     out = Path(args.out)
-    if args.slices or args.consistency:
+    if args.slices or args.consistency or args.isotonic_coverage:
         return _slices(args)
     if args.all:
         scale = Scale(args.users, args.publishers, args.repeats, args.seed)

@@ -17,6 +17,10 @@ Two measurements (docs/slices.md):
    weighted least squares. The errors are those of unbiased linear estimators, so the exact
    standard errors say everything; the seeded repeats check them.
 
+3. **Coverage of the published campaign-to-date interval** (:func:`isotonic_coverage`): the
+   projected value ± 1.96·se of the unprojected running sum, as ``releases --json`` publishes
+   it, on fixed truth shapes, per day, both as of day d and in the latest fit.
+
 Evaluation on synthetic or public data with seeded noise (see :mod:`.adsbpc_runs`): not a
 release.
 """
@@ -47,13 +51,17 @@ from dp_platform.events import generate_campaign
 from dp_platform.events.model import US_PER_DAY, EventSet, epoch_us
 from dp_platform.mechanisms.adsbpc import make_plan
 from dp_platform.privacy.noise import NoiseSource, SeededNoise
+from dp_platform.release_view import prefix_isotonic
 
 __all__ = [
+    "TRUTH_SHAPES",
     "CellGain",
     "CumulativeCellGain",
+    "IsotonicCoverage",
     "IsotonicGain",
     "cumulative_cells_gain",
     "generator_cells",
+    "isotonic_coverage",
     "isotonic_gain",
     "totals_gain",
 ]
@@ -378,3 +386,74 @@ def cumulative_cells_gain(
             )
         )
     return out
+
+
+def _shape(days: int, **increments: float) -> np.ndarray:
+    """A daily truth: ``d<N>=x`` puts x on day N (1-based), everything else 0."""
+    daily = np.zeros(days)
+    for key, value in increments.items():
+        daily[int(key[1:]) - 1] = value
+    return daily
+
+
+TRUTH_SHAPES: dict[str, np.ndarray] = {
+    "zero (an empty cell)": np.zeros(31),
+    "sparse: 1 on days 5, 12, 20, 27": _shape(31, d5=1, d12=1, d20=1, d27=1),
+    "0 for 10 days, then 5 a day": np.r_[np.zeros(10), np.full(21, 5.0)],
+    "steady, 5 a day": np.full(31, 5.0),
+    "step: 100 on day 16, else 0": _shape(31, d16=100),
+    "step: 20 on day 2, else 0": _shape(31, d2=20),
+    "burst: 100 on day 1, else 0": _shape(31, d1=100),
+    "large, 1000 a day": np.full(31, 1000.0),
+}
+"""Daily true counts (31 days) for the campaign-to-date coverage, against σ = 4 per day: the
+shapes where a non-negative, non-decreasing projection can bite (at or near 0, flat stretches,
+a jump followed by nothing) and one far from every constraint."""
+
+
+@dataclass(frozen=True)
+class IsotonicCoverage:
+    """Share of runs whose 95 % interval holds the true running sum, per day (index d−1):
+    ``raw`` the unprojected sum, ``as_of`` the number published on day d (fit over days 1..d),
+    ``latest`` day d of the fit over every day (the document's top-level series)."""
+
+    shape: str
+    runs: int
+    raw: tuple[float, ...]
+    as_of: tuple[float, ...]
+    latest: tuple[float, ...]
+
+    def summary(self, kind: str) -> tuple[float, float, float]:
+        """(min over days, median over days, overall) of ``kind``'s coverage."""
+        per_day = np.asarray(getattr(self, kind))
+        return float(per_day.min()), float(np.median(per_day)), float(per_day.mean())
+
+
+def isotonic_coverage(
+    shapes: dict[str, np.ndarray] | None = None,
+    *,
+    sigma: float = 4.0,
+    runs: int = 4000,
+    seed: int = 0,
+) -> list[IsotonicCoverage]:
+    """Coverage of the campaign-to-date interval ``releases --json`` publishes for a cell with
+    independent days (AdsBPC, cells): daily noise N(0, σ²), se_d = σ√d, the projection and the
+    interval computed by the published code (:func:`~dp_platform.release_view.prefix_isotonic`,
+    :func:`~dp_platform.consistency.normal_interval`). One seeded stream per shape."""
+    out = []
+    for number, (name, daily) in enumerate((shapes or TRUTH_SHAPES).items()):
+        days = daily.size
+        rng = np.random.default_rng([seed, 24, number])
+        truth = np.cumsum(daily)
+        se = np.broadcast_to(sigma * np.sqrt(np.arange(1, days + 1)), (runs, days))
+        raw = np.cumsum(daily + rng.normal(0.0, sigma, size=(runs, days)), axis=1)
+        as_of, latest = prefix_isotonic(raw, se)
+        shares = [_covered(estimate, se, truth) for estimate in (raw, as_of, latest)]
+        out.append(IsotonicCoverage(name, runs, *shares))
+    return out
+
+
+def _covered(estimate: np.ndarray, se: np.ndarray, truth: np.ndarray) -> tuple[float, ...]:
+    """Per day (column), the share of runs (rows) whose 95 % interval holds the truth."""
+    low, high = normal_interval(estimate, se)
+    return tuple(((low <= truth) & (truth <= high)).mean(axis=0).tolist())

@@ -91,9 +91,15 @@ VERSION_TABLE = """CREATE TABLE IF NOT EXISTS schema_version (
 """One row per applied migration (kept by the backends, outside the migration files)."""
 
 
+VIEWS_NEED = 1
+"""The schema version the read-only views need. Later migrations only add what writers use
+(0002: the campaign-to-warehouse bindings), so a view reads an older ledger as it is; raise
+this with a migration that changes what a view reads."""
+
+
 def check_version(where: str, version: int, *, read_only: bool) -> None:
-    """Refuse a ledger this code cannot use: newer than it knows, or older while read-only
-    (the views never write, so they do not upgrade)."""
+    """Refuse a ledger this code cannot use: newer than it knows, or, while read-only, older
+    than the views need (the views never write, so they do not upgrade)."""
     latest = len(migrations())
     if read_only and version == 0:
         raise StorageError(f"{where}: no ledger here (nothing was registered in it)")
@@ -102,9 +108,10 @@ def check_version(where: str, version: int, *, read_only: bool) -> None:
             f"{where}: ledger schema version {version} is newer than this dp-platform knows "
             f"({latest}); use the version that wrote it"
         )
-    if read_only and version < latest:
+    if read_only and version < VIEWS_NEED:
         raise LedgerError(
-            f"{where}: ledger schema version {version} predates this dp-platform's ({latest}); "
+            f"{where}: ledger schema version {version} predates what this dp-platform's views "
+            f"read ({VIEWS_NEED}); "
             "run a command that writes (`dp-platform run`) once to upgrade it"
         )
 

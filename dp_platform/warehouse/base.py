@@ -109,6 +109,13 @@ class WarehouseEngine(Protocol):
 
     engine: str
 
+    @property
+    def identity(self) -> str:
+        """A stable identity of this warehouse's stored state (a random UUID created once and
+        kept inside the warehouse: a copied or moved home keeps it, another warehouse has its
+        own). The ledger binds a campaign with per-user state to it (warehouse_binding.py)."""
+        ...
+
     def close(self) -> None: ...
 
     def __enter__(self) -> Self: ...

@@ -98,11 +98,27 @@ class Warehouse:
             self.sql.run("schema")
             self.sql.query("DELETE FROM meta WHERE key = 'schema_version'")
             self.sql.query("INSERT INTO meta VALUES ('schema_version', $v)", v=SCHEMA_VERSION)
+            self.sql.query(  # created once; a copied or moved file keeps it
+                "INSERT INTO meta SELECT 'warehouse_id', CAST(uuid() AS VARCHAR) "
+                "WHERE NOT EXISTS (SELECT 1 FROM meta WHERE key = 'warehouse_id')"
+            )
 
     @classmethod
     def at_home(cls, home: str | Path, **options: object) -> Warehouse:
         """The platform's warehouse: ``<home>/warehouse.duckdb``."""
         return cls(Path(home) / WAREHOUSE_FILE, **options)  # type: ignore[arg-type]
+
+    @property
+    def identity(self) -> str:
+        """This warehouse's identity (a random UUID stored in its ``meta`` table when it was
+        first opened for writing): what the ledger binds a campaign with per-user state to."""
+        row = self.con.execute("SELECT value FROM meta WHERE key = 'warehouse_id'").fetchone()
+        if row is None:
+            raise WarehouseError(
+                f"warehouse {self.path}: has no identity yet; open it once for writing "
+                "(`dp-platform ingest` or `run`)"
+            )
+        return str(row[0])
 
     def close(self) -> None:
         self.con.close()

@@ -14,6 +14,8 @@ files are in place (the same role as DuckDB's transaction):
   spends are Parquet (beside the private data); a day's spends count once this row is
   committed, and a day without its row is recomputed over the same partition — so a crash
   between the two stores neither charges a user twice nor loses a charge.
+* ``meta``: the warehouse's identity (a random UUID), to which the ledger binds a campaign
+  whose per-user state (the AdsBPC+ spends) lives here.
 * ``touch_batches``: private last touch's draws. Each run that draws writes its choices to a
   Parquet partition of its own batch (``started`` here first); the choices count once the
   batch is ``committed``, and a batch that never committed is dropped unread. A conversion is
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -76,6 +79,10 @@ CREATE TABLE IF NOT EXISTS touch_batches (
     status TEXT NOT NULL,            -- started | committed | aborted
     created_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS plus_spend_days (
     campaign TEXT NOT NULL,
     day TEXT NOT NULL,
@@ -112,6 +119,16 @@ class Catalog:
 
     def close(self) -> None:
         self._db.close()
+
+    def identity(self) -> str:
+        """The warehouse's identity: a random UUID created on first use and kept here, beside
+        the commit record of the AdsBPC+ spends (a copied or moved home keeps it)."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('warehouse_id', ?)", (str(uuid.uuid4()),)
+            )
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'warehouse_id'").fetchone()
+        return str(row[0])
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

@@ -115,6 +115,12 @@ class SparkWarehouse:
         for table in TABLES:
             self.spark.catalog.refreshTable(table)
 
+    @property
+    def identity(self) -> str:
+        """This warehouse's identity, kept in its catalog (catalog.py): what the ledger binds
+        a campaign with per-user state to."""
+        return self.catalog.identity()
+
     def close(self) -> None:
         self.sql.release()
         self.catalog.close()

@@ -1,0 +1,55 @@
+"""A campaign with per-user privacy state is bound to the one warehouse that holds that state.
+
+AdsBPC+'s individual filter keeps each user's running spend in the warehouse (the mechanism's
+``carries_spend``). Two homes may share one ledger (docs/operators.md, "Two hosts, one ledger"),
+each with its own warehouse; if their ingests differ (late data on one host), each keeps its own
+spends and a day drawn from one home clips users at spends the other never charged, so the
+per-user bound that the filter's accounting rests on no longer holds. Making two warehouses
+agree is not provable here, so the platform refuses it: the ledger records the warehouse's
+identity (``WarehouseEngine.identity``) when such a campaign registers — or, for a campaign
+registered before bindings existed, at its first draw — and every registration check and every
+step that chooses a bound, clips under the filter or draws a release is refused, before it
+reads or writes anything, from any other warehouse. Campaigns without per-user state (AdsBPC,
+one-shot, reach) are not bound and run from any number of homes on one ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from dp_platform import mechanisms
+from dp_platform.errors import WarehouseMismatch
+
+if TYPE_CHECKING:
+    from dp_platform.ledger import Ledger
+    from dp_platform.registration import Registration
+
+__all__ = ["needs_one_warehouse", "require_warehouse"]
+
+
+def needs_one_warehouse(registration: Registration) -> bool:
+    """True when the campaign's daily mechanism carries per-user state in the warehouse."""
+    name = registration.plan.mechanism
+    if registration.plan.stream is None or name is None:
+        return False
+    return mechanisms.stream(name).carries_spend
+
+
+def require_warehouse(
+    ledger: Ledger, registration: Registration, identity: Callable[[], str]
+) -> None:
+    """Bind the campaign to the warehouse ``identity()`` names if it needs one warehouse and is
+    not bound yet; refuse (WarehouseMismatch, one line) if it is bound to another.
+    ``identity`` is asked only for a campaign that needs it (a Spark home opens its session)."""
+    if not needs_one_warehouse(registration):
+        return
+    here = identity()
+    bound = ledger.bind_warehouse(registration.name, here)
+    if bound != here:
+        raise WarehouseMismatch(
+            f"campaign {registration.name} keeps per-user privacy spends in the warehouse it "
+            f"was registered with ({bound[:8]}…), and this home's warehouse is another "
+            f"({here[:8]}…); run this campaign only from its own home (docs/operators.md, "
+            "'Two hosts, one ledger'); nothing was drawn or charged"
+        )
