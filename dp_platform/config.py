@@ -95,6 +95,13 @@ class AttributionConfig(_Strict):
     half_life_days: float = Field(default=7.0, gt=0, description="time_decay only")
     private: PrivateTouchConfig = PrivateTouchConfig()
 
+    @property
+    def keeps_draws_in_warehouse(self) -> bool:
+        """True when attribution draws noise kept in the warehouse: private last touch draws
+        each conversion's touch once and stores it there, so the campaign must attribute in one
+        warehouse only (dp_platform/warehouse_binding.py)."""
+        return self.rule == "private_last_touch"
+
 
 class SplitConfig(_Strict):
     """Shares of ρ: measurement → ρ1, quantile → l·ρ2 (all l days together), svt → ρ3."""

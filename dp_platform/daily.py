@@ -256,6 +256,7 @@ def campaign_release(
     stored = ledger.campaign_releases(campaign.name).get(name)
     if stored is not None:
         return stored, False
+    require_warehouse(ledger, registration, lambda: warehouse.identity)
     mechanism = mechanisms.campaign_level(name)
 
     def draw() -> dict:

@@ -9,8 +9,11 @@ agree is not provable here, so the platform refuses it: the ledger records the w
 identity (``WarehouseEngine.identity``) when such a campaign registers — or, for a campaign
 registered before bindings existed, at its first draw — and every registration check and every
 step that chooses a bound, clips under the filter or draws a release is refused, before it
-reads or writes anything, from any other warehouse. Campaigns without per-user state (AdsBPC,
-one-shot, reach) are not bound and run from any number of homes on one ledger.
+reads or writes anything, from any other warehouse. Private last-touch attribution is bound
+the same way: it draws each conversion's touch once and keeps the draw in the warehouse, so a
+second warehouse would draw that touch again (its ε spent twice). Campaigns without per-user
+state (AdsBPC, one-shot, reach, with a deterministic attribution rule) are not bound and run
+from any number of homes on one ledger.
 """
 
 from __future__ import annotations
@@ -25,15 +28,24 @@ if TYPE_CHECKING:
     from dp_platform.ledger import Ledger
     from dp_platform.registration import Registration
 
-__all__ = ["needs_one_warehouse", "require_warehouse"]
+__all__ = ["needs_one_warehouse", "require_warehouse", "warehouse_state"]
+
+
+def warehouse_state(registration: Registration) -> str | None:
+    """What per-user privacy state the campaign keeps in the warehouse, or None: the filter's
+    spends (a daily mechanism that ``carries_spend``), or private last touch's draws."""
+    name = registration.plan.mechanism
+    stream = registration.plan.stream is not None and name is not None
+    if stream and mechanisms.stream(name).carries_spend:
+        return "spends"
+    if registration.config.attribution.keeps_draws_in_warehouse:
+        return "touch draws"
+    return None
 
 
 def needs_one_warehouse(registration: Registration) -> bool:
-    """True when the campaign's daily mechanism carries per-user state in the warehouse."""
-    name = registration.plan.mechanism
-    if registration.plan.stream is None or name is None:
-        return False
-    return mechanisms.stream(name).carries_spend
+    """True when the campaign keeps per-user privacy state in the warehouse."""
+    return warehouse_state(registration) is not None
 
 
 def require_warehouse(
@@ -42,13 +54,14 @@ def require_warehouse(
     """Bind the campaign to the warehouse ``identity()`` names if it needs one warehouse and is
     not bound yet; refuse (WarehouseMismatch, one line) if it is bound to another.
     ``identity`` is asked only for a campaign that needs it (a Spark home opens its session)."""
-    if not needs_one_warehouse(registration):
+    state = warehouse_state(registration)
+    if state is None:
         return
     here = identity()
     bound = ledger.bind_warehouse(registration.name, here)
     if bound != here:
         raise WarehouseMismatch(
-            f"campaign {registration.name} keeps per-user privacy spends in the warehouse it "
+            f"campaign {registration.name} keeps per-user privacy {state} in the warehouse it "
             f"was registered with ({bound[:8]}…), and this home's warehouse is another "
             f"({here[:8]}…); run this campaign only from its own home (docs/operators.md, "
             "'Two hosts, one ledger'); nothing was drawn or charged"

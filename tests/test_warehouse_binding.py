@@ -1,4 +1,5 @@
-"""Two homes, one ledger: a campaign with per-user state (AdsBPC+) is bound to one warehouse.
+"""Two homes, one ledger: a campaign with per-user state in the warehouse (AdsBPC+'s spends,
+private last touch's draws) is bound to one warehouse.
 
 Two DuckDB warehouses whose ingests differ (as on two hosts, one of which got late data) use
 one SQLite ledger file. The AdsBPC+ campaign
@@ -50,6 +51,12 @@ CATALOGUE = parse_catalogue(
                 "adsbpc_plus": {"profile_days": 2, "cap": 5},
             },
             {**CAMPAIGN, "name": "base", "bounds": {"quantile_days": 2}},
+            {
+                **CAMPAIGN,
+                "name": "touch",
+                "bounds": {"quantile_days": 2},
+                "attribution": {"rule": "private_last_touch", "lookback_days": 1},
+            },
         ],
     }
 )
@@ -167,6 +174,22 @@ def test_an_adsbpc_campaign_runs_from_both_homes_each_day_drawn_once(homes) -> N
     budget = ledger.campaign_budget("base")
     assert sorted(budget.per_day) == [1, 2]
     assert ledger.bind_warehouse("base", "unused") == "unused"  # AdsBPC was never bound
+
+
+def test_private_last_touch_attributes_and_draws_from_its_own_home_only(homes) -> None:
+    """Private last touch keeps each conversion's drawn touch in the warehouse: a second
+    warehouse would draw it again, so an AdsBPC campaign with that rule is bound like AdsBPC+."""
+    a, b, ledger = homes
+    touch = _register(ledger, a, "touch")
+    assert _draw(a, ledger, touch, _day(1), seed=1)
+    with pytest.raises(WarehouseMismatch, match="campaign touch keeps per-user privacy touch"):
+        _register(ledger, b, "touch")
+    spent = ledger.campaign_budget("touch").spent
+    for step in (bound_day, clipped_day):
+        with pytest.raises(WarehouseMismatch, match="nothing was drawn or charged"):
+            step(b, ledger, touch, _day(2))
+    assert ledger.campaign_budget("touch").spent == spent
+    assert _draw(a, ledger, touch, _day(2), seed=2)
 
 
 def test_a_campaign_registered_before_bindings_is_bound_at_its_first_draw(homes) -> None:
