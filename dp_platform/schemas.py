@@ -12,6 +12,8 @@ validate them, report counts of failures, never print them.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pandas as pd
 import pandera.pandas as pa
 from pandera.typing import Series
@@ -48,9 +50,13 @@ class _Model(pa.DataFrameModel):
 class Impressions(_Model):
     """An impression: a view or a click of an ad of ``advertiser_id`` on ``publisher_id``.
 
-    Both interactions count as touches for attribution."""
+    Both interactions count as touches for attribution. An event is its user and its id: the
+    same id under two users is two events (docs/privacy.md, "Assumptions and limits")."""
 
-    impression_id: Series[str] = pa.Field(unique=True, str_length=_TEXT)
+    class Config:
+        unique: ClassVar[list[str]] = ["user_id", "impression_id"]
+
+    impression_id: Series[str] = pa.Field(str_length=_TEXT)
     user_id: Series[str] = pa.Field(str_length=_TEXT)
     publisher_id: Series[str] = pa.Field(str_length=_TEXT)
     advertiser_id: Series[str] = pa.Field(str_length=_TEXT)
@@ -59,9 +65,13 @@ class Impressions(_Model):
 
 
 class Conversions(_Model):
-    """A conversion; its day is the UTC date of ``ts``. ``value`` is optional, >= 0 if given."""
+    """A conversion; its day is the UTC date of ``ts``. ``value`` is optional, >= 0 if given.
+    Unique per (user, id), as impressions."""
 
-    conversion_id: Series[str] = pa.Field(unique=True, str_length=_TEXT)
+    class Config:
+        unique: ClassVar[list[str]] = ["user_id", "conversion_id"]
+
+    conversion_id: Series[str] = pa.Field(str_length=_TEXT)
     user_id: Series[str] = pa.Field(str_length=_TEXT)
     advertiser_id: Series[str] = pa.Field(str_length=_TEXT)
     ts: Series[pa.DateTime]
@@ -78,12 +88,16 @@ class QuarantinedRows(_Model):
     reason: Series[str] = pa.Field(str_matches=REASON_PATTERN)
 
 
+_CONVERSION = ["campaign", "user_key", "conversion_id"]
+"""One attributed conversion of a campaign (ids are unique per user only)."""
+
+
 class AttributedConversions(_Model):
     """One row per (attributed conversion, credited publisher, touch); ``user_rank`` is the
     conversion's 0-based place in its user's day in (ts, conversion_id) order; ``touch`` the
     credited impressions' combination over the campaign's impression dimensions (0 without
-    any; missing when an impression has no listed value: in no cell). An engine that does not
-    record touches leaves the column out."""
+    any; missing when an impression has no listed value: in no cell). A conversion is its
+    (user_key, conversion_id). An engine that does not record touches leaves the column out."""
 
     campaign: Series[str] = pa.Field(str_length=_TEXT)
     day: Series[pa.Date]
@@ -96,20 +110,20 @@ class AttributedConversions(_Model):
 
     @pa.dataframe_check
     def weights_sum_to_at_most_one(cls, frame: pd.DataFrame) -> pd.Series:
-        totals = frame.groupby(["campaign", "conversion_id"])["weight"].transform("sum")
+        totals = frame.groupby(_CONVERSION)["weight"].transform("sum")
         return totals <= 1 + _WEIGHT_SLACK
 
     @pa.dataframe_check
     def one_publisher_row_per_conversion(cls, frame: pd.DataFrame) -> pd.Series:
         """One row per publisher of a conversion — per (publisher, touch) with touches."""
-        keys = ["campaign", "conversion_id", "publisher_id"]
+        keys = [*_CONVERSION, "publisher_id"]
         return ~frame.duplicated(keys + (["touch"] if "touch" in frame else []), keep=False)
 
     @pa.dataframe_check
     def ranks_number_each_user_day(cls, frame: pd.DataFrame) -> bool:
         """The ranks of a user-day's conversions are exactly 0..c−1."""
         keys = ["campaign", "day", "user_key"]
-        conv = frame.drop_duplicates(["campaign", "conversion_id"])
+        conv = frame.drop_duplicates(_CONVERSION)
         ranks = conv.groupby(keys)["user_rank"].agg(["nunique", "max", "size"])
         return bool(
             ((ranks["nunique"] == ranks["size"]) & (ranks["max"] == ranks["size"] - 1)).all()

@@ -5,7 +5,10 @@ Conversions carry ``region`` and ``device``; impressions carry ``creative`` (an 
 dimension: the credited impression's value places the credit). The reference attributes by
 every rule (lta, fta, uni, time_decay, u_shaped), written here from docs/data.md#4-attribution.
 
-Imported explicitly by tests/test_cells*.py; not a pytest conftest."""
+``reusing_ids`` shares ids across users (tests/test_cross_user_ids.py); ``ingested`` loads into
+DuckDB or Spark, in one load or several.
+
+Imported explicitly by tests/test_cells*.py and the brute-force tests; not a pytest conftest."""
 
 from __future__ import annotations
 
@@ -14,12 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from dp_platform.clipping import clipped_sums
 from dp_platform.warehouse import Warehouse
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from dp_platform.warehouse.base import WarehouseEngine
 
 START = date(2026, 3, 1)
 REGIONS = ["north", "south"]
@@ -56,6 +64,14 @@ class Events:
     def users(self) -> list[str]:
         return sorted({c[0] for c in self.conversions})
 
+    def in_loads(self, loads: int) -> list[Events]:
+        """Each file's rows cut, in order, into ``loads`` consecutive parts (one per load)."""
+
+        def part(rows: list, n: int) -> list:
+            return rows[len(rows) * n // loads : len(rows) * (n + 1) // loads]
+
+        return [Events(part(self.impressions, n), part(self.conversions, n)) for n in range(loads)]
+
 
 def generate(*, users: int, days: int, seed: int, heavy: int = 0, focused: bool = False) -> Events:
     """Users see a few ads a day on random publishers and convert Poisson(1.5) times a day,
@@ -89,6 +105,33 @@ def generate(*, users: int, days: int, seed: int, heavy: int = 0, focused: bool 
                     device = DEVICES[int(rng.integers(len(DEVICES)))]
                 conversions.append((user, ts, f"c{u}_{d}_{j}", value, region, device))
     return Events(impressions, conversions)
+
+
+def reusing_ids(events: Events) -> Events:
+    """``events`` with ids reused across users, as the advertiser's and the publishers'
+    systems may produce (nothing makes their ids unique across users): every other
+    impression and conversion of each user after the first takes an id of the first user's
+    (cycling through them), so one id belongs to several users — in one file and, once
+    :meth:`Events.in_loads` splits the rows, across loads. Each user's first impression and
+    first conversion are also repeated at the end of the files: true duplicates of one user's
+    event, which ingest still quarantines."""
+    owner = events.users[0]
+
+    def reused(rows: list[tuple], at: int) -> list[tuple]:
+        """``rows`` with the id (column ``at``) of each non-owner's even-numbered row taken
+        from the owner's rows."""
+        ids = [row[at] for row in rows if row[0] == owner]
+        count: dict[str, int] = {}
+        out = []
+        for row in rows:
+            n = count[row[0]] = count.get(row[0], -1) + 1
+            if row[0] != owner and n % 2 == 0:
+                row = (*row[:at], ids[(n // 2) % len(ids)], *row[at + 1 :])
+            out.append(row)
+        firsts = {row[0]: row for row in reversed(out)}  # each user's first row
+        return out + [firsts[user] for user in sorted(firsts)]
+
+    return Events(reused(events.impressions, 3), reused(events.conversions, 2))
 
 
 def _iso(ts: datetime) -> str:
@@ -127,19 +170,43 @@ def write(events: Events, directory: Path) -> tuple[Path, Path]:
     return imp, conv
 
 
-def ingested(events: Events, directory: Path, *, creative: bool = True) -> Warehouse:
-    """An in-memory warehouse holding ``events`` with region and device declared, and the
-    creative unless ``creative=False`` (then it is a column ingest ignores)."""
-    imp, conv = write(events, directory)
-    warehouse = Warehouse(":memory:")
-    warehouse.ingest(
-        imp,
-        conv,
-        now=NOW,
-        dimensions=CONVERSION_LISTS,
-        impression_dimensions=IMPRESSION_LISTS if creative else None,
-    )
+def ingested(
+    events: Events,
+    directory: Path,
+    *,
+    creative: bool = True,
+    loads: int = 1,
+    spark: SparkSession | None = None,
+) -> WarehouseEngine:
+    """A warehouse holding ``events`` with region and device declared, and the creative unless
+    ``creative=False`` (then it is a column ingest ignores): an in-memory DuckDB, or a Spark
+    warehouse under ``directory`` when given a ``spark`` session. ``loads`` > 1 splits each
+    file's rows, in order, into that many files ingested one after the other."""
+    if spark is None:
+        warehouse: WarehouseEngine = Warehouse(":memory:")
+    else:
+        from dp_platform.warehouse.spark.store import SparkWarehouse
+
+        root = directory / "spark"
+        warehouse = SparkWarehouse(spark, root / "tables", root / "catalog.sqlite")
+    for n, part in enumerate(events.in_loads(loads)):
+        imp, conv = write(part, directory / f"load{n}" if loads > 1 else directory)
+        warehouse.ingest(
+            imp,
+            conv,
+            now=NOW,
+            dimensions=CONVERSION_LISTS,
+            impression_dimensions=IMPRESSION_LISTS if creative else None,
+        )
     return warehouse
+
+
+def stored_rows(warehouse: WarehouseEngine, query: str) -> list[tuple]:
+    """``query``'s rows on either engine (a Spark warehouse's tables made current first)."""
+    use = getattr(warehouse, "_use", None)
+    if use is not None:
+        use()
+    return [tuple(row) for row in warehouse.sql.query(query)]
 
 
 def leave_one_out(
@@ -171,13 +238,14 @@ def day_one_vectors(
     return out
 
 
-def user_costs(warehouse: Warehouse, campaign: str) -> list[tuple[str, date, float]]:
+def user_costs(warehouse: WarehouseEngine, campaign: str) -> list[tuple[str, date, float]]:
     """The AdsBPC+ filter's recorded cost per (user id, day) of ``campaign``, by day."""
-    return warehouse.con.execute(
-        "SELECT u.user_id, s.day, s.cost FROM plus_user_spend AS s "
-        "JOIN users AS u USING (user_key) WHERE s.campaign = $c ORDER BY s.day, u.user_id",
-        {"c": campaign},
-    ).fetchall()
+    rows = stored_rows(
+        warehouse,
+        "SELECT s.campaign, u.user_id, s.day, s.cost FROM plus_user_spend AS s "
+        "JOIN users AS u ON u.user_key = s.user_key ORDER BY s.day, u.user_id",
+    )
+    return [(user, day, cost) for name, user, day, cost in rows if name == campaign]
 
 
 def touch_weights(rule: str, ages_days: list[float], half_life_days: float) -> list[float]:

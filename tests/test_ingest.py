@@ -95,11 +95,13 @@ def test_reingest_adds_nothing_and_overlapping_ids_are_duplicates(tmp_path):
         assert again["impressions"]["accepted"] == again["conversions"]["quarantined"] == 0
         assert {t: wh.table_rows(t) for t in before} == before
 
-        # another file repeating a loaded id: that row is a duplicate, the new one is accepted
+        # another file repeating a loaded event (same user, same id): that row is a duplicate;
+        # the same id under another user is another event, accepted like the new id
         more = write_csv(
             tmp_path / "more.csv",
             IMP_HEADER,
             [
+                ["i1", SECRET, "p1", "acme", "2026-03-01T09:00:00Z", "view"],
                 ["i1", "u2", "p1", "acme", "2026-03-01T09:00:00Z", "view"],
                 ["i99", "u2", "p1", "acme", "2026-03-01T09:00:00Z", "view"],
             ],
@@ -107,7 +109,7 @@ def test_reingest_adds_nothing_and_overlapping_ids_are_duplicates(tmp_path):
         no_convs = write_csv(tmp_path / "none.csv", CONV_HEADER, [])
         report = wh.ingest(more, no_convs, now=NOW).to_json()
     assert report["impressions"]["reasons"] == {"duplicate_loaded": 1}
-    assert report["impressions"]["accepted"] == 1
+    assert report["impressions"]["accepted"] == 2
     assert report["conversions"] == {
         "file": str(no_convs),
         "rows": 0,

@@ -21,13 +21,15 @@ IMPRESSIONS = [
     ["a", "u1", "p1", "acme", AT, "view"],
     ["b", "u1", "p2", "acme", AT, "view"],  # tie with a (same user, advertiser, instant)
     ["c", "u2", "p1", "acme", AT, "view"],  # same instant, another user: no tie
-    ["a", "u3", "p1", "acme", "2026-03-01T11:00:00Z", "view"],  # duplicate_in_load
+    ["a", "u1", "p1", "acme", "2026-03-01T11:00:00Z", "view"],  # duplicate_in_load (u1's a)
     ["d", "u1", "p1", "acme", "2026-03-01T12:00:00Z", "view"],
+    ["a", "u3", "p1", "acme", "2026-03-01T11:00:00Z", "view"],  # u3's a: another event
 ]
 CONVERSIONS = [
     ["x", "u1", "acme", "2026-03-02T10:00:00Z", "1"],
     ["y", "u1", "acme", "2026-03-02T10:00:00Z", "1"],
-    ["x", "u2", "acme", "2026-03-02T11:00:00Z", "2"],  # duplicate_in_load
+    ["x", "u1", "acme", "2026-03-02T11:00:00Z", "2"],  # duplicate_in_load (u1's x)
+    ["x", "u2", "acme", "2026-03-02T11:00:00Z", "2"],  # u2's x: another event
 ]
 
 
@@ -79,5 +81,5 @@ def test_hash_candidates_never_decide(tmp_path: Path, monkeypatch: pytest.Monkey
         ("conversions", 3, "duplicate_in_load"),
         ("impressions", 4, "duplicate_in_load"),
     ]
-    assert plain["ties"] == [("a", 0), ("b", 1), ("c", 0), ("d", 0)]
+    assert plain["ties"] == [("a", 0), ("a", 0), ("b", 1), ("c", 0), ("d", 0)]
     assert _load(tmp_path, collide=True, monkeypatch=monkeypatch) == plain

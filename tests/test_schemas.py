@@ -76,6 +76,30 @@ def test_good_event_rows_validate():
     Conversions.validate(pd.DataFrame([GOOD_CONV, {**GOOD_CONV, "conversion_id": "c2"}]))
 
 
+def test_an_id_reused_by_another_user_is_another_event():
+    """Ids are unique per user only (ingest keeps both): the models accept them."""
+    Impressions.validate(pd.DataFrame([GOOD_IMP, {**GOOD_IMP, "user_id": "u2"}]))
+    Conversions.validate(pd.DataFrame([GOOD_CONV, {**GOOD_CONV, "user_id": "u2"}]))
+    with pytest.raises(INVALID):
+        Impressions.validate(pd.DataFrame([GOOD_IMP, {**GOOD_IMP, "publisher_id": "p2"}]))
+
+
+def test_attributed_conversions_of_two_users_sharing_an_id_validate(warehouse):
+    """Two users' conversions with one id are two conversions: each one's weights sum to at
+    most 1 and each user-day's ranks are 0..c-1 on their own."""
+    wh, camp = warehouse
+    frame = wh.day_frame("attributed", camp, [date(2026, 3, 2)])
+    firsts = frame[frame.user_rank == 0].drop_duplicates("user_key")
+    first, second = firsts.iloc[0], firsts.iloc[1]
+    renamed = frame.assign(
+        conversion_id=frame.conversion_id.mask(
+            frame.conversion_id == second.conversion_id, first.conversion_id
+        )
+    )
+    assert (renamed.conversion_id == first.conversion_id).sum() >= 2
+    SCHEMAS["attributed"].validate(renamed, lazy=True)
+
+
 @pytest.mark.parametrize(
     "change",
     [
@@ -97,7 +121,7 @@ def test_bad_impression_rows_break_the_model(change):
         [{**GOOD_CONV, "value": -1.0}],  # negative_value
         [{**GOOD_CONV, "value": "lots"}],  # unparsable_value
         [{**GOOD_CONV, "advertiser_id": None}],  # missing_advertiser_id
-        [GOOD_CONV, {**GOOD_CONV, "user_id": "u2"}],  # duplicate id
+        [GOOD_CONV, {**GOOD_CONV, "value": 3.0}],  # duplicate: same user, same id
     ],
 )
 def test_bad_conversion_rows_break_the_model(rows):

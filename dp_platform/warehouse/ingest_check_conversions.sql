@@ -66,4 +66,4 @@ CREATE OR REPLACE TEMP TABLE rejected AS
 SELECT source_row, reason FROM scanned WHERE source_row IS NOT NULL;
 
 CREATE OR REPLACE TEMP VIEW events AS
-SELECT conversion_id AS id, load_id, source_row FROM conversions;
+SELECT user_key, conversion_id AS id, load_id, source_row FROM conversions;

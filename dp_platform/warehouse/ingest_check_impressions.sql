@@ -69,6 +69,6 @@ GROUP BY GROUPING SETS ((user_id), (publisher_id), (advertiser_id), (source_row,
 CREATE OR REPLACE TEMP TABLE rejected AS
 SELECT source_row, reason FROM scanned WHERE source_row IS NOT NULL;
 
--- what is already in the warehouse, for the duplicate check
+-- what is already in the warehouse, for the duplicate check (an event is its user and id)
 CREATE OR REPLACE TEMP VIEW events AS
-SELECT impression_id AS id, load_id, source_row FROM impressions;
+SELECT user_key, impression_id AS id, load_id, source_row FROM impressions;

@@ -69,6 +69,16 @@ def _reasons(frame: pd.DataFrame, checks: list[tuple[pd.Series, str]]) -> pd.Ser
     return pd.Series(reason, index=frame.index)
 
 
+def _repeated(frame: pd.DataFrame, id_column: str, reason: pd.Series) -> pd.Series:
+    """Rows that passed the checks and repeat an earlier passing row's (user, id): an event is
+    its user and its id, as in the SQL (another user's row with the same id is another event)."""
+    return (
+        frame.loc[reason.isna(), ["user_id", id_column]]
+        .duplicated()
+        .reindex(frame.index, fill_value=False)
+    )
+
+
 @dataclass
 class PandasPipeline:
     """In-memory frames standing in for the warehouse."""
@@ -96,9 +106,7 @@ class PandasPipeline:
             (imps["ts"] > cutoff, "future_ts"),
         ]
         reason = _reasons(imps, checks)
-        reason[reason.isna() & imps["impression_id"].where(reason.isna()).duplicated()] = (
-            "duplicate_in_load"
-        )
+        reason[reason.isna() & _repeated(imps, "impression_id", reason)] = "duplicate_in_load"
         keep = reason.isna()
         imps = imps.loc[keep, _IMP[:-1]]
         report = {"impressions": {"accepted": int(keep.sum()), "reasons": reason.value_counts()}}
@@ -115,9 +123,7 @@ class PandasPipeline:
             (convs["ts"] > cutoff, "future_ts"),
         ]
         reason = _reasons(convs, checks)
-        reason[reason.isna() & convs["conversion_id"].where(reason.isna()).duplicated()] = (
-            "duplicate_in_load"
-        )
+        reason[reason.isna() & _repeated(convs, "conversion_id", reason)] = "duplicate_in_load"
         keep = reason.isna()
         convs = convs.loc[keep, _CONV]
         report["conversions"] = {"accepted": int(keep.sum()), "reasons": reason.value_counts()}

@@ -607,7 +607,7 @@ def _(w: Workspace) -> Expect:
 @case("ids_padded_with_unicode_spaces", "trimmed: the padded copy is duplicate_in_load")
 def _(w: Workspace) -> Expect:
     plain = w.conv(1)
-    padded = w.conv(2, conversion_id=f"\u00a0{plain[0]}\u2003")
+    padded = w.conv(2, conversion_id=f"\u00a0{plain[0]}\u2003", user_id=plain[1])
     return w.loaded(
         conversions=w.convs([plain, padded]), rows=(1, 2), conv_reasons={"duplicate_in_load": 1}
     )
@@ -794,6 +794,23 @@ def _(w: Workspace) -> Expect:
     return w.loaded(
         impressions=imps, conversions=again, rows=(1, 2), conv_reasons={"duplicate_loaded": 1}
     )
+
+
+@case("id_reused_by_another_user", "loaded: another user's event (ids are unique per user)")
+def _(w: Workspace) -> Expect:
+    rows = [w.imp(1), w.imp(1, user_id=w.imp(2)[1], publisher_id="p9")]
+    return w.loaded(impressions=w.imps(rows), rows=(2, 1))
+
+
+@case("id_of_another_users_loaded_event", "loaded: another user's event")
+def _(w: Workspace) -> Expect:
+    from dp_platform.cli import main
+
+    first = w.convs([w.conv(1)], name="first.csv")
+    w.imps([w.imp(1)], name="first_imps.csv")
+    assert main(_argv(w, w.path("first_imps.csv"), first)) == 0
+    again = w.convs([w.conv(1, user_id=w.conv(2)[1], value="3")], name="again.csv")
+    return w.loaded(impressions=w.imps([w.imp(7)], name="more_imps.csv"), conversions=again)
 
 
 @case("same_file_loaded_twice", "nothing added: already_loaded")

@@ -186,6 +186,7 @@ SPARK_CASES = (
     "nan_value",
     "parquet_other_column_types",
     "duplicate_id_of_loaded_data",
+    "id_of_another_users_loaded_event",
     "same_file_loaded_twice",
     "more_than_1024_at_one_instant",
     "impression_dimension_value_not_listed",

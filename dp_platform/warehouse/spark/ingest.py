@@ -206,7 +206,9 @@ def _load(
     spark, sql, kind = warehouse.spark, warehouse.sql, source.kind
     spark.read.parquet(staged.checked).createOrReplaceTempView("checked_raw")
     spark.read.parquet(staged.malformed).createOrReplaceTempView("malformed")
-    spark.sql(f"SELECT {_ID[kind]} AS id FROM {kind}").createOrReplaceTempView("loaded_ids")
+    spark.sql(f"SELECT user_key, {_ID[kind]} AS id FROM {kind}").createOrReplaceTempView(
+        "loaded_ids"
+    )
     sql.run("ingest_duplicates")
     sql.run("ingest_keys", load_id=load_id)
     sql.run(f"ingest_insert_{kind}", load_id=load_id, tie_room=TIE_ROOM, max_tie=TIE_ROOM)
