@@ -38,6 +38,8 @@ class StandInWarehouse:
     """Fixed vectors of the shapes the mechanisms read (these tests check declarations, not
     data: the brute-force tests of the warehouse check the sensitivities themselves)."""
 
+    identity = "stand-in-warehouse"  # one warehouse: AdsBPC+ binds its campaign to it
+
     def day_histogram(self, campaign, day):
         return np.bincount([1] * 60 + [2] * 25 + [3] * 8 + [7] * 2)
 
@@ -73,7 +75,12 @@ def _register(ledger: Ledger, **entry) -> Registration:
         }
     )
     return registered_campaign(
-        ledger, config, campaign_plan(config), ACCOUNT, advertiser_publishers=lambda: []
+        ledger,
+        config,
+        campaign_plan(config),
+        ACCOUNT,
+        advertiser_publishers=lambda: [],
+        warehouse_identity=lambda: StandInWarehouse.identity,
     )
 
 
