@@ -46,6 +46,21 @@ DIMENSIONS = {  # the catalogue's ``dimensions`` block for these files
 }
 
 
+def campaign_entry(name: str = "cells", **fields: object) -> dict:
+    """One catalogue entry over these files: AdsBPC, last touch, 4 days; ``fields`` override."""
+    return {
+        "name": name,
+        "advertiser": ADVERTISER,
+        "account": "acct",
+        "start": START.isoformat(),
+        "days": 4,
+        "publishers": PUBLISHERS,
+        "attribution": {"rule": "lta", "lookback_days": 30},
+        "mechanism": {"kind": "adsbpc", "bounds": {"quantile_days": 2, "cap": 5}},
+        **fields,
+    }
+
+
 @dataclass(frozen=True)
 class Events:
     """The generated rows (impressions: user, publisher, ts, id, creative; conversions: user,

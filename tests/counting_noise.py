@@ -31,6 +31,10 @@ class CountingNoise(SeededNoise):
         self.raw += 1
         return super()._exponential_max(vector, draw)
 
+    def _uniform(self, low: float, high: float) -> float:
+        self.raw += 1
+        return super()._uniform(low, high)
+
 
 class CountingIntegerNoise(SeededIntegerNoise):
     """Seeded integer noise that counts its raw draws."""

@@ -19,13 +19,13 @@ from dp_platform.config import ConfigError, parse_campaign, parse_catalogue
 from dp_platform.mechanisms.adsbpc import make_plan
 from dp_platform.warehouse import Warehouse
 from tests.cells_data import (
-    ADVERTISER,
     CONVERSION_LISTS,
     NOW,
     PUBLISHERS,
     REGIONS,
     START,
     VALUE_CAP,
+    campaign_entry,
     day_one_vectors,
     generate,
     ingested,
@@ -43,20 +43,6 @@ def catalogue(campaigns: list[dict], **extra: object) -> dict:
         "dimensions": DIMENSIONS,
         "campaigns": campaigns,
         **extra,
-    }
-
-
-def campaign_entry(name: str = "cells", **fields: object) -> dict:
-    return {
-        "name": name,
-        "advertiser": ADVERTISER,
-        "account": "acct",
-        "start": START.isoformat(),
-        "days": 4,
-        "publishers": PUBLISHERS,
-        "attribution": {"rule": "lta", "lookback_days": 30},
-        "mechanism": {"kind": "adsbpc", "bounds": {"quantile_days": 2, "cap": 5}},
-        **fields,
     }
 
 

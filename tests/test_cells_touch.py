@@ -20,7 +20,6 @@ from dp_platform.cells import layout_of
 from dp_platform.config import ConfigError, parse_catalogue
 from dp_platform.warehouse import Warehouse
 from tests.cells_data import (
-    ADVERTISER,
     CONVERSION_LISTS,
     CREATIVES,
     DEVICES,
@@ -30,6 +29,7 @@ from tests.cells_data import (
     PUBLISHERS,
     START,
     VALUE_CAP,
+    campaign_entry,
     day_one_vectors,
     generate,
     ingested,
@@ -50,18 +50,8 @@ def _entry(name: str, rule: str, breakdown: list[str], measures: list[str], **ex
     fields: dict[str, object] = {"breakdown": breakdown, "measures": measures}
     if "value" in measures:
         fields["value_cap"] = VALUE_CAP
-    return {
-        "name": name,
-        "advertiser": ADVERTISER,
-        "account": "acct",
-        "start": START.isoformat(),
-        "days": 4,
-        "publishers": PUBLISHERS,
-        "attribution": {"rule": rule, "lookback_days": 30},
-        "mechanism": {"kind": "adsbpc", "bounds": {"quantile_days": 2, "cap": 5}},
-        **fields,
-        **extra,
-    }
+    fields["attribution"] = {"rule": rule, "lookback_days": 30}
+    return campaign_entry(name, **{**fields, **extra})
 
 
 def _catalogue(entries: list[dict], **extra: object):

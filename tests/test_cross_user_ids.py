@@ -30,12 +30,10 @@ from dp_platform.config import CampaignConfig, parse_catalogue
 from dp_platform.mechanisms.adsbpc import sensitivity_factor
 from dp_platform.mechanisms.oneshot import plan_from_config, warehouse_sums
 from tests.cells_data import (
-    ADVERTISER,
     DIMENSIONS,
-    PUBLISHERS,
-    START,
     VALUE_CAP,
     Events,
+    campaign_entry,
     day_one_vectors,
     generate,
     ingested,
@@ -67,20 +65,7 @@ def _campaigns() -> dict[str, CampaignConfig]:
     entries = []
     for name, fields in ENTRIES.items():
         value_cap = {"value_cap": VALUE_CAP} if "value" in fields.get("measures", []) else {}
-        entries.append(
-            {
-                "name": name,
-                "advertiser": ADVERTISER,
-                "account": "acct",
-                "start": START.isoformat(),
-                "days": 4,
-                "publishers": PUBLISHERS,
-                "attribution": {"rule": "lta", "lookback_days": 30},
-                "mechanism": {"kind": "adsbpc", "bounds": {"quantile_days": 2, "cap": 5}},
-                **value_cap,
-                **fields,
-            }
-        )
+        entries.append(campaign_entry(name, **value_cap, **fields))
     catalogue = {
         "accounts": [{"name": "acct", "rho_cap": 100}],
         "dimensions": DIMENSIONS,

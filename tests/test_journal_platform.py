@@ -7,7 +7,6 @@ import shutil
 from datetime import date, timedelta
 
 import dagster as dg
-import numpy as np
 import pytest
 
 from assets.definitions import build_definitions
@@ -16,40 +15,13 @@ from assets.runner import run_campaigns
 from dp_platform.cli import main
 from dp_platform.errors import PublishedReleaseMissing
 from dp_platform.ledger import Ledger
-from dp_platform.privacy.noise import Draw, SeededNoise
+from dp_platform.privacy.noise import SeededNoise
+from tests.counting_noise import CountingNoise
 from tests.platform_fixtures import START, copy_home, make_home
 
 TODAY = date(2026, 11, 22)
 BOUND = dg.AssetKey(["spring", "contribution_bound"])
 RELEASE = dg.AssetKey(["spring", "noisy_daily_release"])
-
-
-class CountingNoise(SeededNoise):
-    """Seeded noise that counts its raw draws (tests only): zero means nothing was drawn."""
-
-    def __init__(self, seed: int) -> None:
-        super().__init__(seed)
-        self.draws = 0
-
-    def _gaussian(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
-        self.draws += 1
-        return super()._gaussian(vector, draw)
-
-    def _laplace(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
-        self.draws += 1
-        return super()._laplace(vector, draw)
-
-    def _gumbel_max(self, vector: np.ndarray, draw: Draw) -> int:
-        self.draws += 1
-        return super()._gumbel_max(vector, draw)
-
-    def _exponential_max(self, vector: np.ndarray, draw: Draw) -> int:
-        self.draws += 1
-        return super()._exponential_max(vector, draw)
-
-    def _uniform(self, low: float, high: float) -> float:
-        self.draws += 1
-        return super()._uniform(low, high)
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +88,7 @@ def test_a_restored_old_backup_refuses_every_path_and_draws_nothing(
         },
     )
     assert not backfill.success and "missing days 4, 5" in step_error(backfill)
-    assert counting.draws == 0
+    assert counting.raw == 0
     assert ledger_state(home) == (published[:3], {d: charged[d] for d in (1, 2, 3)})
 
     # the check is what stopped them: without the journal, the bound asset alone draws day 4
@@ -128,7 +100,7 @@ def test_a_restored_old_backup_refuses_every_path_and_draws_nothing(
     redrawn = control_job.execute_in_process(
         instance=dg.DagsterInstance.ephemeral(), asset_selection=[BOUND], **single
     )
-    assert redrawn.success and counting.draws > 0
+    assert redrawn.success and counting.raw > 0
 
     # restoring the newest ledger (kept aside by the restore) lets runs carry on
     kept = next(home.root.glob("ledger-before-restore-*.sqlite"))
