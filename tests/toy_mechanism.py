@@ -23,6 +23,7 @@ from pydantic import Field
 from dp_platform.config import CampaignConfig, MechanismSettings
 from dp_platform.mechanisms.base import BoundInputs, Chain, Measurement
 from dp_platform.privacy.accounting import Rho, gaussian_sigma
+from dp_platform.privacy.allotment import Allotment
 from dp_platform.privacy.noise import NoiseSource, resolve
 from dp_platform.records import JsonValue
 from dp_platform.warehouse.base import WarehouseEngine
@@ -125,17 +126,22 @@ class FixedBoundMechanism:
     def release_charges(self, plan: FixedBoundPlan, choice: FixedChoice) -> dict[str, Rho]:
         return {"gaussian": Rho(plan.day_rho)}
 
+    def declare(self, plan: FixedBoundPlan, choice: FixedChoice, state: FixedState) -> Allotment:
+        # the catalogue's bound (not the choice's) and the day's share: the plan's own figures
+        return Allotment(plan.bound, plan.day_rho)
+
     def measure(
         self,
         plan: FixedBoundPlan,
         choice: FixedChoice,
         clipped: np.ndarray,
         *,
+        allotment: Allotment,
         noise: NoiseSource | None,
         earlier: tuple[Measurement, ...] = (),  # independent days: not needed
     ) -> Measurement:
         values = resolve(noise).add_gaussian(
-            clipped, plan.sigma, l2_sensitivity=choice.bound, rho=plan.day_rho
+            clipped, plan.sigma, l2_sensitivity=allotment.sensitivity, rho=allotment.loss
         )
         charges = self.release_charges(plan, choice)
         return Measurement(choice.day, choice.bound, plan.sigma, tuple(map(float, values)), charges)
