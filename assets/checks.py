@@ -1,9 +1,9 @@
 """Asset checks, one result per day: schemas of the private tables, the bound chain, the budget,
 the answers.
 
-A run covers a range of days, so each check is partitioned like its asset and reports a result
-for *each day* of the run (an ``AssetCheckEvaluation`` with that day's partition) — the UI's check
-history then shows one row per day, never "skipped". Schema checks read one day's rows at a time
+A run covers one day or a range of days, so each check is partitioned like its asset and
+reports a result for *each day* of the run on that day's partition (``check_events``: how, and
+what Dagster 1.13 shows of it). Schema checks read one day's rows at a time
 and report which rules were broken — never the offending values nor how many rows broke them,
 which are private data.
 The other checks read the ledger and report pass/fail and public budget figures — never the
@@ -69,7 +69,58 @@ class DayResult:
     metadata: dict[str, dg.MetadataValue | float | int | str]
 
 
-def evaluations(
+CheckEvent = dg.AssetCheckResult | dg.AssetCheckEvaluation
+
+
+def check_events(
+    context: dg.AssetExecutionContext,
+    asset: dg.AssetKey,
+    check: CheckSpec,
+    results: dict[date, DayResult],
+) -> list[CheckEvent]:
+    """What a step reports for one check, yielded *after* its ``MaterializeResult``.
+
+    Only an ``AssetCheckResult`` gives the check's step output (without it Dagster logs "did
+    not yield" and a blocking check "emitted no result"), and Dagster (1.13) ties it to the
+    day's materialisation — what the check's Partitions tab reads — only in a one-partition
+    step. So a one-day run reports that result alone; a range run reports each day as an
+    ``AssetCheckEvaluation`` on that day's partition (execution history, one row per day) plus
+    one result for the whole run, which fails if any day failed.
+    """
+    if dg.AssetCheckKey(asset, check.name) not in context.selected_asset_check_keys:
+        return []
+    if context.has_partition_key and len(results) == 1:
+        (result,) = results.values()
+        return [_result(asset, check, result)]
+    return [*_day_evaluations(asset, check, results), _result(asset, check, run_verdict(results))]
+
+
+def run_verdict(results: dict[date, DayResult]) -> DayResult:
+    """One verdict for a run's days: passed if every day passed, naming the days that failed
+    (public: the run's days are; which rule broke is in each day's own evaluation)."""
+    days = sorted(results)
+    failed = [day.isoformat() for day in days if not results[day].passed]
+    span = f"{days[0].isoformat()} .. {days[-1].isoformat()} ({len(days)} days)"
+    return DayResult(
+        passed=not failed,
+        description=f"{span}: "
+        + ("every day passed" if not failed else "failed on " + ", ".join(failed)),
+        metadata={"days_checked": len(days), "days_failed": dg.MetadataValue.json(failed)},
+    )
+
+
+def _result(asset: dg.AssetKey, check: CheckSpec, result: DayResult) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(
+        asset_key=asset,
+        check_name=check.name,
+        passed=result.passed,
+        description=result.description,
+        metadata=result.metadata,
+        severity=dg.AssetCheckSeverity.ERROR,
+    )
+
+
+def _day_evaluations(
     asset: dg.AssetKey, check: CheckSpec, results: dict[date, DayResult]
 ) -> list[dg.AssetCheckEvaluation]:
     """One evaluation per day, on that day's partition."""

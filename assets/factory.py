@@ -30,10 +30,11 @@ from assets.checks import (
     BOUND_CHAIN,
     SCHEMA,
     SPENT,
+    CheckEvent,
     CheckSpec,
     answers_results,
     bound_chain_results,
-    evaluations,
+    check_events,
     first_shown_answer,
     schema_results,
     spent_results,
@@ -83,7 +84,7 @@ def writer_pool(warehouse: WarehouseConfig) -> str | None:
 
 PRIVATE = {"privacy": "private"}  # true values: never shown
 RELEASE = {"privacy": "release"}  # differentially private: safe to show an advertiser
-Events = Iterator[dg.AssetCheckEvaluation | dg.MaterializeResult]
+Events = Iterator[CheckEvent | dg.MaterializeResult]
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ def _daily_asset(
         partitions_def=partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
         pool=scope.pool if writes else None,
-        can_subset=True,  # check results come per day as evaluations, not as outputs
+        can_subset=True,  # a run may select the asset without its checks (check_events)
     )
 
 
@@ -191,8 +192,8 @@ def _raw_events(scope: CampaignScope, asset: str, table: str, description: str):
         days = _days(context, scope.campaign)
         with warehouse.open() as wh:
             results = schema_results(wh, table, scope.campaign, days)
-        yield from evaluations(scope.key(asset), SCHEMA, results)
         yield dg.MaterializeResult(asset_key=scope.key(asset))
+        yield from check_events(context, scope.key(asset), SCHEMA, results)
 
     return raw_events
 
@@ -224,8 +225,8 @@ def _attributed(scope: CampaignScope):
             # a run's partitions are one contiguous range: one range query, not one per day
             wh.attribute_days(registered, days[0], days[-1])
             results = schema_results(wh, "attributed", registered, days)
-        yield from evaluations(key, SCHEMA, results)
         yield dg.MaterializeResult(asset_key=key)
+        yield from check_events(context, key, SCHEMA, results)
 
     return attributed_conversions
 
@@ -251,8 +252,8 @@ def _contributions(scope: CampaignScope):
             registered = scope.register(led, wh).config
             wh.contributions_days(registered, days[0], days[-1])
             results = schema_results(wh, "contributions", registered, days)
-        yield from evaluations(key, SCHEMA, results)
         yield dg.MaterializeResult(asset_key=key)
+        yield from check_events(context, key, SCHEMA, results)
 
     return user_day_contributions
 
@@ -294,8 +295,8 @@ def _bound(scope: CampaignScope):
                 mechanism.chain,
                 lambda index: mechanism.bound_charges(plan, index),
             )
-        yield from evaluations(key, BOUND_CHAIN, results)
         yield dg.MaterializeResult(asset_key=key)
+        yield from check_events(context, key, BOUND_CHAIN, results)
 
     return contribution_bound
 
@@ -328,8 +329,8 @@ def _clipped(scope: CampaignScope):
             for day in days:
                 clipped_day(wh, led, registration, day)
             results = schema_results(wh, "clipped", registration.config, days)
-        yield from evaluations(key, SCHEMA, results)
         yield dg.MaterializeResult(asset_key=key)
+        yield from check_events(context, key, SCHEMA, results)
 
     return clipped_daily_vector
 
@@ -364,8 +365,8 @@ def _release(scope: CampaignScope):
                     partition_key=day.isoformat(),
                 )
             results = spent_results(led, registration, scope.account, days)
-        yield from evaluations(key, SPENT, results)
         yield dg.MaterializeResult(asset_key=key)
+        yield from check_events(context, key, SPENT, results)
 
     return noisy_daily_release
 
@@ -402,8 +403,8 @@ def _answers(scope: CampaignScope):
             context.add_asset_metadata(
                 answers_metadata(history[:index]), partition_key=day.isoformat()
             )
-        yield from evaluations(key, ANSWERS, results)
         yield dg.MaterializeResult(asset_key=key)
+        yield from check_events(context, key, ANSWERS, results)
 
     return cumulative_query_answers
 

@@ -151,10 +151,12 @@ def test_checks_report_each_day_and_catch_a_changed_answer(released, tmp_path) -
     )
     run = job.execute_in_process(instance=instance, tags=range_tags("2026-03-01", "2026-03-10"))
     evaluations: dict[str, list] = {}
+    verdicts: dict[str, list] = {}  # a range run's one result per check: no partition
     for event in run.all_events:
         if event.event_type_value == "ASSET_CHECK_EVALUATION":
             data = event.asset_check_evaluation_data
-            evaluations.setdefault(data.check_name, []).append(data)
+            found = evaluations if data.partition is not None else verdicts
+            found.setdefault(data.check_name, []).append(data)
     assert set(evaluations) == {
         "schema",
         "bound_chain",
@@ -166,6 +168,8 @@ def test_checks_report_each_day_and_catch_a_changed_answer(released, tmp_path) -
         per_asset = 5 if name == "schema" else 1  # raw x2, attributed, contributions, clipped
         assert sorted(r.partition for r in results) == sorted(days * per_asset), name
         assert all(r.passed for r in results), name
+        assert len(verdicts[name]) == per_asset and all(v.passed for v in verdicts[name]), name
+        assert all(v.metadata["days_checked"].value == DAYS for v in verdicts[name]), name
     spent = evaluations["spent_within_plan"][-1].metadata
     assert spent["account_rho_cap"].value == 2.0
     assert spent["rho_spent_through_day"].value == pytest.approx(1.0)  # the last day: everything
@@ -198,8 +202,11 @@ def test_checks_report_each_day_and_catch_a_changed_answer(released, tmp_path) -
         for e in tampered.all_events
         if e.event_type_value == "ASSET_CHECK_EVALUATION"
     ]
-    assert len(failed) == 1 and not failed[0].passed and failed[0].partition == "2026-03-03"
-    assert "not the answer first published" in failed[0].description
+    day, verdict = failed  # the day's own result, then the run's
+    assert not day.passed and day.partition == "2026-03-03"
+    assert "not the answer first published" in day.description
+    assert not verdict.passed and verdict.partition is None
+    assert verdict.description.endswith("failed on 2026-03-03")
 
 
 def test_schedules_tick_only_inside_their_campaign() -> None:
