@@ -100,6 +100,38 @@ def test_a_multi_day_run_records_each_days_own_values_on_its_partition(released)
     assert spent == sorted(spent) and spent[-1] == significant(published[-1].rho_planned, 4)
 
 
+def _significant_digits(value: float) -> int:
+    """Digits of ``repr(value)`` from the first non-zero one (0.2312843375544556 → 16)."""
+    mantissa = repr(abs(value)).split("e")[0].replace(".", "").lstrip("0")
+    return len(mantissa.rstrip("0")) if "." in repr(abs(value)) else len(mantissa)
+
+
+def test_every_number_in_a_runs_metadata_is_rounded_for_the_eye(released) -> None:
+    """Asset and check metadata of a whole run: ρ to 4 significant digits, released values to
+    their noise — no float shows its full 16-digit tail (the ledger and --json keep it)."""
+    _, instance = released
+    floats: dict[str, list[float]] = {}
+    for run in instance.get_runs():
+        for entry in instance.all_logs(run.run_id):
+            event = entry.dagster_event
+            if event is None:
+                continue
+            if event.event_type_value == "ASSET_MATERIALIZATION":
+                metadata = event.step_materialization_data.materialization.metadata
+            elif event.event_type_value == "ASSET_CHECK_EVALUATION":
+                metadata = event.asset_check_evaluation_data.metadata
+            else:
+                continue
+            for label, value in metadata.items():
+                if isinstance(value, dg.FloatMetadataValue):
+                    floats.setdefault(label, []).append(value.value)
+    assert {"rho_spent_through_day", "rho_spent", "answer", "noisy_total"} <= set(floats)
+    for label in ("rho_spent_through_day", "rho_planned", "rho_spent", "rho_remaining"):
+        assert all(_significant_digits(v) <= 4 for v in floats[label]), (label, floats[label])
+    for label, values in floats.items():  # noisy values: one digit finer than σ, never the tail
+        assert all(_significant_digits(v) <= 7 for v in values), (label, values)
+
+
 def test_re_publishing_five_days_materialises_exactly_those_five(released, tmp_path) -> None:
     """What the UI launches for a range of the campaign's job: one run with range tags. Every
     asset of the chain gets exactly days 3..7; nothing is drawn or charged."""
