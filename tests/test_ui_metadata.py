@@ -4,9 +4,13 @@ range touches exactly that range, checks name the days they covered, schedules s
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 from datetime import date, timedelta
+from pathlib import Path
 from statistics import NormalDist
 
 import dagster as dg
@@ -14,7 +18,7 @@ import pytest
 
 from assets.definitions import build_definitions
 from assets.partitions import daily_job_name
-from assets.runner import run_campaigns
+from assets.runner import run_campaigns, write_instance_config
 from assets.schedules import cron_days
 from dp_platform.display import round_to_noise, significant
 from dp_platform.ledger import Ledger
@@ -155,6 +159,43 @@ def test_re_publishing_five_days_materialises_exactly_those_five(released, tmp_p
     with Ledger.at_home(home.root) as ledger:
         assert {part for day in ledger.campaign_budget("spring").per_day.values() for part in day}
     assert len(instance.get_runs()) == 1  # one run for the whole range
+
+
+def test_dg_launch_re_publishes_a_range_on_the_homes_instance(released, tmp_path) -> None:
+    """`dg launch` (Dagster's command line, [tool.dg] in pyproject.toml) runs the campaign's job
+    for a range on the home's own instance: exactly those days, nothing drawn or charged."""
+    source, _ = released
+    home = copy_home(source, tmp_path / "home")
+    write_instance_config(home)
+    before = sqlite3.connect(home.ledger).execute("SELECT * FROM releases").fetchall()
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home.dagster),
+        "DP_PLATFORM_HOME": str(home.root),
+        "DP_PLATFORM_CONFIG": str(home.root / "campaigns.yaml"),
+        "VIRTUAL_ENV": str(Path(sys.executable).parent.parent),
+    }
+    first, last = (START + timedelta(days=2)).isoformat(), (START + timedelta(days=4)).isoformat()
+    dg_cli = str(Path(sys.executable).with_name("dg"))
+    job = daily_job_name("spring")
+    launched = subprocess.run(
+        [dg_cli, "launch", "--job", job, "--partition-range", f"{first}...{last}"],
+        cwd=Path(__file__).resolve().parents[1],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert launched.returncode == 0, launched.stderr[-3000:]
+    with dg.DagsterInstance.from_config(str(home.dagster)) as instance:
+        (run,) = instance.get_runs()
+        assert run.job_name == job and run.is_success
+        records = instance.fetch_materializations(
+            dg.AssetKey(["spring", "noisy_daily_release"]), limit=10
+        ).records
+    middle = (START + timedelta(days=3)).isoformat()
+    assert sorted(r.partition_key for r in records) == [first, middle, last]
+    assert sqlite3.connect(home.ledger).execute("SELECT * FROM releases").fetchall() == before
 
 
 def test_the_ui_launches_a_campaigns_assets_under_the_campaigns_own_job(released) -> None:
