@@ -62,7 +62,7 @@ postgres:
 	  ($(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql)
 
 # The Dagster UI on http://127.0.0.1:3000 over the demo's home (runs the demo first if needed);
-# Ctrl-C stops it within 10 s.
+# Ctrl-C stops it within 5 s.
 ui: $(BIN)/dp-platform
 	test -f $(HOME_DIR)/campaigns.yaml || $(BIN)/dp-platform demo --home $(HOME_DIR)
 	$(BIN)/dp-platform ui --home $(HOME_DIR) --port 3000

@@ -21,7 +21,7 @@ import pandera.errors
 
 from dp_platform.config import AccountConfig, CampaignConfig
 from dp_platform.daily import answers_through
-from dp_platform.display import round_to_noise
+from dp_platform.display import RHO_DIGITS, round_to_noise, significant
 from dp_platform.ledger import Ledger
 from dp_platform.mechanisms.base import Chain, ChoiceT, StateT
 from dp_platform.privacy.accounting import Rho
@@ -221,13 +221,13 @@ def spent_results(
             passed=bool(passed),
             description=f"spent ρ {float(through):.4g} of the plan's {float(budget.planned):.4g}; "
             f"account {account.name}: {report['spent']:.4g} spent, cap {report['rho_cap']:g}",
-            metadata={
-                "rho_spent_through_day": float(through),
-                "rho_planned": float(budget.planned),
+            metadata={  # ρ is public, but its 16-digit tail is noise to the eye (ledger: exact)
+                "rho_spent_through_day": significant(float(through), RHO_DIGITS),
+                "rho_planned": significant(float(budget.planned), RHO_DIGITS),
                 "account": account.name,
-                "account_rho_cap": float(report["rho_cap"]),
-                "account_rho_reserved": float(report["reserved"]),
-                "account_rho_spent": float(report["spent"]),
+                "account_rho_cap": significant(float(report["rho_cap"]), RHO_DIGITS),
+                "account_rho_reserved": significant(float(report["reserved"]), RHO_DIGITS),
+                "account_rho_spent": significant(float(report["spent"]), RHO_DIGITS),
             },
         )
     return results

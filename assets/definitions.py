@@ -11,6 +11,7 @@ from assets.factory import CampaignScope, campaign_definitions, writer_pool
 from assets.resources import CatalogueResource, LedgerResource, WarehouseResource
 from dp_platform.config import load_catalogue
 from dp_platform.home import Home
+from dp_platform.ledger_backends import backend_name
 from dp_platform.plans import campaign_plans
 from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
 
@@ -44,6 +45,8 @@ def build_definitions(
                 noise=noise,
                 integer_noise=integer_noise,
                 pool=writer_pool(catalogue.warehouse),
+                warehouse_kind=catalogue.warehouse.engine,
+                ledger_kind=backend_name(catalogue.ledger),
             )
         )
         for campaign in catalogue.campaigns

@@ -82,8 +82,17 @@ def writer_pool(warehouse: WarehouseConfig) -> str | None:
     return WRITER_POOL if warehouse.engine == "duckdb" else None
 
 
-PRIVATE = {"privacy": "private"}  # true values: never shown
-RELEASE = {"privacy": "release"}  # differentially private: safe to show an advertiser
+@dataclass(frozen=True)
+class Marking:
+    """Whether an asset may be shown to an advertiser, where a data engineer looks: a kind the
+    lineage graph draws on the asset's node, and the ``privacy`` tag the catalogue filters by."""
+
+    kind: str
+    tags: dict[str, str]
+
+
+PRIVATE = Marking("private", {"privacy": "private"})  # true values: never shown
+RELEASE = Marking("released", {"privacy": "release"})  # DP outputs: safe to show an advertiser
 Events = Iterator[CheckEvent | dg.MaterializeResult]
 
 
@@ -98,6 +107,8 @@ class CampaignScope:
     noise: NoiseSource | None = None
     integer_noise: IntegerNoiseSource | None = None
     pool: str | None = WRITER_POOL  # of the writing steps: writer_pool(catalogue.warehouse)
+    warehouse_kind: str = "duckdb"  # the engine (catalogue.warehouse.engine), drawn on each node
+    ledger_kind: str = "sqlite"  # the ledger's backend: ledger_backends.backend_name
 
     @property
     def name(self) -> str:
@@ -126,7 +137,7 @@ def _daily_asset(
     description: str,
     kinds: set[str],
     deps: list[dg.AssetDep],
-    tags: dict[str, str],
+    privacy: Marking,
     checks: tuple[CheckSpec, ...] = (),
     writes: bool = True,
 ):
@@ -153,8 +164,8 @@ def _daily_asset(
                 key,
                 description=description,
                 deps=deps,
-                kinds=kinds,
-                tags=tags,
+                kinds={*kinds, privacy.kind},
+                tags=privacy.tags,
                 group_name=scope.name,
                 partitions_def=partitions,
             )
@@ -183,9 +194,9 @@ def _raw_events(scope: CampaignScope, asset: str, table: str, description: str):
         scope,
         asset,
         description=description,
-        kinds={"duckdb"},
+        kinds={scope.warehouse_kind},
         deps=[],
-        tags=PRIVATE,
+        privacy=PRIVATE,
         checks=(SCHEMA,),
     )
     def raw_events(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> Events:
@@ -208,12 +219,12 @@ def _attributed(scope: CampaignScope):
         description=f"The day's conversions attributed by {rule.rule}, reading the impressions "
         f"of the day and of the {rule.lookback_days} days before (SQL in the warehouse). "
         "Private.",
-        kinds={"duckdb"},
+        kinds={scope.warehouse_kind},
         # Day d depends on raw_impressions[d] only as far as Dagster knows: the look-back days
         # are read from the warehouse (loaded by `dp-platform ingest`), and declaring them
         # would make a backfill of days X..Y pull in every later day (docs/operators.md).
         deps=[dg.AssetDep(scope.key("raw_conversions")), dg.AssetDep(scope.key("raw_impressions"))],
-        tags=PRIVATE,
+        privacy=PRIVATE,
         checks=(SCHEMA,),
     )
     def attributed_conversions(
@@ -239,9 +250,9 @@ def _contributions(scope: CampaignScope):
         "user_day_contributions",
         description="Each user's attributed conversions of the day, per publisher, and the "
         "day's histogram of per-user counts (input of the private bound). Private.",
-        kinds={"duckdb"},
+        kinds={scope.warehouse_kind},
         deps=[dg.AssetDep(scope.key("attributed_conversions"))],
-        tags=PRIVATE,
+        privacy=PRIVATE,
         checks=(SCHEMA,),
     )
     def user_day_contributions(
@@ -267,12 +278,12 @@ def _bound(scope: CampaignScope):
         description="The day's contribution bound r_i, chosen privately and stored once in the "
         "ledger with the chain's secret state. Needs the previous day's bound. The bound is a DP "
         "output; its inputs are private.",
-        kinds={"python", "sqlite"},
+        kinds={"python", scope.ledger_kind},
         deps=[
             dg.AssetDep(scope.key("user_day_contributions")),
             dg.AssetDep(key, partition_mapping=previous_day()),
         ],
-        tags=PRIVATE,
+        privacy=PRIVATE,
         checks=(BOUND_CHAIN,),
     )
     def contribution_bound(
@@ -311,13 +322,13 @@ def _clipped(scope: CampaignScope):
         "clipped_daily_vector",
         description="Per-publisher sums after clipping every user's day to r_i (fractional, in "
         "conversion order). True values: never shown. Private.",
-        kinds={"duckdb"},
+        kinds={scope.warehouse_kind},
         deps=[
             dg.AssetDep(scope.key("contribution_bound")),
             dg.AssetDep(scope.key("user_day_contributions")),
             *([dg.AssetDep(key, partition_mapping=previous_day())] if carries_spend else []),
         ],
-        tags=PRIVATE,
+        privacy=PRIVATE,
         checks=(SCHEMA,),
     )
     def clipped_daily_vector(
@@ -344,9 +355,9 @@ def _release(scope: CampaignScope):
         description="RELEASE. The day's noisy per-publisher counts x[i] + N(0, σ_i² I), drawn "
         "once and stored in the ledger; a re-run returns the stored release and spends nothing. "
         "Values are shown rounded to their noise; `dp-platform releases --json` has them exact.",
-        kinds={"python", "sqlite"},
+        kinds={"python", scope.ledger_kind},
         deps=[dg.AssetDep(scope.key("clipped_daily_vector"))],
-        tags=RELEASE,
+        privacy=RELEASE,
         checks=(SPENT,),
     )
     def noisy_daily_release(
@@ -385,7 +396,7 @@ def _answers(scope: CampaignScope):
             dg.AssetDep(scope.key("noisy_daily_release")),
             dg.AssetDep(key, partition_mapping=previous_day()),
         ],
-        tags=RELEASE,
+        privacy=RELEASE,
         checks=(ANSWERS,),
         writes=False,
     )
@@ -417,11 +428,11 @@ def _campaign_level(scope: CampaignScope, name: str) -> dg.AssetsDefinition:
         name=mechanism.asset,
         key_prefix=[scope.name],
         group_name=scope.name,
-        kinds={"python", "sqlite"},
+        kinds={"python", scope.ledger_kind, RELEASE.kind},
         description=f"RELEASE. {mechanism.description}",
         deps=[dg.AssetDep(scope.key(mechanism.reads))],
         pool=scope.pool,
-        tags=RELEASE,
+        tags=RELEASE.tags,
     )
     def campaign_level(warehouse: WarehouseResource, ledger: LedgerResource):
         if datetime.now(UTC).date() <= scope.campaign.end:

@@ -14,7 +14,7 @@ from datetime import date
 import dagster as dg
 
 from dp_platform.cells import largest_cells
-from dp_platform.display import band_chart_markdown, round_to_noise, significant
+from dp_platform.display import RHO_DIGITS, band_chart_markdown, round_to_noise, significant
 from dp_platform.mechanisms.base import Markdown, Shown
 from dp_platform.privacy.accounting import Rho
 from dp_platform.publication import PublishedDay
@@ -110,8 +110,10 @@ def release_metadata(day: PublishedDay, drawn_now: bool) -> dict[str, dg.Metadat
         "bound_r": dg.MetadataValue.float(significant(day.bound)),
         "sigma": dg.MetadataValue.float(significant(day.sigma)),
         "rho_charged_today": dg.MetadataValue.float(significant(day.rho_charged)),
-        "rho_spent": dg.MetadataValue.float(significant(day.rho_spent, 4)),
-        "rho_remaining": dg.MetadataValue.float(significant(day.rho_planned - day.rho_spent, 4)),
+        "rho_spent": dg.MetadataValue.float(significant(day.rho_spent, RHO_DIGITS)),
+        "rho_remaining": dg.MetadataValue.float(
+            significant(day.rho_planned - day.rho_spent, RHO_DIGITS)
+        ),
         "noisy_total": dg.MetadataValue.float(round_to_noise(sum(values), total_std)),
         "noisy_total_ci_low": dg.MetadataValue.float(round_to_noise(total_ci["ci_low"], total_std)),
         "noisy_total_ci_high": dg.MetadataValue.float(

@@ -69,7 +69,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "assets.commands.demo",
         "simulate, ingest, materialise through Dagster and compare releases with the truth",
     ),
-    "ui": ("assets.commands.ui", "the Dagster UI over a platform home (stops within 10 s)"),
+    "ui": ("assets.commands.ui", "the Dagster UI over a platform home (stops within 5 s)"),
 }
 """Command name → (module with ``configure``, one-line help)."""
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["decimals_for", "round_to_noise", "significant"]
+__all__ = ["RHO_DIGITS", "decimals_for", "round_to_noise", "significant"]
+
+RHO_DIGITS = 4  # ρ spent and remaining, shown next to a release (the ledger keeps it exact)
 
 
 def decimals_for(std: float) -> int:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import yaml
+
+from assets.partitions import daily_job_name
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -76,3 +79,44 @@ def test_importing_the_code_location_reads_no_catalogue_and_solves_no_plan(tmp_p
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.startswith("ConfigError") and "file not found" in result.stdout
+
+
+def _dg(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """``dg ARGS`` from the repository root, whose pyproject.toml configures ``[tool.dg]``."""
+    virtualenv = Path(sys.executable).parent.parent  # dg warns unless its venv is the active one
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "dg"), *args],
+        cwd=REPO,
+        env={**env, "VIRTUAL_ENV": str(virtualenv)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_dg_checks_and_lists_the_definitions(tmp_path) -> None:
+    """`dg check defs` and `dg list defs` load the project as `make ui` does: every campaign's
+    assets, checks and jobs."""
+    env = {
+        **os.environ,
+        "DP_PLATFORM_HOME": str(tmp_path / "home"),
+        "DP_PLATFORM_CONFIG": str(REPO / "examples" / "campaigns.yaml"),
+        "DAGSTER_HOME": str(tmp_path / "dagster"),
+    }
+    (tmp_path / "dagster").mkdir()
+    checked = _dg("check", "defs", env=env)
+    assert checked.returncode == 0, checked.stderr[-3000:]
+    assert "All definitions loaded successfully" in checked.stdout + checked.stderr
+    assert "does not match the virtual environment" not in checked.stderr
+    listed = _dg("list", "defs", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    definitions = json.loads(listed.stdout)
+    campaigns = [
+        c["name"] for c in yaml.safe_load(Path(env["DP_PLATFORM_CONFIG"]).read_text())["campaigns"]
+    ]
+    jobs = {job["name"] for job in definitions["jobs"]}
+    assert {daily_job_name(name) for name in campaigns} <= jobs
+    assert {tuple(a["asset_key_parts"][:1]) for a in definitions["assets"]} == {
+        (name,) for name in campaigns
+    }
+    assert len(definitions["asset_checks"]) > 0

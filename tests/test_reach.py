@@ -94,3 +94,14 @@ def test_warehouse_histogram_matches_reference(tmp_path) -> None:  # type: ignor
         got = warehouse_histogram(wh, camp, 4)
     assert got.tolist() == frequency_histogram(np.array(per_user), 4).tolist()
     assert plan_from_config(camp).max_frequency == 4
+
+
+def test_the_ui_shows_reachs_rho_to_four_significant_digits() -> None:
+    """ρ is public but its float tail is noise to the eye; the ledger keeps it exact."""
+    from dp_platform.mechanisms import campaign_level
+
+    shown = campaign_level("reach").shown(
+        {"reach": 412, "rho_charged": 0.2312843375544556, "at_least": [412, 133]}
+    )
+    assert shown["rho_charged"] == 0.2313
+    assert shown["noisy_reach"] == 412

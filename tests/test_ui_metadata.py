@@ -4,9 +4,13 @@ range touches exactly that range, checks name the days they covered, schedules s
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 from datetime import date, timedelta
+from pathlib import Path
 from statistics import NormalDist
 
 import dagster as dg
@@ -14,7 +18,7 @@ import pytest
 
 from assets.definitions import build_definitions
 from assets.partitions import daily_job_name
-from assets.runner import run_campaigns
+from assets.runner import run_campaigns, write_instance_config
 from assets.schedules import cron_days
 from dp_platform.display import round_to_noise, significant
 from dp_platform.ledger import Ledger
@@ -100,6 +104,38 @@ def test_a_multi_day_run_records_each_days_own_values_on_its_partition(released)
     assert spent == sorted(spent) and spent[-1] == significant(published[-1].rho_planned, 4)
 
 
+def _significant_digits(value: float) -> int:
+    """Digits of ``repr(value)`` from the first non-zero one (0.2312843375544556 → 16)."""
+    mantissa = repr(abs(value)).split("e")[0].replace(".", "").lstrip("0")
+    return len(mantissa.rstrip("0")) if "." in repr(abs(value)) else len(mantissa)
+
+
+def test_every_number_in_a_runs_metadata_is_rounded_for_the_eye(released) -> None:
+    """Asset and check metadata of a whole run: ρ to 4 significant digits, released values to
+    their noise — no float shows its full 16-digit tail (the ledger and --json keep it)."""
+    _, instance = released
+    floats: dict[str, list[float]] = {}
+    for run in instance.get_runs():
+        for entry in instance.all_logs(run.run_id):
+            event = entry.dagster_event
+            if event is None:
+                continue
+            if event.event_type_value == "ASSET_MATERIALIZATION":
+                metadata = event.step_materialization_data.materialization.metadata
+            elif event.event_type_value == "ASSET_CHECK_EVALUATION":
+                metadata = event.asset_check_evaluation_data.metadata
+            else:
+                continue
+            for label, value in metadata.items():
+                if isinstance(value, dg.FloatMetadataValue):
+                    floats.setdefault(label, []).append(value.value)
+    assert {"rho_spent_through_day", "rho_spent", "answer", "noisy_total"} <= set(floats)
+    for label in ("rho_spent_through_day", "rho_planned", "rho_spent", "rho_remaining"):
+        assert all(_significant_digits(v) <= 4 for v in floats[label]), (label, floats[label])
+    for label, values in floats.items():  # noisy values: one digit finer than σ, never the tail
+        assert all(_significant_digits(v) <= 7 for v in values), (label, values)
+
+
 def test_re_publishing_five_days_materialises_exactly_those_five(released, tmp_path) -> None:
     """What the UI launches for a range of the campaign's job: one run with range tags. Every
     asset of the chain gets exactly days 3..7; nothing is drawn or charged."""
@@ -123,6 +159,43 @@ def test_re_publishing_five_days_materialises_exactly_those_five(released, tmp_p
     with Ledger.at_home(home.root) as ledger:
         assert {part for day in ledger.campaign_budget("spring").per_day.values() for part in day}
     assert len(instance.get_runs()) == 1  # one run for the whole range
+
+
+def test_dg_launch_re_publishes_a_range_on_the_homes_instance(released, tmp_path) -> None:
+    """`dg launch` (Dagster's command line, [tool.dg] in pyproject.toml) runs the campaign's job
+    for a range on the home's own instance: exactly those days, nothing drawn or charged."""
+    source, _ = released
+    home = copy_home(source, tmp_path / "home")
+    write_instance_config(home)
+    before = sqlite3.connect(home.ledger).execute("SELECT * FROM releases").fetchall()
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home.dagster),
+        "DP_PLATFORM_HOME": str(home.root),
+        "DP_PLATFORM_CONFIG": str(home.root / "campaigns.yaml"),
+        "VIRTUAL_ENV": str(Path(sys.executable).parent.parent),
+    }
+    first, last = (START + timedelta(days=2)).isoformat(), (START + timedelta(days=4)).isoformat()
+    dg_cli = str(Path(sys.executable).with_name("dg"))
+    job = daily_job_name("spring")
+    launched = subprocess.run(
+        [dg_cli, "launch", "--job", job, "--partition-range", f"{first}...{last}"],
+        cwd=Path(__file__).resolve().parents[1],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert launched.returncode == 0, launched.stderr[-3000:]
+    with dg.DagsterInstance.from_config(str(home.dagster)) as instance:
+        (run,) = instance.get_runs()
+        assert run.job_name == job and run.is_success
+        records = instance.fetch_materializations(
+            dg.AssetKey(["spring", "noisy_daily_release"]), limit=10
+        ).records
+    middle = (START + timedelta(days=3)).isoformat()
+    assert sorted(r.partition_key for r in records) == [first, middle, last]
+    assert sqlite3.connect(home.ledger).execute("SELECT * FROM releases").fetchall() == before
 
 
 def test_the_ui_launches_a_campaigns_assets_under_the_campaigns_own_job(released) -> None:

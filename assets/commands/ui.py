@@ -1,11 +1,13 @@
 """``dp-platform ui --home DIR``: the Dagster UI (webserver and daemon) over a platform home.
 
-Runs ``dagster dev`` on the home's own Dagster instance (``<home>/dagster``, the one
-``dp-platform run`` uses) and on the catalogue ``<home>/campaigns.yaml`` unless ``--config``
-names another, from inside the instance directory so its ``dagster.yaml`` is the one read.
-``dagster dev`` alone can take a minute to stop; here Ctrl-C or SIGTERM asks it to stop and,
-after ``--grace`` seconds (default 8), ends its whole process group, so the UI is always gone
-within 10 s.
+Runs ``dg dev`` (what Dagster recommends over the older ``dagster dev``) on the home's own
+Dagster instance (``<home>/dagster``, the one ``dp-platform run`` uses) and on the catalogue
+``<home>/campaigns.yaml`` unless ``--config`` names another, from inside the instance directory
+so its ``dagster.yaml`` is the one read. Its webserver, daemon and code server take 5-7 s to
+stop on their own; here Ctrl-C or SIGTERM asks them to stop and, after ``--grace`` seconds
+(default 2), ends their whole process group, so the UI is always gone within 5 s. A run still
+going is interrupted as by any kill, which is safe: the ledger commits a day's draw and charge in
+one transaction and the kernel releases the warehouse lock.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+GRACE = 2.0  # seconds to stop cleanly before the process group is ended: the UI is gone in ≤ 5 s
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__
@@ -27,12 +31,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="campaign catalogue (default <home>/campaigns.yaml)")
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (127.0.0.1)")
     parser.add_argument("--port", type=int, default=3000, help="port (3000)")
-    parser.add_argument("--grace", type=float, default=8.0, help="seconds to stop cleanly (8)")
+    parser.add_argument(
+        "--grace", type=float, default=GRACE, help=f"seconds to stop cleanly ({GRACE:g})"
+    )
     parser.set_defaults(handler=run)
 
 
 def command(home: Path, config: Path, host: str, port: int) -> tuple[list[str], dict[str, str]]:
-    """The ``dagster dev`` command line and environment for a home (tests start it the same)."""
+    """The ``dg dev`` command line and environment for a home (tests start it the same)."""
     from assets.runner import write_instance_config
     from dp_platform.home import Home
 
@@ -47,13 +53,13 @@ def command(home: Path, config: Path, host: str, port: int) -> tuple[list[str], 
         "DP_PLATFORM_HOME": str(platform_home.root),
         "DP_PLATFORM_CONFIG": str(config.resolve()),
     }
-    dagster = Path(sys.executable).with_name("dagster")
-    argv = [str(dagster), "dev", "-m", "assets.location", "-h", host, "-p", str(port)]
+    dg = Path(sys.executable).with_name("dg")
+    argv = [str(dg), "dev", "-m", "assets.location", "-h", host, "-p", str(port)]
     return argv, environment
 
 
 def stop(process: subprocess.Popen, grace: float) -> int:
-    """Ask ``dagster dev`` (its own process group) to stop; end the group after ``grace`` s."""
+    """Ask ``dg dev`` (its own process group) to stop; end the group after ``grace`` s."""
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGINT)
         deadline = time.monotonic() + grace

@@ -19,11 +19,17 @@ from dp_platform.config import LedgerConfig
 from dp_platform.errors import LedgerError, StorageError
 from dp_platform.ledger_backends.base import LedgerBackend
 
-__all__ = ["LEDGER_RECORD", "LedgerBackend", "home_ledger", "open_backend"]
+__all__ = ["LEDGER_RECORD", "LedgerBackend", "backend_name", "home_ledger", "open_backend"]
 
 LEDGER_RECORD = "ledger.json"
 SQLITE_FILE = "ledger.sqlite"
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def backend_name(declared: LedgerConfig) -> str:
+    """``postgres`` or ``sqlite``: the backend of a catalogue's ``ledger:`` block (the Dagster
+    UI draws it as a kind on the assets that go through the ledger)."""
+    return "sqlite" if declared.url is None else "postgres"
 
 
 def open_backend(

@@ -26,6 +26,7 @@ import numpy as np
 from pydantic import Field
 
 from dp_platform.config import RHO_FLOOR, CampaignConfig, MechanismSettings
+from dp_platform.display import RHO_DIGITS, significant
 from dp_platform.mechanisms.base import Markdown, Shown
 from dp_platform.privacy.accounting import Rho, gaussian_rho, gaussian_sigma
 from dp_platform.privacy.allotment import Allotment
@@ -246,7 +247,7 @@ class ReachMechanism:
         rows = [f"| {k}+ | {v} |" for k, v in enumerate(at_least, start=1)]
         return {
             "noisy_reach": float(payload["reach"]),
-            "rho_charged": float(payload["rho_charged"]),
+            "rho_charged": significant(float(payload["rho_charged"]), RHO_DIGITS),
             "frequency": Markdown(
                 "\n".join(["| seen at least | noisy users |", "|---|---|", *rows])
             ),
