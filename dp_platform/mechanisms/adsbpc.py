@@ -58,7 +58,7 @@ from dp_platform.privacy.accounting import (
     epsilon_for_pure_rho,
     gaussian_rho,
 )
-from dp_platform.privacy.allotment import Allotment
+from dp_platform.privacy.allotment import Allotment, root_above
 from dp_platform.privacy.noise import NoiseSource, resolve
 from dp_platform.privacy.quantile import private_quantile
 from dp_platform.privacy.svt import SvtState, update_bound
@@ -371,10 +371,7 @@ def declare(plan: AdsbpcPlan, choice: BoundChoice) -> Allotment:
     from one cell to another (replace, factor 2) — and loss g_i, the very figure the ledger
     charges (``day_charge``). Restated here, not taken from the σ computation of
     :func:`measure`, so a bug there is refused by the sampler."""
-    squared = plan.factor * Fraction(choice.bound) ** 2  # Δ², exact
-    sensitivity = choice.bound * math.sqrt(plan.factor)
-    while Fraction(sensitivity) ** 2 < squared:  # round √ up: never declare less than Δ
-        sensitivity = math.nextafter(sensitivity, math.inf)
+    sensitivity = root_above(plan.factor * Fraction(choice.bound) ** 2)  # √(Δ²), rounded up
     return Allotment(sensitivity, plan.day_charge(choice.day)["gaussian"].value)
 
 

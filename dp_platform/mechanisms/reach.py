@@ -29,7 +29,7 @@ from dp_platform.config import RHO_FLOOR, CampaignConfig, MechanismSettings
 from dp_platform.display import RHO_DIGITS, significant
 from dp_platform.mechanisms.base import Markdown, Shown
 from dp_platform.privacy.accounting import Rho, gaussian_rho, gaussian_sigma
-from dp_platform.privacy.allotment import Allotment
+from dp_platform.privacy.allotment import Allotment, root_above
 from dp_platform.privacy.discrete import IntegerNoiseSource, resolve_integer
 from dp_platform.records import JsonValue
 
@@ -104,10 +104,7 @@ def declare(max_frequency: int, adjacency: str, rho: float | Fraction) -> Allotm
     refused by the sampler."""
     moved = 2 if adjacency == "replace" and max_frequency > 1 else 1  # bins one user changes
     budget = rho if isinstance(rho, Fraction) else Rho.of(rho).value
-    root = math.sqrt(moved)
-    if Fraction(root) ** 2 < moved:  # round √ up: never declare less than Δ
-        root = math.nextafter(root, math.inf)
-    return Allotment(root, budget)
+    return Allotment(root_above(Fraction(moved)), budget)
 
 
 def plan_reach(

@@ -26,13 +26,22 @@ from fractions import Fraction
 
 from dp_platform.privacy.accounting import Rho
 
-__all__ = ["Allotment", "float_above"]
+__all__ = ["Allotment", "float_above", "root_above"]
 
 
 def float_above(value: Fraction) -> float:
     """The smallest float ≥ ``value`` (a declared sensitivity may round up, never down)."""
     approx = float(value)
     return approx if Fraction(approx) >= value else math.nextafter(approx, math.inf)
+
+
+def root_above(squared: Fraction) -> float:
+    """The smallest float whose square is ≥ ``squared``: an ℓ2 sensitivity √(Δ²) declared
+    never below the exact root (libm's √ may round down)."""
+    root = math.sqrt(squared)
+    while Fraction(root) ** 2 < squared:
+        root = math.nextafter(root, math.inf)
+    return root
 
 
 @dataclass(frozen=True)

@@ -390,14 +390,15 @@ class SecureNoise(NoiseSource):
         # float sampler (over the secure generator) draws it, as it imputes a missing value.
         if not low < high:
             return low
-        return float(_uniform_imputer(low, high)([math.nan])[0])
+        return float(low + (high - low) * _unit_uniform()([math.nan])[0])
 
 
-@lru_cache(maxsize=256)
-def _uniform_imputer(low: float, high: float):  # type: ignore[no-untyped-def]
+@lru_cache(maxsize=1)
+def _unit_uniform():  # type: ignore[no-untyped-def]
+    """OpenDP's uniform float sampler on [0, 1), as it imputes a missing value."""
     dp = _opendp()
     nan_floats = dp.vector_domain(dp.atom_domain(T=float, nan=True))
-    return dp.t.make_impute_uniform_float(nan_floats, dp.symmetric_distance(), bounds=(low, high))
+    return dp.t.make_impute_uniform_float(nan_floats, dp.symmetric_distance(), bounds=(0.0, 1.0))
 
 
 def _opendp_draw(vector: np.ndarray, draw: Draw) -> np.ndarray:

@@ -122,12 +122,17 @@ class Catalog:
 
     def identity(self) -> str:
         """The warehouse's identity: a random UUID created on first use and kept here, beside
-        the commit record of the AdsBPC+ spends (a copied or moved home keeps it)."""
+        the commit record of the AdsBPC+ spends (a copied or moved home keeps it). Read
+        without a write lock once it exists: it is asked before every bound, clip and draw."""
+        query = "SELECT value FROM meta WHERE key = 'warehouse_id'"
+        row = self._db.execute(query).fetchone()
+        if row is not None:
+            return str(row[0])
         with self.transaction() as db:
             db.execute(
                 "INSERT OR IGNORE INTO meta VALUES ('warehouse_id', ?)", (str(uuid.uuid4()),)
             )
-        row = self._db.execute("SELECT value FROM meta WHERE key = 'warehouse_id'").fetchone()
+        row = self._db.execute(query).fetchone()
         return str(row[0])
 
     @contextmanager
