@@ -6,8 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from assets.dagster_fixes import apply_event_log_engines, apply_pool_assignment, apply_pool_wait
-from assets.factory import CampaignScope, campaign_definitions, writer_pool
+from assets.factory import CampaignScope, campaign_definitions
 from assets.resources import CatalogueResource, LedgerResource, WarehouseResource
 from dp_platform.config import load_catalogue
 from dp_platform.home import Home
@@ -25,12 +24,8 @@ def build_definitions(
 ) -> dg.Definitions:
     """Definitions for a catalogue over a platform home. The noise sources are for tests only.
 
-    Also corrects, in this process, how Dagster waits for the writer pool slot (it spun a core)
-    and how it stores events (a new engine per event): assets/dagster_fixes.py. Whoever builds
-    the definitions may execute the steps."""
-    apply_pool_wait()
-    apply_pool_assignment()
-    apply_event_log_engines()
+    Every job runs its steps in the run's own process (the in-process executor): a step here
+    works for well under a second, and a process per step cost 15–25 s of start-up each."""
     config_path = Path(config_path).resolve()
     catalogue = load_catalogue(config_path)
     plans = campaign_plans(catalogue, config_path.parent)
@@ -44,7 +39,6 @@ def build_definitions(
                 base_dir=config_path.parent,
                 noise=noise,
                 integer_noise=integer_noise,
-                pool=writer_pool(catalogue.warehouse),
                 warehouse_kind=catalogue.warehouse.engine,
                 ledger_kind=backend_name(catalogue.ledger),
             )
@@ -52,10 +46,11 @@ def build_definitions(
         for campaign in catalogue.campaigns
     ]
     resources = dg.Definitions(
+        executor=dg.in_process_executor,
         resources={
             "warehouse": WarehouseResource(home=root, catalogue=str(config_path)),
             "ledger": LedgerResource(home=root, catalogue=str(config_path)),
             "catalogue": CatalogueResource(path=str(config_path)),
-        }
+        },
     )
     return dg.Definitions.merge(*campaigns, resources)

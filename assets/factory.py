@@ -57,7 +57,7 @@ from assets.partitions import (
 from assets.resources import LedgerResource, WarehouseResource
 from assets.schedules import daily_schedule, final_schedule
 from dp_platform import mechanisms
-from dp_platform.config import AccountConfig, CampaignConfig, ConfigError, WarehouseConfig
+from dp_platform.config import AccountConfig, CampaignConfig, ConfigError
 from dp_platform.daily import (
     bound_day,
     campaign_release,
@@ -71,15 +71,6 @@ from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
 from dp_platform.publication import published_days
 from dp_platform.registration import Registration, registered_campaign
 from dp_platform.warehouse.base import WarehouseEngine
-
-WRITER_POOL = "dp_platform_writer"  # size 1 in dagster.yaml: one writer of DuckDB/ledger at a time
-
-
-def writer_pool(warehouse: WarehouseConfig) -> str | None:
-    """The pool of the steps that write the warehouse or the ledger: ``dp_platform_writer``
-    (limit 1) for DuckDB, whose file has one writer at a time; none for Spark, which takes
-    concurrent jobs (the ledger serialises its own writes in transactions)."""
-    return WRITER_POOL if warehouse.engine == "duckdb" else None
 
 
 @dataclass(frozen=True)
@@ -106,7 +97,6 @@ class CampaignScope:
     base_dir: Path | None
     noise: NoiseSource | None = None
     integer_noise: IntegerNoiseSource | None = None
-    pool: str | None = WRITER_POOL  # of the writing steps: writer_pool(catalogue.warehouse)
     warehouse_kind: str = "duckdb"  # the engine (catalogue.warehouse.engine), drawn on each node
     ledger_kind: str = "sqlite"  # the ledger's backend: ledger_backends.backend_name
 
@@ -139,7 +129,6 @@ def _daily_asset(
     deps: list[dg.AssetDep],
     privacy: Marking,
     checks: tuple[CheckSpec, ...] = (),
-    writes: bool = True,
 ):
     """Decorator of a daily asset: partitioned by campaign day, one run per range (single-run
     backfill policy), its checks partitioned too so each day gets its own result."""
@@ -173,7 +162,6 @@ def _daily_asset(
         check_specs=check_specs,
         partitions_def=partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
-        pool=scope.pool if writes else None,
         can_subset=True,  # a run may select the asset without its checks (check_events)
     )
 
@@ -398,7 +386,6 @@ def _answers(scope: CampaignScope):
         ],
         privacy=RELEASE,
         checks=(ANSWERS,),
-        writes=False,
     )
     def cumulative_query_answers(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource, ledger: LedgerResource
@@ -431,7 +418,6 @@ def _campaign_level(scope: CampaignScope, name: str) -> dg.AssetsDefinition:
         kinds={"python", scope.ledger_kind, RELEASE.kind},
         description=f"RELEASE. {mechanism.description}",
         deps=[dg.AssetDep(scope.key(mechanism.reads))],
-        pool=scope.pool,
         tags=RELEASE.tags,
     )
     def campaign_level(warehouse: WarehouseResource, ledger: LedgerResource):

@@ -1,47 +1,40 @@
 """Materialise campaigns through Dagster from the command line (`dp-platform run` and `demo`).
 
-Same assets, same job and same code path as the schedule and UI backfills: one run per campaign
-covering every due day as a single partition range (the single-run backfill policy), on the
-Dagster instance under ``<home>/dagster``. Budgets are reserved in the ledger for every selected
+Same assets, same job and same kind of run as the schedule and UI backfills: one run per campaign
+covering every due day as a single partition range (the single-run backfill policy), launched
+through the instance under ``<home>/dagster`` against the code location (:mod:`assets.launch`),
+so the UI lists it on the job's page. Budgets are reserved in the ledger for every selected
 campaign *before* any run starts, so a campaign over its account's cap is refused before a
 single release.
 
-By default the campaigns run one after another in this process. ``parallel=True`` (``run
---parallel``) gives each campaign with work its own worker process (each run executes in its
-worker): the pool ``dp_platform_writer`` (limit 1 for DuckDB, in the instance's
-``dagster.yaml``) still lets one warehouse-writing step at a time through across all runs, and
-the ledger draws each day once whatever the interleaving. Not the default because, measured on
-DuckDB, it was slower: nearly every step is in the pool, and each worker pays its own start-up
-(docs/operators.md). The seeded noise or explicit instance of a test keeps the runs here.
+By default the campaigns run one after another; ``parallel=True`` (``run --parallel``) launches
+them all at once. Either way the warehouse's one-writer rule is its own lock (a kernel ``flock``
+taken by each step that opens it; a waiting step logs the holder's pid), and the ledger draws
+each day once whatever the interleaving. A test's seeded noise or explicit instance cannot cross
+into a launched run: those runs execute in this process (``execute_in_process``).
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import socket
-import threading
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
 
-from assets.dagster_fixes import apply_revision_cache
 from assets.definitions import build_definitions
+from assets.launch import CodeServer, run_error
 from assets.partitions import daily_job_name, final_job_name
-from dp_platform.cli import storage_fault
-from dp_platform.config import ConfigError, load_catalogue
+from dp_platform.config import load_catalogue
 from dp_platform.daily import campaign_days, register_campaigns
-from dp_platform.errors import StorageError
 from dp_platform.file_lock import exclusive
 from dp_platform.home import Home
 from dp_platform.journal import ReleaseJournal
-from dp_platform.ledger import Ledger, LedgerError
+from dp_platform.ledger import Ledger
 from dp_platform.plans import campaign_plans
 from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
 from dp_platform.registration import Registration
@@ -53,17 +46,22 @@ INSTANCE_YAML = """\
 # Written by dp-platform for this platform home (same settings as the repository's dagster.yaml).
 telemetry:
   enabled: false
-concurrency:
-  pools:
-    # Every asset that writes the DuckDB warehouse or the privacy ledger is in the pool
-    # `dp_platform_writer`: one such step at a time across all runs of this instance.
-    default_limit: 1
-    granularity: op
+# Runs start as soon as they are submitted, from the UI, a schedule or `dp-platform run` (no
+# daemon needed to dequeue them); the warehouse's own lock keeps its writers one at a time.
+run_coordinator:
+  module: dagster.core.run_coordinator
+  class: DefaultRunCoordinator
+# The daemon (`make ui`) fails a run whose worker process died: it supervises every run.
+run_monitoring:
+  enabled: true
+  poll_interval_seconds: 30
+# The platform's own log lines (a step waiting for the warehouse lock names the holder's pid)
+# go into the run's event log.
+python_logs:
+  managed_python_loggers:
+    - dp_platform
+  python_log_level: INFO
 """
-
-
-class RunFailed(RuntimeError):
-    """A Dagster run failed; the message is the failing step's own error."""
 
 
 def write_instance_config(home: Home) -> Path:
@@ -80,7 +78,6 @@ def instance_for(home: Home) -> dg.DagsterInstance:
     under it by default, PostgreSQL if that file says so)."""
     # Two processes starting on a fresh home would both create Dagster's SQLite schemas and
     # one fails ("table … already exists"): create and touch every storage under a file lock.
-    apply_revision_cache()  # each storage re-read Dagster's migration scripts (dagster_fixes.py)
     with exclusive(home.dagster / ".init.lock"):
         write_instance_config(home)
         os.environ["DAGSTER_HOME"] = str(home.dagster)
@@ -122,86 +119,10 @@ class CampaignRun:
         }
 
 
-PID_TAG, HOST_TAG = "dp_platform/pid", "dp_platform/host"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def recover_dead_runs(instance: dg.DagsterInstance) -> list[str]:
-    """Fail the runs of this host whose process died (SIGKILL, OOM, power) and free their pool
-    slots; otherwise the next run waits forever for a slot a dead process still holds. Privacy
-    needs no recovery: the ledger rolled the dead process's open transaction back."""
-    recovered = []
-    active = [dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING]
-    runs = instance.get_runs(
-        filters=dg.RunsFilter(statuses=active, tags={HOST_TAG: socket.gethostname()})
-    )
-    for run in runs:
-        pid = int(run.tags.get(PID_TAG, "0"))
-        if pid and not _alive(pid):
-            instance.report_run_failed(run, message=f"process {pid} died; recovered by dp-platform")
-            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
-            recovered.append(run.run_id)
-    return recovered
-
-
-RECOVERY_INTERVAL_S = 2.0
-
-
-@contextmanager
-def _recovering_dead_runs(instance: dg.DagsterInstance) -> Iterator[None]:
-    """While runs execute, free the pool slots of runs whose process has died since they
-    started. A run already waiting for the writer slot of a process that is then SIGKILLed
-    would otherwise wait forever: Dagster frees a run's slots only when the run ends, and a
-    killed run never ends (found by the fault harness, docs/faults.md). One watcher covers all
-    the runs of a process (its own instance costs about 0.4 s of CPU to open)."""
-    if instance.is_ephemeral:  # in memory: no other process can hold its slots
-        yield
-        return
-    stop = threading.Event()
-
-    def watch() -> None:
-        watcher = dg.DagsterInstance.from_ref(instance.get_ref())  # its own storage handles
-        try:
-            while not stop.wait(RECOVERY_INTERVAL_S):
-                recover_dead_runs(watcher)
-        finally:
-            watcher.dispose()
-
-    thread = threading.Thread(target=watch, name="dp-platform-dead-run-recovery", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=30)
-
-
 def _console(level: str) -> dict:
     """Run config for the console logger: the CLI shows warnings and errors, not every event
     (the full event log is in the Dagster instance, readable in the UI)."""
     return {"loggers": {"console": {"config": {"log_level": level}}}}
-
-
-def _user_error(error: BaseException) -> BaseException | None:
-    """The library error a failed step raised (budget, missing day, bad config), if any."""
-    seen = error
-    for _ in range(10):
-        if isinstance(seen, LedgerError | ConfigError):
-            return seen
-        inner = getattr(seen, "user_exception", None) or seen.__cause__
-        if inner is None:
-            return None
-        seen = inner
-    return None
 
 
 @dataclass(frozen=True)
@@ -228,13 +149,13 @@ def run_campaigns(
     parallel: bool = False,
 ) -> list[CampaignRun]:
     """Materialise every due day of the selected campaigns, each campaign's days in order;
-    campaigns in parallel worker processes if ``parallel`` (not with a test's ``noise`` or
-    ``instance``, which cannot cross into a worker)."""
+    campaigns launched all at once if ``parallel``. A test's ``noise`` or ``instance`` keeps the
+    runs in this process."""
     home_dir = Home.at(home)
+    config_path = Path(config_path).resolve()
     catalogue = load_catalogue(config_path)
     selected = [catalogue.campaign(campaign)] if campaign else list(catalogue.campaigns)
-    config_dir = Path(config_path).resolve().parent
-    plans = campaign_plans(catalogue, config_dir)
+    plans = campaign_plans(catalogue, config_path.parent)
 
     def advertiser_publishers(advertiser: str) -> list[str]:
         with open_warehouse(catalogue.warehouse, home_dir) as warehouse:
@@ -253,7 +174,7 @@ def run_campaigns(
             ledger,
             advertiser_publishers=advertiser_publishers,
             warehouse_identity=warehouse_identity,
-            base_dir=config_dir,
+            base_dir=config_path.parent,
         )
         work = [
             CampaignWork(
@@ -265,23 +186,41 @@ def run_campaigns(
             for c in selected
         ]
     today = today or datetime.now(UTC).date()
-    in_this_process = noise is not None or integer_noise is not None or instance is not None
     busy = [item for item in work if _may_have_work(item, through, today)]
-    if parallel and not in_this_process and len(busy) > 1:
-        recover_dead_runs(instance_for(home_dir))
-        done = _in_workers(config_path, home_dir, busy, through, today, log_level)
-        ran = {run.campaign: run for run in done}
-        return [ran.get(item.name, CampaignRun(item.name, item.days, None)) for item in work]
+    if not busy:
+        return [CampaignRun(item.name, item.days, None) for item in work]
+    in_this_process = noise is not None or integer_noise is not None or instance is not None
     instance = instance or instance_for(home_dir)
-    recover_dead_runs(instance)
-    definitions = build_definitions(
-        config_path, home_dir.root, noise=noise, integer_noise=integer_noise
-    )
-    with _recovering_dead_runs(instance):
-        return [
-            _materialise(definitions, instance, home_dir, item, through, today, log_level)
-            for item in work
-        ]
+    with ExitStack() as stack:
+        if in_this_process:
+            definitions = build_definitions(
+                config_path, home_dir.root, noise=noise, integer_noise=integer_noise
+            )
+            execute = _in_process(definitions, instance, log_level)
+        else:
+            server = stack.enter_context(CodeServer(instance, home_dir, config_path))
+            execute = _launched(server, log_level)
+        runs = _materialise_all(execute, home_dir, busy, through, today, parallel)
+    return [runs.get(item.name, CampaignRun(item.name, item.days, None)) for item in work]
+
+
+def _materialise_all(
+    execute: Execute,
+    home: Home,
+    busy: list[CampaignWork],
+    through: date | None,
+    today: date,
+    parallel: bool,
+) -> dict[str, CampaignRun]:
+    """Each busy campaign's runs: one campaign after another, or all at once."""
+    if parallel and len(busy) > 1:
+        with ThreadPoolExecutor(max_workers=len(busy)) as threads:  # each waits on its own run
+            futures = {
+                item.name: threads.submit(_materialise, execute, home, item, through, today)
+                for item in busy
+            }
+            return {name: future.result() for name, future in futures.items()}
+    return {item.name: _materialise(execute, home, item, through, today) for item in busy}
 
 
 def _may_have_work(item: CampaignWork, through: date | None, today: date) -> bool:
@@ -290,125 +229,68 @@ def _may_have_work(item: CampaignWork, through: date | None, today: date) -> boo
     return bool(item.days) or (bool(item.final_releases) and over)
 
 
-def _in_workers(
-    config_path: str | Path,
-    home: Home,
-    work: list[CampaignWork],
-    through: date | None,
-    today: date,
-    log_level: str,
-) -> list[CampaignRun]:
-    """One worker process per campaign (spawned: no Dagster or DuckDB state is forked)."""
-    workers = min(len(work), os.cpu_count() or 1)
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = [
-            pool.submit(
-                _materialise_in_worker,
-                str(config_path),
-                str(home.root),
-                item,
-                through,
-                today,
-                log_level,
-            )
-            for item in work
-        ]
-        try:
-            return [future.result() for future in futures]
-        except BrokenProcessPool:
-            raise RunFailed(
-                "a campaign's worker process died; run again: released days are kept and the "
-                "dead run is recovered"
-            ) from None
+# Runs one job with these tags (a single day's partition key among them): the run's id.
+Execute = Callable[[str, dict[str, str]], str]
+
+PARTITION_TAG = "dagster/partition"
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
 
 
-def _materialise_in_worker(
-    config_path: str,
-    home: str,
-    item: CampaignWork,
-    through: date | None,
-    today: date,
-    log_level: str,
-) -> CampaignRun:
-    """A worker's campaign: its own definitions and instance handle; its runs carry its pid,
-    so a dead worker's runs are recovered (and their pool slots freed) like any dead run."""
-    home_dir = Home.at(home)
-    definitions = build_definitions(config_path, home_dir.root)
-    instance = instance_for(home_dir)
-    try:
-        with _recovering_dead_runs(instance):
-            return _materialise(definitions, instance, home_dir, item, through, today, log_level)
-    except RunFailed as error:
-        # Only the message crosses back to the parent, not the failed step's exception: keep
-        # a storage fault (disk full, read-only home) the one-line error it is in this process.
-        fault = storage_fault(error)
-        if fault is None:
-            raise
-        root = str(home_dir.root)
-        raise StorageError(fault if root in fault else f"{root}: {fault}") from None
+def _launched(server: CodeServer, log_level: str) -> Execute:
+    """Through the instance, against the code location: the runs the UI lists."""
+
+    def execute(job_name: str, tags: dict[str, str]) -> str:
+        return server.launch(job_name, tags, _console(log_level))
+
+    return execute
+
+
+def _in_process(
+    definitions: dg.Definitions, instance: dg.DagsterInstance, log_level: str
+) -> Execute:
+    """In this process: a test's seeded noise cannot cross into a launched run."""
+
+    def execute(job_name: str, tags: dict[str, str]) -> str:
+        job = definitions.resolve_job_def(job_name)
+        run_tags = dict(tags)
+        key = run_tags.pop(PARTITION_TAG, None)
+        result = job.execute_in_process(
+            instance=instance,
+            tags=run_tags,
+            run_config=_console(log_level),
+            raise_on_error=False,
+            **({"partition_key": key} if key else {}),
+        )
+        if not result.success:
+            raise run_error(instance, result.run_id, job_name)
+        return result.run_id
+
+    return execute
 
 
 def _materialise(
-    definitions: dg.Definitions,
-    instance: dg.DagsterInstance,
-    home: Home,
-    item: CampaignWork,
-    through: date | None,
-    today: date,
-    log_level: str,
+    execute: Execute, home: Home, item: CampaignWork, through: date | None, today: date
 ) -> CampaignRun:
     """One campaign: its due days as one run, then its campaign-level releases if due."""
-    owner = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     days = item.days
     run_id = None
     if days:
-        keys = {"partition_key": days[0].isoformat()} if len(days) == 1 else {}
-        tags = dict(owner)
-        if len(days) > 1:
-            tags["dagster/asset_partition_range_start"] = days[0].isoformat()
-            tags["dagster/asset_partition_range_end"] = days[-1].isoformat()
-        run_id = _execute(definitions, daily_job_name(item.name), instance, tags, log_level, keys)
-    final = _has_job(definitions, final_job_name(item.name))
-    finished = final and today > item.end and (through is None or through >= item.end)
-    if finished:
+        if len(days) == 1:
+            tags = {PARTITION_TAG: days[0].isoformat()}
+        else:
+            tags = {RANGE_START_TAG: days[0].isoformat(), RANGE_END_TAG: days[-1].isoformat()}
+        run_id = execute(daily_job_name(item.name), tags)
+    over = today > item.end and (through is None or through >= item.end)
+    if item.final_releases and over:
         with Ledger.at_home(home.root) as ledger:
             stored = ledger.campaign_releases(item.name)
         if not item.final_releases <= set(stored):
-            _execute(definitions, final_job_name(item.name), instance, owner, log_level, {})
+            execute(final_job_name(item.name), {})
     return CampaignRun(item.name, days, run_id)
-
-
-def _has_job(definitions: dg.Definitions, name: str) -> bool:
-    try:
-        definitions.resolve_job_def(name)
-    except Exception:
-        return False
-    return True
 
 
 def _final_missing(ledger: Ledger, registration: Registration) -> bool:
     """Campaign-level releases of the plan not stored yet."""
     stored = ledger.campaign_releases(registration.name)
     return not set(registration.plan.releases) <= set(stored)
-
-
-def _execute(
-    definitions: dg.Definitions,
-    job_name: str,
-    instance: dg.DagsterInstance,
-    tags: dict,
-    log_level: str,
-    keys: dict,
-) -> str:
-    job = definitions.resolve_job_def(job_name)
-    try:
-        result = job.execute_in_process(
-            instance=instance, tags=tags, run_config=_console(log_level), **keys
-        )
-    except Exception as error:
-        cause = _user_error(error)
-        if cause is not None:
-            raise cause from None
-        raise RunFailed(f"{job_name}: {error}") from error
-    return result.run_id

@@ -72,8 +72,9 @@ class Home:
 
     @contextmanager
     def warehouse_lock(self) -> Iterator[None]:
-        """Exclusive, blocking, released on exit or when the process dies (kernel flock)."""
-        with exclusive(self.root / ".warehouse.lock"):
+        """Exclusive, blocking, released on exit or when the process dies (kernel flock); a
+        process that waits for it logs the holder's pid."""
+        with exclusive(self.root / ".warehouse.lock", name="warehouse"):
             yield
 
 

@@ -771,7 +771,7 @@ def _spark_lock(home: Home) -> Iterator[None]:
     """One writer of a home's Spark warehouse at a time (its own lock, not DuckDB's)."""
     directory = home.root / "spark"
     directory.mkdir(exist_ok=True)
-    with exclusive(directory / ".lock"):
+    with exclusive(directory / ".lock", name="Spark warehouse"):
         yield
 
 
