@@ -64,11 +64,20 @@ python_logs:
 """
 
 
+_WRITTEN_BY_US = INSTANCE_YAML.splitlines()[0]
+
+
 def write_instance_config(home: Home) -> Path:
-    """``<home>/dagster/dagster.yaml`` with the platform's settings, written only when missing:
-    a file an operator put there (e.g. ``examples/dagster-postgres.yaml``) is used as it is."""
+    """``<home>/dagster/dagster.yaml`` with the platform's settings, written when missing or when
+    an earlier release of the platform wrote it (its first line says so; e.g. one with the old
+    writer pool and no run coordinator, whose runs would wait in a queue for a daemon). A file an
+    operator put there (e.g. ``examples/dagster-postgres.yaml``) is used as it is."""
     config = home.dagster / "dagster.yaml"
     if not config.exists():
+        config.write_text(INSTANCE_YAML)
+        return config
+    text = config.read_text()
+    if text != INSTANCE_YAML and text.startswith(_WRITTEN_BY_US):
         config.write_text(INSTANCE_YAML)
     return config
 

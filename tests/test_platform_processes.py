@@ -81,6 +81,35 @@ def test_two_runs_started_together_release_once(prepared, tmp_path) -> None:
     assert_complete_and_charged_once(home)
 
 
+def test_a_step_waiting_for_the_warehouse_lock_names_its_holder_in_the_runs_log(
+    prepared, tmp_path
+) -> None:
+    """The one-writer rule is the warehouse's flock: a run that finds it held waits (it does
+    not fail), says who holds it in its Dagster event log, and finishes once it is free."""
+    home = copy_home(prepared, tmp_path / "home")
+    config = str(home.root / "campaigns.yaml")
+    first_day = ["run", "--home", str(home.root), "--config", config, "--through", str(START)]
+    done = subprocess.run([*CLI, *first_day], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]  # registered: the command opens no warehouse
+    with home.warehouse_lock():  # this test process is the holder
+        run = start_run(home)
+        instance = instance_for(home)
+        deadline = time.monotonic() + 300
+        waiting = f"waiting for the warehouse lock held by pid {os.getpid()}"
+        seen = False
+        while not seen:
+            assert run.poll() is None, run.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "no run logged that it waits for the lock"
+            for record in instance.get_runs():
+                messages = [entry.user_message for entry in instance.all_logs(record.run_id)]
+                seen = seen or any(waiting in message for message in messages)
+            time.sleep(0.5)
+        assert ledger_counts(home)[1] == 1  # nothing released while it waited
+    _, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err[-2000:]
+    assert_complete_and_charged_once(home)
+
+
 @pytest.mark.parametrize("engine", ["duckdb", "spark"])
 def test_run_killed_mid_way_then_restarted_charges_nothing_twice(engine, request, tmp_path) -> None:
     prepared_home = request.getfixturevalue("prepared" if engine == "duckdb" else "prepared_spark")

@@ -4,8 +4,10 @@ Reserves each campaign's plan in the ledger (refused, with the figures, over an 
 then runs each campaign's daily job over its due days — complete days (before today, UTC) from
 the first one without a release, up to ``--through`` — as one single-run backfill, in day
 order. Re-running is safe: stored days return their stored releases and spend nothing.
-Campaigns run one after another; ``--parallel`` gives each its own worker process (DuckDB's
-writing steps still take turns: the pool ``dp_platform_writer``; docs/operators.md).
+Each run is launched against the code location through the Dagster instance, like a run from the
+UI, so the UI lists it on its job's page (docs/operators.md, "What starts what"). Campaigns run
+one after another; ``--parallel`` launches them all at once (their steps still take turns at the
+warehouse's lock).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--campaign", help="only this campaign")
     parser.add_argument("--through", type=date.fromisoformat, help="last day to run (YYYY-MM-DD)")
     parser.add_argument(
-        "--parallel", action="store_true", help="campaigns in parallel, one process each"
+        "--parallel", action="store_true", help="launch every campaign's run at once"
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(handler=run)

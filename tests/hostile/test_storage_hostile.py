@@ -150,13 +150,13 @@ def test_home_deleted_mid_run(
     config = tmp_path / "campaigns.yaml"
     text = (home / "campaigns.yaml").read_text().replace(f"days: {DAYS}", f"days: {DAYS + 2}")
     config.write_text(text.replace("name: spring", "name: autumn"))
-    original = assets.runner.recover_dead_runs
+    original = assets.runner.instance_for  # opened after registration, before the first run
 
-    def delete_home_first(instance):
+    def delete_home_first(home_dir):
         shutil.rmtree(home)
-        return original(instance)
+        return original(home_dir)
 
-    monkeypatch.setattr(assets.runner, "recover_dead_runs", delete_home_first)
+    monkeypatch.setattr(assets.runner, "instance_for", delete_home_first)
     capfd.readouterr()
     code = main(["run", "--home", str(home), "--config", str(config), "--through", "2026-03-02"])
     out, err = capfd.readouterr()
