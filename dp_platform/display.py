@@ -48,8 +48,8 @@ def significant(value: float, digits: int = 3) -> float:
 INLINE_MARKDOWN_LIMIT = 1000  # Dagster's UI shows shorter markdown metadata inline
 _POINTS = 32  # at most this many days drawn: a longer campaign is thinned
 
-# The answers chart: plot area x 0..99 (days), y 0..49 (top down) in viewBox units, 4 px each,
-# so every coordinate is at most two digits; labels sit below and inside the plot area.
+# The answers chart: plot area x 0..99 (days), y 0..49 (top down) in viewBox units, about 4 px
+# each, so every coordinate is at most two digits; y labels sit left of it, days and legend below.
 _PLOT_X, _PLOT_Y = 99, 49
 _LINE_COLOURS = ("blue", "red", "teal", "peru", "purple")  # short names: each char counts
 _LEGEND_NAME = 10  # legend names longer than this are cut with "…"
@@ -132,8 +132,8 @@ def _chart(
         f"<path d='{line(series)}' stroke='{colour}'/>"
         for series, colour in zip(lines.values(), _LINE_COLOURS, strict=False)
     )
-    # the root anchors text at its end: y labels right of nothing, left of the axis; x labels
-    # end just after their day; the legend ends at the right edge
+    # the root anchors all text at its end: y labels end left of the axis, each day's label
+    # just right of its day, the legend at the plot's right edge
     y_labels = "".join(f"<text x='-1' y='{y(t) + 1}'>{_tick_label(t)}</text>" for t in ticks)
     x_days = sorted({keep[0], keep[len(keep) // 2] if middle_day else keep[0], keep[-1]})
     x_labels = "".join(  # "day 1 … 4 … 6": the unit once, where the axis starts
