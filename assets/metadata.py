@@ -9,21 +9,29 @@ threshold cannot reach metadata by accident. Every value is rounded to what its 
 
 from __future__ import annotations
 
+import math
 from datetime import date
 
 import dagster as dg
 
 from dp_platform.cells import largest_cells
-from dp_platform.display import RHO_DIGITS, band_chart_markdown, round_to_noise, significant
+from dp_platform.display import (
+    RHO_DIGITS,
+    answers_chart_markdown,
+    round_to_noise,
+    significant,
+)
 from dp_platform.mechanisms.base import Markdown, Shown
 from dp_platform.privacy.accounting import Rho
 from dp_platform.publication import PublishedDay
 from dp_platform.release_intervals import day_intervals
 
 __all__ = [
+    "answers_chart",
     "answers_metadata",
     "bound_metadata",
     "day_metadata",
+    "publisher_answer_metadata",
     "release_metadata",
     "run_metadata",
     "shown_metadata",
@@ -126,9 +134,74 @@ def release_metadata(day: PublishedDay, drawn_now: bool) -> dict[str, dg.Metadat
     }
 
 
+def _latest_answers(day: PublishedDay) -> tuple[float, float, dict[str, float], float] | None:
+    """Day ``day``'s latest query: its total and the total's σ, each publisher's answer and
+    one publisher's σ — all rounded to their noise (DP outputs only), or None without one."""
+    if not day.answers:
+        return None
+    query = max(day.answers, key=int)
+    std = day.answer_std[query]
+    one_std = std / len(day.answers[query]) ** 0.5  # release_intervals: total σ / √P
+    per_publisher = {p: round_to_noise(v, one_std) for p, v in day.answers[query].items()}
+    return round_to_noise(sum(day.answers[query].values()), std), std, per_publisher, one_std
+
+
+def publisher_answer_metadata(today: PublishedDay) -> dict[str, dg.MetadataValue]:
+    """The latest query's answer per publisher: a table (answer ± 2σ, 95 % interval) to read,
+    and one float ``answer/<publisher>`` each so the Plots view draws every publisher by day."""
+    latest = _latest_answers(today)
+    if latest is None:
+        return {}
+    _, _, per_publisher, one_std = latest
+    query = max(today.answers, key=int)
+    intervals = day_intervals(today)["answers_ci"][query]
+    shown = list(per_publisher.items())[:_TABLE_ROWS]
+    rows = [
+        f"| {p} | {v:g} | ± {round_to_noise(2 * one_std, one_std):g} | "
+        f"{_interval(intervals[p], one_std)} |"
+        for p, v in shown
+    ]
+    more = len(per_publisher) - _TABLE_ROWS
+    table = "\n".join(
+        ["| publisher | noisy answer | ± 2σ | 95 % interval |", "|---|---|---|---|", *rows]
+        + ([f"| … {more} more | `dp-platform releases` | | |"] if more > 0 else [])
+    )
+    return {
+        "answers_by_publisher": dg.MetadataValue.md(table),
+        **{f"answer/{p}": dg.MetadataValue.float(v) for p, v in shown},
+    }
+
+
+def answers_chart(history: list[PublishedDay]) -> str | None:
+    """The chart of every answer so far: the total in its ±2σ band and the largest publishers
+    (by the latest answer, at most five) day by day — rounded DP answers only."""
+    days, total, low, high = [], [], [], []
+    publishers: dict[str, list[float]] = {}
+    for published in history:
+        latest = _latest_answers(published)
+        if latest is None:
+            continue
+        value, std, per_publisher, _ = latest
+        days.append(published.day)
+        total.append(value)
+        low.append(round_to_noise(value - 2 * std, std))
+        high.append(round_to_noise(value + 2 * std, std))
+        for p, v in per_publisher.items():
+            publishers.setdefault(p, [math.nan] * (len(days) - 1)).append(v)
+        for series in publishers.values():  # a publisher absent on a day: a gap, not a zero
+            series.extend([math.nan] * (len(days) - len(series)))
+    if not days:
+        return None
+    last = {p: s[-1] for p, s in publishers.items() if math.isfinite(s[-1])}
+    top = sorted(last, key=last.__getitem__, reverse=True)[:5]
+    lines = {p: publishers[p] for p in top if all(math.isfinite(v) for v in publishers[p])}
+    return answers_chart_markdown(days, total, low, high, lines)
+
+
 def answers_metadata(history: list[PublishedDay]) -> dict[str, dg.MetadataValue]:
     """Day d's answers (the last day of ``history``): each query ending on d, summed over the
-    publishers, ± 2σ, and a chart of every answer so far with its band, drawn inline."""
+    publishers, ± 2σ, per publisher, and a chart of every answer so far with its band and the
+    largest publishers' answers, drawn inline."""
     today = history[-1]
     metadata: dict[str, dg.MetadataValue] = {
         "queries_ending_today": dg.MetadataValue.text(str(len(today.answers))),
@@ -150,17 +223,10 @@ def answers_metadata(history: list[PublishedDay]) -> dict[str, dg.MetadataValue]
         metadata["answer_ci_high"] = dg.MetadataValue.float(
             round_to_noise(interval["ci_high"], std)
         )
-    points = []
-    for published in history:
-        if published.answers:
-            query = max(published.answers, key=int)
-            value = sum(published.answers[query].values())
-            points.append((value, 2 * published.answer_std[query]))
-    if points:
-        chart = band_chart_markdown(
-            [v for v, _ in points], [v - w for v, w in points], [v + w for v, w in points]
-        )
+    chart = answers_chart(history)
+    if chart is not None:
         metadata["chart"] = dg.MetadataValue.md(chart)
+    metadata.update(publisher_answer_metadata(today))
     return metadata
 
 

@@ -215,7 +215,7 @@ def test_dagster_metadata_of_releases_is_dp_only(home) -> None:
     answers = instance.get_latest_materialization_event(
         dg.AssetKey(["spring", "cumulative_query_answers"])
     ).asset_materialization.metadata
-    assert answers["chart"].value.startswith("![noisy answers, band ±2σ](data:image/svg+xml,")
+    assert answers["chart"].value.startswith("![answers ±2σ](data:image/svg+xml,")
     assert len(answers["chart"].value) < 1000  # short enough for the UI to draw it inline
     assert np.isfinite(answers["answer"].value)
 
