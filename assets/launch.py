@@ -43,6 +43,7 @@ LOCATION_MODULE = "assets.location"  # the code location workspace.yaml and `dg`
 POLL_SECONDS = 0.2
 QUEUED_HINT_AFTER_S = 10.0  # an instance with a run queue: the daemon must dequeue the run
 SERVER_START_TIMEOUT_S = 300
+SERVER_STOP_GRACE_S = 1.0
 
 
 class RunFailed(RuntimeError):
@@ -175,11 +176,15 @@ class CodeServer:
 
     def __exit__(self, *exc: object) -> None:
         if self.process is not None and self.process.poll() is None:
+            # Every run it launched has ended (or this command is failing): it stops serving at
+            # once on SIGTERM, and its interpreter's teardown that follows took ~4 s, which
+            # nothing needs to wait for.
             self.process.terminate()
             try:
-                self.process.wait(timeout=30)
+                self.process.wait(timeout=SERVER_STOP_GRACE_S)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+                self.process.wait()
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def _listening(self) -> bool:
