@@ -57,6 +57,7 @@ PROCESS_TIMEOUT = 1800.0
 # A process that exited on its own must leave nothing of its group running (its code server
 # and run worker end with it); what still runs this long after is reported and killed.
 LEFTOVER_GRACE = 30.0
+WAREHOUSE_LOCK = ".warehouse.lock"  # in the home: Home.warehouse_lock's file
 RETRIES = 3  # clean `dp-platform run`s allowed to finish the campaigns after the faults
 POLL = 0.02
 
@@ -96,6 +97,7 @@ class Outcome:
     killed_by: str | None = None  # fail point name, "timer", or "hung"
     log: Path | None = None
     group_killed: bool = False  # SIGKILL of its whole process group (timer, or hung)
+    held_warehouse_lock: bool = False  # a member of the group held it when the group was killed
     faults_fired: list[str] = field(default_factory=list)  # this process's or its run worker's
     leftovers: list[str] = field(default_factory=list)  # still running after it exited
 
@@ -217,6 +219,23 @@ def reap_orphans(keep: set[int]) -> None:
                 os.waitpid(proc.pid, os.WNOHANG)
 
 
+def holds_lock(lock: Path, pgid: int) -> bool:
+    """Whether a live process of group ``pgid`` holds the ``flock`` on ``lock`` now (the
+    kernel's table, ``/proc/locks``; a process waiting for it does not count)."""
+    try:
+        found = lock.stat()
+        locks = Path("/proc/locks").read_text()
+    except OSError:
+        return False
+    file_id = f"{os.major(found.st_dev):02x}:{os.minor(found.st_dev):02x}:{found.st_ino}"
+    members = {p.pid for p in process_table() if p.pgid == pgid and p.state != "Z"}
+    for line in locks.splitlines():
+        parts = line.split()  # "7: FLOCK ADVISORY WRITE <pid> <maj:min:inode> 0 EOF"
+        if len(parts) >= 6 and parts[1] == "FLOCK" and parts[5] == file_id:
+            return int(parts[4]) in members  # one holder of an exclusive lock; waiters: "->"
+    return False
+
+
 def _killpg(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
@@ -267,7 +286,11 @@ class _Running:
         return self.handle.exitcode
 
     def kill(self) -> None:
-        """SIGKILL the whole group: the process, and its code server and run worker."""
+        """SIGKILL the whole group: the process, and its code server and run worker (noting
+        whether one of them held the warehouse lock at that moment)."""
+        if self.outcome.log is not None:
+            lock = self.outcome.log.parent / WAREHOUSE_LOCK
+            self.outcome.held_warehouse_lock = holds_lock(lock, self.pid)
         self.outcome.group_killed = True
         try:
             os.killpg(self.pid, signal.SIGKILL)
@@ -488,6 +511,7 @@ class Summary:
     retries: int = 0
     failed: list[int] = field(default_factory=list)
     unfinished_runs: int = 0  # Dagster runs left STARTED by a SIGKILLed process (allowed)
+    timer_kills_holding_lock: int = 0  # groups killed while one of them held the warehouse lock
     violations: int = 0
     seconds: float = 0.0
 
@@ -501,6 +525,9 @@ class Summary:
         if result.violations:
             self.failed.append(result.seed)
         self.unfinished_runs += result.unfinished_runs
+        self.timer_kills_holding_lock += sum(
+            1 for o in result.outcomes if o.killed_by == "timer" and o.held_warehouse_lock
+        )
 
     def to_json(self) -> dict:
         return {
@@ -514,6 +541,7 @@ class Summary:
             "retry_runs": self.retries,
             "invariant_violations": self.violations,
             "failed_seeds": self.failed,
+            "timer_kills_holding_warehouse_lock": self.timer_kills_holding_lock,
             "dagster_runs_left_unfinished_by_sigkill": self.unfinished_runs,
             "wall_seconds": round(self.seconds, 1),
         }
@@ -561,6 +589,11 @@ def run_many(
         result = run_schedule(context, world, golden, seed + number, workdir, ledger_url)
         summary.add(result)
         kills = ", ".join(f"{k} {v}" for k, v in sorted(result.kills().items())) or "none"
+        holding = sum(
+            1 for o in result.outcomes if o.killed_by == "timer" and o.held_warehouse_lock
+        )
+        if holding:
+            kills += f" ({holding} timer kill{'s' * (holding > 1)} holding the warehouse lock)"
         echo(
             f"schedule {result.seed}: {len(result.outcomes)} processes, kills: {kills}; "
             f"{result.retries} retries; {result.unfinished_runs} runs left unfinished; "

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from tests.faults.harness import Progress, end_group, group_cpu, process_table
+from tests.faults.harness import Progress, end_group, group_cpu, holds_lock, process_table
 
 
 def test_slow_processes_that_use_cpu_are_not_hung() -> None:
@@ -78,3 +78,26 @@ def test_a_killed_group_is_waited_for_without_a_report() -> None:
     leader = _group_with_a_grandchild()
     assert end_group(leader.pid, killed=True) == []
     assert _members(leader.pid) == []
+
+
+def test_a_group_holding_the_warehouse_lock_is_told_from_one_that_does_not(tmp_path) -> None:
+    """What the harness notes when it kills a group: did a member hold the lock right then."""
+    lock = tmp_path / ".warehouse.lock"
+    script = (
+        "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+        "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", script, str(lock)], stdout=subprocess.PIPE, start_new_session=True
+    )
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        assert holds_lock(lock, holder.pid)
+        assert not holds_lock(lock, other.pid)
+        assert not holds_lock(tmp_path / "missing.lock", holder.pid)
+    finally:
+        for process in (holder, other):
+            process.kill()
+            process.wait()
+    assert not holds_lock(lock, holder.pid)
