@@ -8,7 +8,10 @@ SIGKILLs itself there: no ``finally``, no ``atexit``, no rollback — exactly wh
 the OOM killer does. ``name@n`` kills at the n-th time the point is passed (default the first).
 
 Production never sets the variable: the check is one dictionary lookup, and nothing is read or
-written when it is unset. The harness sets it in the processes it launches.
+written when it is unset. The harness sets it in the processes it launches. A run executes in a
+worker process of Dagster's code server, not in the process the harness started, so the kill is
+not seen as that process's exit status: if :data:`FAULT_RECORD_VARIABLE` names a file, the point
+appends ``<point> <pid>`` to it before the kill (how the harness counts fail-point kills).
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from __future__ import annotations
 import os
 import signal
 
-__all__ = ["FAULT_POINTS", "FAULT_VARIABLE", "fault_point"]
+__all__ = ["FAULT_POINTS", "FAULT_RECORD_VARIABLE", "FAULT_VARIABLE", "fault_point"]
 
 FAULT_VARIABLE = "DP_PLATFORM_FAULT"
+FAULT_RECORD_VARIABLE = "DP_PLATFORM_FAULT_RECORD"
 
 FAULT_POINTS = (
     "bound.drawn",  # a contribution bound drawn (noise used), before the ledger stores it
@@ -42,4 +46,9 @@ def fault_point(name: str) -> None:
         return
     _passes[name] = _passes.get(name, 0) + 1
     if _passes[name] >= int(nth or 1):
+        record = os.environ.get(FAULT_RECORD_VARIABLE)
+        if record:
+            fd = os.open(record, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.write(fd, f"{wanted} {os.getpid()}\n".encode())
+            os.close(fd)
         os.kill(os.getpid(), signal.SIGKILL)

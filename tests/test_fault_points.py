@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dp_platform.faults import FAULT_VARIABLE, fault_point
+from dp_platform.faults import FAULT_RECORD_VARIABLE, FAULT_VARIABLE, fault_point
 
 
 def test_an_unset_variable_does_nothing(monkeypatch) -> None:
@@ -25,9 +25,13 @@ def test_another_point_named_does_nothing(monkeypatch) -> None:
     fault_point("bound.drawnx")
 
 
-def _pass_points(name: str, setting: str, passes: int, marker: str) -> None:
+def _pass_points(
+    name: str, setting: str, passes: int, marker: str, record: str | None = None
+) -> None:
     """Child: pass ``name`` ``passes`` times, writing a line before each pass."""
     os.environ[FAULT_VARIABLE] = setting
+    if record:
+        os.environ[FAULT_RECORD_VARIABLE] = record
     with Path(marker).open("a") as out:
         for n in range(1, passes + 1):
             out.write(f"{n}\n")
@@ -57,3 +61,15 @@ def test_the_child_survives_when_nothing_is_named(tmp_path) -> None:
     child.join(60)
     assert child.exitcode == 0
     assert marker.read_text().split() == ["1", "2", "survived"]
+
+
+def test_a_fired_point_is_recorded_before_the_kill_when_asked(tmp_path) -> None:
+    """The harness counts a kill in a run worker (not its own child) from this record."""
+    marker, record = tmp_path / "passes.txt", tmp_path / "fired.txt"
+    child = multiprocessing.get_context("spawn").Process(
+        target=_pass_points, args=("release.drawn", "release.drawn@2", 5, str(marker), str(record))
+    )
+    child.start()
+    child.join(60)
+    assert child.exitcode == -signal.SIGKILL
+    assert record.read_text() == f"release.drawn@2 {child.pid}\n"

@@ -8,7 +8,8 @@ from pathlib import Path
 from dp_platform.faults import FAULT_POINTS
 from tests.faults.harness import replay_command, run_many
 
-# 50 schedules per backend: a few minutes each on 2 cores (docs/faults.md#measured).
+# 50 schedules per backend (docs/faults.md#measured): on the launched-run path a schedule takes
+# about 2 minutes on 2 cores with both backends side by side, so about 1.5 hours per backend.
 # DP_FAULTS_SCHEDULES=N changes the count (e.g. 5 for a quick local look).
 CI_SCHEDULES = 50
 SCHEDULES = int(os.environ.get("DP_FAULTS_SCHEDULES", str(CI_SCHEDULES)))

@@ -9,6 +9,8 @@ that replays it.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing
 import os
 import re
@@ -26,11 +28,10 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 from dp_platform.errors import LedgerError
-from dp_platform.faults import FAULT_VARIABLE
+from dp_platform.faults import FAULT_RECORD_VARIABLE, FAULT_VARIABLE
 from tests.faults import invariants
 from tests.faults.backends import backend_name, schedule_ledger
 from tests.faults.schedule import Schedule, draw_schedule
-from tests.faults.stuck import waiting_on_dead_slots
 from tests.faults.warm import WARM_WORLD
 from tests.faults.workers import (
     EDIT_SKIPPED,
@@ -40,20 +41,23 @@ from tests.faults.workers import (
     Job,
     child_main,
     cli_command,
+    fault_record,
 )
 from tests.faults.world import World, prepare_world
 
-# A schedule is hung when none of its live processes has used any CPU for HUNG_AFTER seconds
-# (a deadlock: every process asleep, waiting on something that never comes); then they are
-# killed and reported. Wall time alone is no sign of a hang: on a loaded machine, under `nice`,
-# four runs of seed 5 took over 600 s going through the writer pool one step at a time, and a
-# 600 s wall-clock limit reported them as hung (docs/faults.md#measured). PROCESS_TIMEOUT is
-# the backstop for a process that spins without end.
+# A schedule is hung when none of its live process groups (a harness process, and the code
+# server and run worker it started) has used any CPU for HUNG_AFTER seconds (a deadlock: every
+# process asleep, waiting on something that never comes); then they are killed and reported.
+# Wall time alone is no sign of a hang: on a loaded machine, under `nice`, four runs of seed 5
+# once took over 600 s one step at a time (docs/faults.md#measured). A CLI polls its run's
+# record every 0.2 s, so a group waiting on a run that never moves still uses a little CPU:
+# PROCESS_TIMEOUT is the backstop for that and for a process that spins without end.
 HUNG_AFTER = 180.0
-PROCESS_TIMEOUT = 3600.0
-# waiting this long on a dead process's pool slot: reported and killed (3 times the interval at
-# which a running `dp-platform run` frees dead runs' slots itself: assets/runner.py)
-STUCK_AFTER = 6.0
+PROCESS_TIMEOUT = 1800.0
+# A process that exited on its own must leave nothing of its group running (its code server
+# and run worker end with it); what still runs this long after is reported and killed.
+LEFTOVER_GRACE = 30.0
+WAREHOUSE_LOCK = ".warehouse.lock"  # in the home: Home.warehouse_lock's file
 RETRIES = 3  # clean `dp-platform run`s allowed to finish the campaigns after the faults
 POLL = 0.02
 
@@ -92,6 +96,16 @@ class Outcome:
     exit_code: int | None = None
     killed_by: str | None = None  # fail point name, "timer", or "hung"
     log: Path | None = None
+    group_killed: bool = False  # SIGKILL of its whole process group (timer, or hung)
+    held_warehouse_lock: bool = False  # a member of the group held it when the group was killed
+    faults_fired: list[str] = field(default_factory=list)  # this process's or its run worker's
+    leftovers: list[str] = field(default_factory=list)  # still running after it exited
+
+    def kills(self) -> list[str]:
+        """Kills injected into this process's tree: each fail point that fired (in it or in
+        the run worker it launched), and ``timer`` for the SIGKILL of its group from outside."""
+        fired = [point.partition("@")[0] for point in self.faults_fired]
+        return fired + (["timer"] if self.killed_by == "timer" else [])
 
 
 @dataclass
@@ -101,26 +115,130 @@ class ScheduleResult:
     outcomes: list[Outcome]
     retries: int
     violations: list[str]
-    stuck: list[str]  # processes found waiting forever on a dead process's pool slot
     seconds: float
     home: Path
+    unfinished_runs: int = 0  # Dagster runs never ended (their process died by SIGKILL)
 
     def kills(self) -> Counter:
-        """Kills injected, by fail point (``timer``: SIGKILL from outside after a delay)."""
-        return Counter(
-            o.killed_by.partition("@")[0]
-            for o in self.outcomes
-            if o.killed_by and o.killed_by not in {"stuck", "hung"}
-        )
+        """Kills injected, by fail point (``timer``: SIGKILL of a process group from outside)."""
+        return Counter(kill for o in self.outcomes for kill in o.kills())
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """CPU time (user + system) a process has used so far, from ``/proc``; None if unknown."""
+@dataclass(frozen=True)
+class Proc:
+    """One line of the process table: what reaping and hang detection need."""
+
+    pid: int
+    state: str
+    ppid: int
+    pgid: int
+    cpu: float
+
+
+def process_table() -> list[Proc]:
+    """Every process on the machine, from ``/proc`` (those gone while read are left out)."""
+    table = []
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        cpu = (int(fields[11]) + int(fields[12])) / tick
+        table.append(Proc(int(entry.name), fields[0], int(fields[1]), int(fields[2]), cpu))
+    return table
+
+
+def group_cpu(pgids: list[int], table: list[Proc]) -> dict[int, float | None]:
+    """CPU seconds used so far by each group's live members (None: no member seen)."""
+    used: dict[int, float | None] = dict.fromkeys(pgids)
+    for proc in table:
+        if proc.pgid in used and proc.state != "Z":
+            used[proc.pgid] = (used[proc.pgid] or 0.0) + proc.cpu
+    return used
+
+
+def become_subreaper() -> bool:
+    """Orphans of the harness's process groups (a killed CLI's code server, its run worker)
+    become this process's children, so it reaps them: a machine whose init does not reap
+    keeps them as zombies otherwise (Linux ``PR_SET_CHILD_SUBREAPER``; False if refused)."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def _command_line(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return f"pid {pid} (gone)"
+    return f"pid {pid}: " + raw.replace(b"\0", b" ").decode(errors="replace").strip()[:200]
+
+
+def end_group(pgid: int, *, killed: bool, grace: float = LEFTOVER_GRACE) -> list[str]:
+    """Wait until no process of group ``pgid`` runs, reaping the ones orphaned to this process.
+    ``killed``: the group was SIGKILLed (its members are dying: killed again, not reported).
+    Otherwise the group's leader exited on its own, and members still running after ``grace``
+    seconds are returned (command lines) and killed."""
+    began = time.monotonic()
+    leftovers: list[str] = []
+    while True:
+        live = []
+        for proc in process_table():
+            if proc.pgid != pgid:
+                continue
+            if proc.state == "Z":
+                if proc.ppid == os.getpid():
+                    with contextlib.suppress(ChildProcessError):
+                        os.waitpid(proc.pid, os.WNOHANG)
+                continue  # a zombie runs nothing (another parent's: that parent reaps it)
+            live.append(proc.pid)
+        if not live:
+            return leftovers
+        if killed:
+            _killpg(pgid)
+        elif time.monotonic() - began >= grace:
+            leftovers = [_command_line(pid) for pid in live]
+            killed = True
+            _killpg(pgid)
+        time.sleep(0.05)
+
+
+def reap_orphans(keep: set[int]) -> None:
+    """Reap this process's zombie children but ``keep`` (children whose exit status a handle
+    still has to read): orphans of groups reparented here, e.g. a code server's resource
+    tracker, whose group was not waited for by :func:`end_group`."""
+    me = os.getpid()
+    for proc in process_table():
+        if proc.ppid == me and proc.state == "Z" and proc.pid not in keep:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(proc.pid, os.WNOHANG)
+
+
+def holds_lock(lock: Path, pgid: int) -> bool:
+    """Whether a live process of group ``pgid`` holds the ``flock`` on ``lock`` now (the
+    kernel's table, ``/proc/locks``; a process waiting for it does not count)."""
+    try:
+        found = lock.stat()
+        locks = Path("/proc/locks").read_text()
+    except OSError:
+        return False
+    file_id = f"{os.major(found.st_dev):02x}:{os.minor(found.st_dev):02x}:{found.st_ino}"
+    members = {p.pid for p in process_table() if p.pgid == pgid and p.state != "Z"}
+    for line in locks.splitlines():
+        parts = line.split()  # "7: FLOCK ADVISORY WRITE <pid> <maj:min:inode> 0 EOF"
+        if len(parts) >= 6 and parts[1] == "FLOCK" and parts[5] == file_id:
+            return int(parts[4]) in members  # one holder of an exclusive lock; waiters: "->"
+    return False
+
+
+def _killpg(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
 
 
 class Progress:
@@ -137,9 +255,10 @@ class Progress:
         self.last_move = now
 
     def hung(self, now: float, cpu: dict[int, float | None]) -> bool:
-        """``cpu``: the live processes' CPU seconds now (None: unknown, counted as moving)."""
+        """``cpu``: the live process groups' CPU seconds now (None: unknown, counted as
+        moving; a group's sum changes, up or down as members start and end: moving)."""
         for pid, used in cpu.items():
-            if used is None or used > self.cpu.get(pid, -1.0):
+            if used is None or used != self.cpu.get(pid, -1.0):
                 self.last_move = now
             if used is not None:
                 self.cpu[pid] = used
@@ -147,7 +266,8 @@ class Progress:
 
 
 class _Running:
-    """One launched process: a forkserver child or a CLI subprocess, with its deadline."""
+    """One launched process, leader of its own process group: a forkserver child (it calls
+    ``setsid``) or a CLI subprocess (``start_new_session``), with its deadline."""
 
     def __init__(
         self, outcome: Outcome, started: float, handle: subprocess.Popen | BaseProcess
@@ -166,16 +286,24 @@ class _Running:
         return self.handle.exitcode
 
     def kill(self) -> None:
-        if isinstance(self.handle, subprocess.Popen):
-            os.killpg(self.handle.pid, signal.SIGKILL)
-        else:
+        """SIGKILL the whole group: the process, and its code server and run worker (noting
+        whether one of them held the warehouse lock at that moment)."""
+        if self.outcome.log is not None:
+            lock = self.outcome.log.parent / WAREHOUSE_LOCK
+            self.outcome.held_warehouse_lock = holds_lock(lock, self.pid)
+        self.outcome.group_killed = True
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except ProcessLookupError:  # a forkserver child not yet its group's leader: alone
             self.handle.kill()
 
     def reap(self) -> None:
+        """Reap the process, then wait until nothing of its group runs any more."""
         if isinstance(self.handle, subprocess.Popen):
             self.handle.wait()
         else:
             self.handle.join()
+        self.outcome.leftovers = end_group(self.pid, killed=self.outcome.group_killed)
 
 
 def _launch(context: ForkServerContext, job: Job, home: Path, world: World, log: Path) -> object:
@@ -183,6 +311,7 @@ def _launch(context: ForkServerContext, job: Job, home: Path, world: World, log:
     if job.kind == "run_cli":
         env = {k: v for k, v in os.environ.items() if k != FAULT_VARIABLE}
         env["PYTHONWARNINGS"] = "ignore"
+        env[FAULT_RECORD_VARIABLE] = fault_record(log)
         if job.fault:
             env[FAULT_VARIABLE] = job.fault
         with log.open("ab") as out:
@@ -206,16 +335,11 @@ def run_processes(
     on_exit: Callable[[], None],
     log_name: str = "process",
 ) -> list[Outcome]:
-    """Start ``jobs`` at their delays, kill as drawn; ``on_exit()`` after each process ends.
-
-    A process waiting on the pool slot of a killed process (:mod:`tests.faults.stuck`) for
-    :data:`STUCK_AFTER` seconds is killed and marked ``stuck``."""
+    """Start ``jobs`` at their delays, kill as drawn; ``on_exit()`` after each process ends
+    (and nothing of its process group runs any more)."""
     outcomes = [Outcome(job, log=home / f"{log_name}_{n}.log") for n, job in enumerate(jobs)]
     waiting = sorted(range(len(jobs)), key=lambda n: jobs[n].start_delay)
     running: list[_Running] = []
-    dead: set[int] = set()
-    stuck_since: dict[int, float] = {}
-    next_look = 0.0
     began = time.monotonic()
     progress = Progress(began)
     next_cpu_look = 0.0
@@ -224,21 +348,13 @@ def run_processes(
         now = time.monotonic()
         if running and now >= next_cpu_look:
             next_cpu_look = now + 1.0
-            hung = progress.hung(now, {p.pid: cpu_seconds(p.pid) for p in running})
+            hung = progress.hung(now, group_cpu([p.pid for p in running], process_table()))
         else:
             hung = False
         if hung:
             for process in running:
                 process.outcome.killed_by = "hung"
                 process.kill()
-        if dead and running and now >= next_look:
-            next_look = now + 1.0
-            stuck = waiting_on_dead_slots(home / "dagster", dead)
-            stuck_since = {pid: stuck_since.get(pid, now) for pid in stuck}
-            for process in running:
-                if now - stuck_since.get(process.pid, now) >= STUCK_AFTER:
-                    process.outcome.killed_by = "stuck"
-                    process.kill()
         while waiting and now - began >= jobs[waiting[0]].start_delay:
             outcome = outcomes[waiting.pop(0)]
             handle = _launch(context, outcome.job, home, world, outcome.log)
@@ -257,13 +373,18 @@ def run_processes(
                     process.kill()
                 continue
             process.reap()
-            progress.moved(now)
+            progress.moved(time.monotonic())
             running.remove(process)
-            dead.add(process.pid)
             outcome = process.outcome
             outcome.exit_code = code
-            if code == -signal.SIGKILL and outcome.killed_by is None:
-                outcome.killed_by = "timer" if process.timer_kill else outcome.job.fault
+            record = Path(fault_record(outcome.log)) if outcome.log else None
+            if record is not None and record.exists():
+                outcome.faults_fired = [line.split()[0] for line in record.read_text().splitlines()]
+            if outcome.killed_by is None and code == -signal.SIGKILL and process.timer_kill:
+                outcome.killed_by = "timer"
+            elif outcome.killed_by is None and outcome.faults_fired:
+                outcome.killed_by = outcome.faults_fired[0]
+            reap_orphans({p.pid for p in running})
             on_exit()
             if not others_ended and _only_edits_left(waiting, running, jobs):
                 others_ended = True
@@ -327,11 +448,20 @@ def run_schedule(
     outcomes = run_processes(context, schedule.jobs, home.root, world, observe)
     violations = [*observed_errors, *_edit_problems(outcomes)]
     violations += [f"process hung: {o.job.describe()}" for o in outcomes if o.killed_by == "hung"]
-    stuck = [o.job.describe() for o in outcomes if o.killed_by == "stuck"]
     retries = 0
+    retried: list[Outcome] = []
     while not invariants.complete(home, block) and retries < RETRIES:
         retries += 1
-        run_processes(context, (Job("run"),), home.root, world, observe, f"retry_{retries}")
+        retried += run_processes(
+            context, (Job("run"),), home.root, world, observe, f"retry_{retries}"
+        )
+    violations += [f"retry hung: {o.job.describe()}" for o in retried if o.killed_by == "hung"]
+    violations += [
+        f"still running {LEFTOVER_GRACE:.0f} s after {o.job.describe()} exited "
+        f"{o.exit_code}: {leftover}"
+        for o in outcomes + retried
+        for leftover in o.leftovers
+    ]
     if not invariants.complete(home, block):
         violations.append(f"campaigns not complete after {RETRIES} clean runs")
     else:
@@ -340,15 +470,22 @@ def run_schedule(
         violations += invariants.check_budget(home, block, golden)
         violations += invariants.check_plus_spends(home, block)
         violations += invariants.check_dagster_draws(home)
+    # a process that died by SIGKILL (its group from outside, or its own in-process fail point)
+    # may leave its one Dagster run STARTED: nothing supervises it any more
+    killed_groups = sum(1 for o in outcomes + retried if o.exit_code == -signal.SIGKILL)
+    unfinished = invariants.unfinished_runs(home)
+    violations += invariants.check_unfinished_runs(unfinished, killed_groups)
     violations += invariants.check_warehouse(home, golden, _late_loaded(outcomes))
+    seconds = time.monotonic() - began
     return ScheduleResult(
-        seed, schedule, outcomes, retries, violations, stuck, time.monotonic() - began, home.root
+        seed, schedule, outcomes, retries, violations, seconds, home.root, len(unfinished)
     )
 
 
 def _exit_label(outcome: Outcome) -> str:
-    """``kind:exit code`` and, for a failure, the error's class (from the process's log)."""
-    if outcome.killed_by:
+    """``kind:exit code`` and, for a failure, the error's class (from the process's log); a
+    process whose run worker was killed exits on its own: its exit code and error show how."""
+    if outcome.exit_code == -signal.SIGKILL:
         return f"{outcome.job.kind}:killed"
     label = f"{outcome.job.kind}:{outcome.exit_code}"
     if outcome.exit_code == 0 or outcome.log is None or not outcome.log.exists():
@@ -373,7 +510,8 @@ class Summary:
     exits: Counter = field(default_factory=Counter)
     retries: int = 0
     failed: list[int] = field(default_factory=list)
-    stuck_seeds: list[int] = field(default_factory=list)
+    unfinished_runs: int = 0  # Dagster runs left STARTED by a SIGKILLed process (allowed)
+    timer_kills_holding_lock: int = 0  # groups killed while one of them held the warehouse lock
     violations: int = 0
     seconds: float = 0.0
 
@@ -386,8 +524,10 @@ class Summary:
         self.violations += len(result.violations)
         if result.violations:
             self.failed.append(result.seed)
-        if result.stuck:
-            self.stuck_seeds.append(result.seed)
+        self.unfinished_runs += result.unfinished_runs
+        self.timer_kills_holding_lock += sum(
+            1 for o in result.outcomes if o.killed_by == "timer" and o.held_warehouse_lock
+        )
 
     def to_json(self) -> dict:
         return {
@@ -401,8 +541,8 @@ class Summary:
             "retry_runs": self.retries,
             "invariant_violations": self.violations,
             "failed_seeds": self.failed,
-            "stuck_on_dead_pool_slot": len(self.stuck_seeds),
-            "stuck_seeds": self.stuck_seeds,
+            "timer_kills_holding_warehouse_lock": self.timer_kills_holding_lock,
+            "dagster_runs_left_unfinished_by_sigkill": self.unfinished_runs,
             "wall_seconds": round(self.seconds, 1),
         }
 
@@ -439,6 +579,7 @@ def run_many(
     failed (or ``keep``). ``max_seconds``: start no schedule after this much wall time (the
     summary says how many ran). ``backend_option``: how a replay names the backend."""
     began = time.monotonic()
+    become_subreaper()  # before any process starts: its orphans must come here to be reaped
     context = forkserver()
     world, golden = prepare(workdir, context, ledger_url)
     summary = Summary(backend_name(ledger_url), requested=schedules)
@@ -448,9 +589,14 @@ def run_many(
         result = run_schedule(context, world, golden, seed + number, workdir, ledger_url)
         summary.add(result)
         kills = ", ".join(f"{k} {v}" for k, v in sorted(result.kills().items())) or "none"
+        holding = sum(
+            1 for o in result.outcomes if o.killed_by == "timer" and o.held_warehouse_lock
+        )
+        if holding:
+            kills += f" ({holding} timer kill{'s' * (holding > 1)} holding the warehouse lock)"
         echo(
             f"schedule {result.seed}: {len(result.outcomes)} processes, kills: {kills}; "
-            f"{result.retries} retries; {len(result.stuck)} stuck; "
+            f"{result.retries} retries; {result.unfinished_runs} runs left unfinished; "
             f"{len(result.violations)} violations; "
             f"{result.seconds:.1f} s"
         )

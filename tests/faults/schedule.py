@@ -20,11 +20,22 @@ from tests.faults.workers import Job
 from tests.faults.world import CAMPAIGNS, DAYS, START, STREAM_ASSETS
 
 KINDS = ("run", "run_cli", "materialize", "backfill", "edit", "ingest")
-# Start delays and outside kills, scaled to how long processes live (docs/faults.md#measured):
-# a whole `run` of both campaigns lasts about 2-8 s here, a single-asset materialisation less
-# than 1 s, so a timed kill in 0.2-5 s lands anywhere from start-up to the last release.
+# Start delays and outside kills, scaled to how long each kind of process lives
+# (docs/faults.md#measured). A `run` serves the code location and launches each campaign's runs
+# through it (a code server, a cold `dagster job launch` and a run worker per run): about 40 s
+# for both campaigns on 2 cores, a backfill about 15 s, while a single-asset materialisation,
+# an edit or an ingest (in their own process) take 1-3 s. A timed kill drawn in the kind's
+# window lands anywhere from start-up to the last step, often while a run worker holds the
+# warehouse lock.
 MAX_START_DELAY = 3.0
-KILL_AFTER = (0.2, 5.0)
+KILL_AFTER = {
+    "run": (0.2, 40.0),
+    "run_cli": (0.2, 40.0),
+    "backfill": (0.2, 20.0),
+    "materialize": (0.2, 5.0),
+    "edit": (0.2, 5.0),
+    "ingest": (0.2, 5.0),
+}
 KIND_WEIGHTS = (30, 6, 26, 22, 8, 8)
 
 
@@ -74,7 +85,7 @@ def _fault(rng: random.Random, job: Job) -> tuple[str | None, float | None]:
         nth = 1 if point == "campaign_release.drawn" else rng.randint(1, passes)
         return (point if nth == 1 else f"{point}@{nth}"), None
     if roll < 0.70:
-        return None, round(rng.uniform(*KILL_AFTER), 2)
+        return None, round(rng.uniform(*KILL_AFTER[job.kind]), 2)
     return None, None
 
 

@@ -1,6 +1,7 @@
 """Each invariant of the fault harness fails on a home corrupted the way a bug would: a release
 changed after publication, a day charged twice, a user's spend off by a little, a conversion
-row lost, an attributed row duplicated, a campaign re-registered with an edited plan."""
+row lost, an attributed row duplicated, a campaign re-registered with an edited plan, a Dagster
+run that never ended."""
 
 from __future__ import annotations
 
@@ -133,6 +134,26 @@ def test_a_draw_shown_twice_in_dagster_is_caught(clean, tmp_path) -> None:
     instance.dispose()
     problems = invariants.check_dagster_draws(home)
     assert problems == ["plus/noisy_daily_release: drawn_now shown twice for ['2026-03-02']"]
+
+
+def test_a_run_that_never_ended_is_caught_unless_a_process_died_with_it(clean, tmp_path) -> None:
+    """A run stays STARTED only when the process waiting on it was SIGKILLed with its worker."""
+    import dagster as dg
+
+    home = _copy(clean[0], tmp_path)
+    assert invariants.unfinished_runs(home) == []
+    instance = dg.DagsterInstance.from_config(str(home.dagster))
+    instance.add_run(
+        dg.DagsterRun(
+            job_name="spring_daily", run_id="left-started", status=dg.DagsterRunStatus.STARTED
+        )
+    )
+    instance.dispose()
+    unfinished = invariants.unfinished_runs(home)
+    assert unfinished == ["left-started (STARTED)"]
+    assert invariants.check_unfinished_runs(unfinished, killed=1) == []
+    problems = invariants.check_unfinished_runs(unfinished, killed=0)
+    assert problems == ["1 Dagster runs never ended, 0 processes SIGKILLed: left-started (STARTED)"]
 
 
 def test_a_home_where_nothing_was_registered_is_not_complete(tmp_path) -> None:

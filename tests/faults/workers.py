@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from dp_platform.faults import FAULT_VARIABLE
+from dp_platform.faults import FAULT_RECORD_VARIABLE, FAULT_VARIABLE
 
 # A late ingest's "now": after every event's time, fixed so a replay ingests the same rows.
 INGEST_NOW = "2026-06-01T00:00:00Z"
@@ -104,45 +104,44 @@ def _wait_until_registered(home: Path, campaigns: tuple[str, ...], timeout: floa
 
 
 def _dagster_job(job: Job, home: Path) -> int:
-    """A single-asset materialisation of one partition, or a backfill of a day range, through
-    the Dagster API ``dp-platform run`` uses (the instance under the home, dead runs
-    recovered first, as ``dagster asset materialize`` and the UI would leave them)."""
+    """A single-asset materialisation of one partition, or a backfill of a day range, as
+    Dagster's own surfaces do them: ``materialize`` the way ``dagster asset materialize`` does
+    (``execute_in_process``, in this process); ``backfill`` the way the UI does (a run with the
+    range tags launched through the instance against the code location, executed in a worker
+    process of the code server: :class:`assets.launch.CodeServer`)."""
     import dagster as dg
 
     from assets.definitions import build_definitions
+    from assets.launch import CodeServer
     from assets.partitions import daily_job_name
-    from assets.runner import instance_for, recover_dead_runs
+    from assets.runner import instance_for
     from dp_platform.home import Home
 
     assert job.campaign is not None and job.first is not None
     config = home / "campaigns.yaml"
-    definitions = build_definitions(config, home)
     instance = instance_for(Home.at(home))
-    recover_dead_runs(instance)
-    owner = {"dp_platform/pid": str(os.getpid()), "dp_platform/host": os.uname().nodename}
-    target = definitions.resolve_job_def(daily_job_name(job.campaign))
+    job_name = daily_job_name(job.campaign)
     if job.kind == "materialize":
         assert job.asset is not None
+        target = build_definitions(config, home).resolve_job_def(job_name)
         result = target.execute_in_process(
             instance=instance,
             partition_key=job.first.isoformat(),
             asset_selection=[dg.AssetKey([job.campaign, job.asset])],
-            tags=owner,
             raise_on_error=False,
         )
+        return 0 if result.success else 1
+    assert job.last is not None
+    if job.last > job.first:
+        tags = {
+            "dagster/asset_partition_range_start": job.first.isoformat(),
+            "dagster/asset_partition_range_end": job.last.isoformat(),
+        }
     else:
-        assert job.last is not None
-        tags = dict(owner)
-        if job.last > job.first:
-            tags["dagster/asset_partition_range_start"] = job.first.isoformat()
-            tags["dagster/asset_partition_range_end"] = job.last.isoformat()
-            keys = {}
-        else:
-            keys = {"partition_key": job.first.isoformat()}
-        result = target.execute_in_process(
-            instance=instance, tags=tags, raise_on_error=False, **keys
-        )
-    return 0 if result.success else 1
+        tags = {"dagster/partition": job.first.isoformat()}
+    with CodeServer(instance, Home.at(home), config) as server:
+        server.launch(job_name, tags, {})  # raises the run's error if it failed
+    return 0
 
 
 def run_job(job: Job, home: Path, extra: tuple[Path, Path]) -> int:
@@ -158,9 +157,20 @@ def run_job(job: Job, home: Path, extra: tuple[Path, Path]) -> int:
     raise ValueError(f"unknown job kind {job.kind!r}")
 
 
+def fault_record(log: Path) -> str:
+    """Where a process's fail point (or its run worker's) writes that it fired (next to its log)."""
+    return str(log.with_suffix(".fault"))
+
+
 def child_main(job: Job, home: str, extra: tuple[str, str], log: str) -> None:
-    """Forkserver child: the fail point in this process's environment, output to ``log``."""
+    """Forkserver child: the fail point in this process's environment, output to ``log``.
+
+    The child leads a process group of its own, so the harness's SIGKILL (``killpg``) takes
+    what it started with it — a CLI's code server and the run worker that may hold the
+    warehouse lock — as a machine losing the whole command would."""
+    os.setsid()
     os.environ.pop(FAULT_VARIABLE, None)
+    os.environ[FAULT_RECORD_VARIABLE] = fault_record(Path(log))
     if job.fault:
         os.environ[FAULT_VARIABLE] = job.fault
     os.environ["PYTHONWARNINGS"] = "ignore"
@@ -183,6 +193,7 @@ def child_main(job: Job, home: str, extra: tuple[str, str], log: str) -> None:
 PRELOAD = [
     "dagster",
     "assets.definitions",
+    "assets.launch",
     "assets.runner",
     "assets.commands.run",
     "dp_platform.cli",
