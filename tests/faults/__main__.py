@@ -18,7 +18,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.faults", description=__doc__)
     parser.add_argument("--schedules", type=int, default=50, help="how many schedules")
     parser.add_argument(
-        "--seed", type=int, default=1, help="seed of the first schedule (schedule i: seed + i)"
+        "--seed",
+        type=int,
+        default=1,
+        help="seed of the first schedule (schedule i: seed + i); seeds -6 .. -1 are the "
+        "constructed schedules CI runs",
     )
     backend = parser.add_mutually_exclusive_group()
     backend.add_argument(

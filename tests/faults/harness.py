@@ -365,7 +365,10 @@ def run_processes(
             age = now - process.started
             if code is None:
                 job = process.outcome.job
-                if job.kill_after is not None and age >= job.kill_after:
+                due = job.kill_after is not None and age >= job.kill_after
+                if due and job.kill_holding_lock and process.outcome.log is not None:
+                    due = holds_lock(process.outcome.log.parent / WAREHOUSE_LOCK, process.pid)
+                if due:
                     process.timer_kill = True
                     process.kill()
                 elif age >= PROCESS_TIMEOUT:

@@ -89,8 +89,42 @@ def _fault(rng: random.Random, job: Job) -> tuple[str | None, float | None]:
     return None, None
 
 
+# Constructed schedules (CI): seed −1 − k places the k-th fail point by construction, the last
+# one an outside SIGKILL of a whole run's process group at the first moment after a few seconds
+# that one of its processes (the run worker) holds the warehouse lock. Each runs next to a
+# backfill of the other campaign and a one-asset materialisation, then the usual clean retries
+# and the full invariant check.
+TIMER_KILL_AFTER = 3.0
+CONSTRUCTED = len(FAULT_POINTS) + 1
+
+
+def constructed_schedule(seed: int) -> Schedule:
+    """Schedule −1 … −:data:`CONSTRUCTED`: each fail point once, then a timed kill."""
+    index = -seed - 1
+    if not 0 <= index < CONSTRUCTED:
+        raise ValueError(f"constructed schedules are seeds -1 .. -{CONSTRUCTED}")
+    if index < len(FAULT_POINTS):
+        main = Job("run", fault=FAULT_POINTS[index])
+    else:
+        main = Job("run", kill_after=TIMER_KILL_AFTER, kill_holding_lock=True)
+    beside = (
+        Job(
+            "backfill",
+            campaign="plus",
+            first=START,
+            last=START + timedelta(days=2),
+            start_delay=1.0,
+        ),
+        Job("materialize", campaign="spring", asset="attributed_conversions", first=START),
+    )
+    return Schedule(seed, (main, *beside))
+
+
 def draw_schedule(seed: int) -> Schedule:
-    """The schedule of ``seed`` (same seed, same schedule: a failure is replayed exactly)."""
+    """The schedule of ``seed`` (same seed, same schedule: a failure is replayed exactly);
+    a negative seed is a constructed one (:func:`constructed_schedule`)."""
+    if seed < 0:
+        return constructed_schedule(seed)
     rng = random.Random(seed)
     jobs = []
     for _ in range(rng.randint(2, 8)):

@@ -1,7 +1,8 @@
-"""The fault-injection harness in CI, on the home's SQLite ledger: 50 seeded schedules, zero
-violations, a kill at every fail point (tests/faults/ci.py).
+"""The fault-injection harness in CI, on the home's SQLite ledger: the constructed schedules
+(one per fail point, the kill placed by construction, and one timed kill mid-run), zero
+violations, a kill at each (tests/faults/ci.py).
 
-Each schedule kills processes at fail points and at random times, retries, and checks every
+Each schedule kills processes at fail points or at a time, retries, and checks every
 invariant of tests/faults/invariants.py (test_invariants.py shows each check fails on a
 corrupted home). The PostgreSQL ledger's run is test_faults_postgres.py: a file of its own, so
 the two runs go to the two test workers of ``make test``.

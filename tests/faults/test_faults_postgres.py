@@ -1,7 +1,7 @@
 """The fault-injection harness in CI on a PostgreSQL ledger: the catalogue's
 ``ledger: {url: …}`` names a throwaway server (tests/postgres_server.py), with a fresh database
-per schedule; 50 seeded schedules, zero violations, a kill at every fail point
-(tests/faults/ci.py)."""
+per schedule; the constructed schedules (one per fail point, one timed kill), zero violations,
+a kill at each (tests/faults/ci.py)."""
 
 from __future__ import annotations
 

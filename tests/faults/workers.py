@@ -39,6 +39,7 @@ class Job:
     start_delay: float = 0.0
     fault: str | None = None  # DP_PLATFORM_FAULT for this process
     kill_after: float | None = None  # SIGKILL from outside after this many seconds
+    kill_holding_lock: bool = False  # …at the first moment after that its group holds the lock
 
     def describe(self) -> str:
         parts = [self.kind]
