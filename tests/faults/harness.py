@@ -133,6 +133,7 @@ class Proc:
     ppid: int
     pgid: int
     cpu: float
+    start: int  # clock ticks after boot: a pid's number is reused, never with the same start
 
 
 def process_table() -> list[Proc]:
@@ -147,8 +148,17 @@ def process_table() -> list[Proc]:
         except (OSError, IndexError):
             continue
         cpu = (int(fields[11]) + int(fields[12])) / tick
-        table.append(Proc(int(entry.name), fields[0], int(fields[1]), int(fields[2]), cpu))
+        pid, ppid, pgid, start = int(entry.name), int(fields[1]), int(fields[2]), int(fields[19])
+        table.append(Proc(pid, fields[0], ppid, pgid, cpu, start))
     return table
+
+
+def start_tick(pid: int) -> int | None:
+    """When process ``pid`` started (None: no such process now)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def group_cpu(pgids: list[int], table: list[Proc]) -> dict[int, float | None]:
@@ -160,15 +170,39 @@ def group_cpu(pgids: list[int], table: list[Proc]) -> dict[int, float | None]:
     return used
 
 
+_ORPHANS_GO_TO = {1}  # who an orphan's parent becomes: init, or this process once a subreaper
+
+
 def become_subreaper() -> bool:
     """Orphans of the harness's process groups (a killed CLI's code server, its run worker)
     become this process's children, so it reaps them: a machine whose init does not reap
     keeps them as zombies otherwise (Linux ``PR_SET_CHILD_SUBREAPER``; False if refused)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+        made = libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):
         return False
+    if made:
+        _ORPHANS_GO_TO.clear()
+        _ORPHANS_GO_TO.add(os.getpid())
+    return made
+
+
+def group_members(pgid: int, table: list[Proc]) -> list[Proc]:
+    """The processes of group ``pgid`` once its leader is reaped: those descending from an
+    orphan of the group (its parent became init, or this process as subreaper). Once the
+    group is empty its number may be reused by an unrelated process group (pids wrap within
+    minutes on a busy machine); such a stranger descends from its own parent and is left out."""
+    in_group = {proc.pid: proc for proc in table if proc.pgid == pgid}
+    members: dict[int, Proc] = {}
+    grown = True
+    while grown:
+        grown = False
+        for pid, proc in in_group.items():
+            if pid not in members and (proc.ppid in members or proc.ppid in _ORPHANS_GO_TO):
+                members[pid] = proc
+                grown = True
+    return list(members.values())
 
 
 def _command_line(pid: int) -> str:
@@ -188,9 +222,7 @@ def end_group(pgid: int, *, killed: bool, grace: float = LEFTOVER_GRACE) -> list
     leftovers: list[str] = []
     while True:
         live = []
-        for proc in process_table():
-            if proc.pgid != pgid:
-                continue
+        for proc in group_members(pgid, process_table()):
             if proc.state == "Z":
                 if proc.ppid == os.getpid():
                     with contextlib.suppress(ChildProcessError):
@@ -199,12 +231,13 @@ def end_group(pgid: int, *, killed: bool, grace: float = LEFTOVER_GRACE) -> list
             live.append(proc.pid)
         if not live:
             return leftovers
-        if killed:
-            _killpg(pgid)
-        elif time.monotonic() - began >= grace:
+        if not killed and time.monotonic() - began >= grace:
             leftovers = [_command_line(pid) for pid in live]
             killed = True
-            _killpg(pgid)
+        if killed:  # each member by its pid: the group's number may belong to a stranger
+            for pid in live:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         time.sleep(0.05)
 
 
@@ -234,11 +267,6 @@ def holds_lock(lock: Path, pgid: int) -> bool:
         if len(parts) >= 6 and parts[1] == "FLOCK" and parts[5] == file_id:
             return int(parts[4]) in members  # one holder of an exclusive lock; waiters: "->"
     return False
-
-
-def _killpg(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 class Progress:
@@ -274,6 +302,7 @@ class _Running:
     ) -> None:
         self.outcome, self.started, self.handle = outcome, started, handle
         self.timer_kill = False
+        self.start_tick = start_tick(self.pid)  # None: already gone (and reaped)
 
     @property
     def pid(self) -> int:
@@ -287,15 +316,20 @@ class _Running:
 
     def kill(self) -> None:
         """SIGKILL the whole group: the process, and its code server and run worker (noting
-        whether one of them held the warehouse lock at that moment)."""
+        whether one of them held the warehouse lock at that moment). Only while the process
+        is still the one launched: a forkserver child that just exited may already be reaped
+        by its forkserver, and its number given to a stranger."""
+        if self.start_tick is None or start_tick(self.pid) != self.start_tick:
+            return  # ended on its own: reap() finds its group's members by descent
+        self.outcome.group_killed = True
         if self.outcome.log is not None:
             lock = self.outcome.log.parent / WAREHOUSE_LOCK
             self.outcome.held_warehouse_lock = holds_lock(lock, self.pid)
-        self.outcome.group_killed = True
         try:
             os.killpg(self.pid, signal.SIGKILL)
         except ProcessLookupError:  # a forkserver child not yet its group's leader: alone
-            self.handle.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
 
     def reap(self) -> None:
         """Reap the process, then wait until nothing of its group runs any more."""

@@ -10,7 +10,15 @@ import subprocess
 import sys
 import time
 
-from tests.faults.harness import Progress, end_group, group_cpu, holds_lock, process_table
+from tests.faults.harness import (
+    Proc,
+    Progress,
+    end_group,
+    group_cpu,
+    group_members,
+    holds_lock,
+    process_table,
+)
 
 
 def test_slow_processes_that_use_cpu_are_not_hung() -> None:
@@ -101,3 +109,14 @@ def test_a_group_holding_the_warehouse_lock_is_told_from_one_that_does_not(tmp_p
             process.kill()
             process.wait()
     assert not holds_lock(lock, holder.pid)
+
+
+def test_a_stranger_given_the_groups_number_is_no_member() -> None:
+    """After a group empties, its number may go to an unrelated group leader: never killed."""
+    orphan = Proc(pid=200, state="S", ppid=1, pgid=100, cpu=0.0, start=5)  # leader 100 died
+    worker = Proc(pid=201, state="S", ppid=200, pgid=100, cpu=0.0, start=6)
+    stranger = Proc(pid=100, state="S", ppid=77, pgid=100, cpu=0.0, start=9)
+    its_child = Proc(pid=300, state="S", ppid=100, pgid=100, cpu=0.0, start=10)
+    table = [stranger, its_child, worker, orphan]
+    assert {p.pid for p in group_members(100, table)} == {200, 201}
+    assert group_members(100, [stranger, its_child]) == []
