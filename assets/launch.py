@@ -19,6 +19,7 @@ refusal with exit code 2).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -34,7 +35,7 @@ from pathlib import Path
 import dagster as dg
 from dagster import DagsterRun
 
-from dp_platform.errors import ConfigError, LedgerError
+from dp_platform.errors import ConfigError, LedgerError, RunFailed
 from dp_platform.home import Home
 
 __all__ = ["LOCATION_MODULE", "CodeServer", "RunFailed", "run_error"]
@@ -44,10 +45,9 @@ POLL_SECONDS = 0.2
 QUEUED_HINT_AFTER_S = 10.0  # an instance with a run queue: the daemon must dequeue the run
 SERVER_START_TIMEOUT_S = 300
 SERVER_STOP_GRACE_S = 1.0
-
-
-class RunFailed(RuntimeError):
-    """A Dagster run failed; the message is the failing step's own error."""
+WORKER_GRACE_S = 10.0  # a dead worker's run not failed by its code server after this: end it
+START_TIMEOUT_S = 300.0  # no worker recorded this long after the launch: it never started
+NOT_LAUNCHED = {dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING}
 
 
 def _user_errors() -> dict[str, type[Exception]]:
@@ -89,8 +89,13 @@ def run_error(instance: dg.DagsterInstance, run_id: str, job_name: str) -> Excep
             while innermost.cause is not None:
                 innermost = innermost.cause
             return RunFailed(f"{job_name}: {innermost.message.strip().splitlines()[0]}")
+    for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
+        if "terminated by signal" in entry.message or "exited with" in entry.message:
+            # the code server's account of a run worker that died (e.g. SIGKILL)
+            return RunFailed(f"{job_name}: run {run_id}: {entry.message.strip().splitlines()[0]}")
+    for entry in failures:
         if entry.message:
-            return RunFailed(f"{job_name}: {entry.message.strip().splitlines()[0]}")
+            return RunFailed(f"{job_name}: run {run_id}: {entry.message.strip().splitlines()[0]}")
     return RunFailed(f"{job_name}: run {run_id} failed (see it in the UI)")
 
 
@@ -161,7 +166,7 @@ class CodeServer:
             "--location-name",
             LOCATION_MODULE,
         ]
-        with self.log.open("w") as output:
+        with self.log.open("a") as output:  # other commands on this home may be writing too
             self.process = subprocess.Popen(
                 command, stdout=output, stderr=subprocess.STDOUT, env=self.env
             )
@@ -197,8 +202,12 @@ class CodeServer:
 
     @staticmethod
     def _tail(log: Path) -> str:
-        lines = log.read_text(errors="replace").strip().splitlines()
-        return lines[-1] if lines else "no output"
+        """The log's last error line (a traceback's last line is its exception), else its
+        last line: one line that says what went wrong."""
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines()]
+        lines = [line for line in lines if line and not line.startswith("(Background on")]
+        errors = [line for line in lines if "Error" in line or "error" in line]
+        return (errors or lines or ["no output"])[-1]
 
     def launch(
         self, job_name: str, tags: Mapping[str, str], run_config: Mapping[str, object]
@@ -233,7 +242,12 @@ class CodeServer:
                 env=self.env,
                 check=False,
             )
-        if done.returncode != 0 and self.instance.get_run_by_id(run_id) is None:
+        created = self.instance.get_run_by_id(run_id)
+        if done.returncode != 0 and (created is None or created.status in NOT_LAUNCHED):
+            # e.g. a full disk: the run could not be created or handed to the launcher
+            if created is not None:
+                with contextlib.suppress(Exception):  # the same fault may refuse this write
+                    self.instance.report_run_failed(created, message="its launch failed")
             raise RunFailed(f"{job_name}: `dagster job launch` failed: {self._tail(log)}")
         run = self._wait(run_id, job_name)
         if run.status != dg.DagsterRunStatus.SUCCESS:
@@ -241,8 +255,12 @@ class CodeServer:
         return run_id
 
     def _wait(self, run_id: str, job_name: str) -> DagsterRun:
+        """Until the run's record says it ended. A worker that died without recording its end
+        (its storage refused the write, or its code server died with it) ends it here."""
         hinted = False
         queued_since: float | None = None
+        worker_gone_since: float | None = None
+        launched_at = time.monotonic()
         while True:
             server_ended = self.process is None or self.process.poll() is not None
             run = self.instance.get_run_by_id(run_id)
@@ -258,11 +276,21 @@ class CodeServer:
                         file=sys.stderr,
                     )
                     hinted = True
-            elif server_ended:
-                # Its supervisor is gone: end the run here if its worker is gone too.
+            else:
                 pid = _worker_pid(self.instance, run_id)
-                if pid is None or not _alive(pid):
-                    self.instance.report_run_failed(
-                        run, message="its worker process and code server ended"
-                    )
+                gone = (pid is not None and not _alive(pid)) or (pid is None and server_ended)
+                never_started = pid is None and time.monotonic() - launched_at > START_TIMEOUT_S
+                if gone or never_started:
+                    worker_gone_since = worker_gone_since or time.monotonic()
+                    # the code server reports its dead workers within a second or two
+                    if server_ended or time.monotonic() - worker_gone_since > WORKER_GRACE_S:
+                        with contextlib.suppress(Exception):  # its storage may refuse it too
+                            self.instance.report_run_failed(
+                                run, message="its worker process ended without recording it"
+                            )
+                        raise RunFailed(
+                            f"{job_name}: run {run_id}: its worker process "
+                            f"{'never started' if pid is None else f'{pid} ended'} without "
+                            f"recording the run's end (code server log: {self.log})"
+                        )
             time.sleep(POLL_SECONDS)

@@ -5,7 +5,8 @@ handler returns the process exit code). This module imports nothing heavy: the t
 each command's one-line help, so ``dp-platform --help`` starts without NumPy, cvxpy or Dagster,
 and a command imports only what it needs. Errors the user can fix (bad config, bad file, a
 refused budget) and storage faults (a full disk, a read-only or vanished home) are printed as one
-line on stderr with exit code 2, never as a traceback.
+line on stderr with exit code 2, never as a traceback; a Dagster run that failed otherwise (its
+worker process killed) is one line with exit code 1.
 
 The commands that orchestrate through Dagster (``run``, ``demo``, ``ui``) live in the Dagster
 layer (``assets.commands``): the library itself never imports Dagster.
@@ -20,7 +21,7 @@ import re
 import sys
 from collections.abc import Sequence
 
-from dp_platform.errors import ConfigError, LedgerError
+from dp_platform.errors import ConfigError, LedgerError, RunFailed
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "plan": (
@@ -169,6 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except Exception as error:
         fault = storage_fault(error)
+        if fault is None and isinstance(error, RunFailed):  # e.g. its worker was killed
+            print(f"dp-platform {args.command}: {_one_line(error)}", file=sys.stderr)
+            return 1
         if fault is None:
             raise
         home = getattr(args, "home", None)

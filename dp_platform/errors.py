@@ -14,6 +14,7 @@ __all__ = [
     "MissingPreviousDay",
     "PlanMismatch",
     "PublishedReleaseMissing",
+    "RunFailed",
     "StorageError",
     "WarehouseMismatch",
 ]
@@ -52,6 +53,11 @@ class PublishedReleaseMissing(LedgerError):
     """The release journal holds a published record the ledger lacks or stores differently (a
     ledger restored from an old backup): nothing may be drawn until a newer backup is restored.
     The message names campaigns and days, never a value (dp_platform/journal.py)."""
+
+
+class RunFailed(RuntimeError):
+    """A Dagster run did not succeed for a reason that is not a library rule (its worker process
+    was killed, a step crashed); the message says which run and why, on one line."""
 
 
 class WarehouseMismatch(LedgerError):

@@ -110,6 +110,26 @@ def test_a_step_waiting_for_the_warehouse_lock_names_its_holder_in_the_runs_log(
     assert_complete_and_charged_once(home)
 
 
+def test_a_run_whose_worker_is_killed_fails_in_one_line_and_the_next_run_finishes(
+    prepared, tmp_path
+) -> None:
+    """A fail point SIGKILLs the run worker inside its release step (the worker holds the
+    warehouse lock then): its code server marks the run failed, and `dp-platform run` says so
+    in one line, exit 1, no traceback; the next run completes, each day charged once."""
+    home = copy_home(prepared, tmp_path / "home")
+    command = [*CLI, "run", "--home", str(home.root), "--config", str(home.root / "campaigns.yaml")]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "DP_PLATFORM_FAULT": "release.drawn@2"}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 1, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "Spring_daily" in lines[0] and "signal 9" in lines[0], lines[0]
+    assert ledger_counts(home)[1] < DAYS  # it died part-way
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert_complete_and_charged_once(home)
+
+
 @pytest.mark.parametrize("engine", ["duckdb", "spark"])
 def test_run_killed_mid_way_then_restarted_charges_nothing_twice(engine, request, tmp_path) -> None:
     prepared_home = request.getfixturevalue("prepared" if engine == "duckdb" else "prepared_spark")
