@@ -20,9 +20,11 @@ refusal with exit code 2).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -45,6 +47,7 @@ POLL_SECONDS = 0.2
 QUEUED_HINT_AFTER_S = 10.0  # an instance with a run queue: the daemon must dequeue the run
 SERVER_START_TIMEOUT_S = 300
 SERVER_STOP_GRACE_S = 1.0
+PR_SET_PDEATHSIG = 1  # prctl option: the signal a child gets when its parent dies
 WORKER_GRACE_S = 10.0  # a dead worker's run not failed by its code server after this: end it
 START_TIMEOUT_S = 300.0  # no worker recorded this long after the launch: it never started
 NOT_LAUNCHED = {dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING}
@@ -129,6 +132,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _end_with_parent() -> None:
+    """In the code server, before it runs: SIGTERM when this command dies, even by SIGKILL
+    (Linux ``PR_SET_PDEATHSIG``), so a killed command never leaves its server serving."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 class CodeServer:
     """The code location served over a Unix socket for as long as this command waits on runs.
 
@@ -168,7 +178,11 @@ class CodeServer:
         ]
         with self.log.open("a") as output:  # other commands on this home may be writing too
             self.process = subprocess.Popen(
-                command, stdout=output, stderr=subprocess.STDOUT, env=self.env
+                command,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                preexec_fn=_end_with_parent,  # started before any thread of this process
             )
         deadline = time.monotonic() + SERVER_START_TIMEOUT_S
         while not self._listening():
