@@ -40,7 +40,7 @@ from dagster import DagsterRun
 from dp_platform.errors import ConfigError, LedgerError, RunFailed
 from dp_platform.home import Home
 
-__all__ = ["LOCATION_MODULE", "CodeServer", "RunFailed", "run_error"]
+__all__ = ["LOCATION_MODULE", "CodeServer", "RunFailed", "run_error", "worker_pid"]
 
 LOCATION_MODULE = "assets.location"  # the code location workspace.yaml and `dg` load
 POLL_SECONDS = 0.2
@@ -112,7 +112,7 @@ def _environment(home: Home, config_path: Path) -> dict[str, str]:
     }
 
 
-def _worker_pid(instance: dg.DagsterInstance, run_id: str) -> int | None:
+def worker_pid(instance: dg.DagsterInstance, run_id: str) -> int | None:
     """The run worker's pid, as Dagster recorded it when the worker started."""
     for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
         data = entry.dagster_event.event_specific_data if entry.dagster_event else None
@@ -291,7 +291,7 @@ class CodeServer:
                     )
                     hinted = True
             else:
-                pid = _worker_pid(self.instance, run_id)
+                pid = worker_pid(self.instance, run_id)
                 gone = (pid is not None and not _alive(pid)) or (pid is None and server_ended)
                 never_started = pid is None and time.monotonic() - launched_at > START_TIMEOUT_S
                 if gone or never_started:

@@ -18,6 +18,18 @@ from dp_platform.warehouse.base import open_warehouse
 START = date(2026, 3, 1)
 DAYS = 31
 
+# A streaming campaign's daily assets, in lineage order (the names the UI and checks show).
+DAILY_ASSETS = (
+    "raw_impressions",
+    "raw_conversions",
+    "attributed_conversions",
+    "user_day_contributions",
+    "contribution_bound",
+    "clipped_daily_vector",
+    "noisy_daily_release",
+    "cumulative_query_answers",
+)
+
 
 class RoutedNoise(NoiseSource):
     """Seeded noise with one stream for bound selection and one for releases (tests only).

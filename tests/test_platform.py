@@ -18,6 +18,7 @@ from dp_platform.ledger import BudgetExceeded, Ledger, MissingPreviousDay
 from dp_platform.mechanisms.adsbpc import initial_state, make_plan, step
 from dp_platform.warehouse import Warehouse
 from tests.platform_fixtures import (
+    DAILY_ASSETS,
     DAYS,
     START,
     PlusRoutedNoise,
@@ -165,16 +166,7 @@ def test_definitions_schedules_and_policies(home) -> None:
     dg.Definitions.validate_loadable(definitions)
     graph = definitions.resolve_asset_graph()
     keys = {k.path[-1] for k in graph.get_all_asset_keys()}
-    assert keys == {
-        "raw_impressions",
-        "raw_conversions",
-        "attributed_conversions",
-        "user_day_contributions",
-        "contribution_bound",
-        "clipped_daily_vector",
-        "noisy_daily_release",
-        "cumulative_query_answers",
-    }
+    assert keys == set(DAILY_ASSETS)
     for key in graph.get_all_asset_keys():
         node = graph.get(key)
         assert node.backfill_policy == dg.BackfillPolicy.single_run()

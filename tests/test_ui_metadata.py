@@ -24,7 +24,7 @@ from dp_platform.display import round_to_noise, significant
 from dp_platform.ledger import Ledger
 from dp_platform.mechanisms import adsbpc
 from dp_platform.publication import published_days
-from tests.platform_fixtures import START, catalogue, copy_home, make_home
+from tests.platform_fixtures import DAILY_ASSETS, START, catalogue, copy_home, make_home
 
 TODAY = date(2026, 11, 22)
 DAYS = 10
@@ -39,16 +39,7 @@ def range_tags(first: str, last: str) -> dict[str, str]:
 
 
 CAMPAIGN = {**catalogue()["campaigns"][0], "days": DAYS, "bounds": {"quantile_days": 3}}
-ASSETS = (
-    "raw_impressions",
-    "raw_conversions",
-    "attributed_conversions",
-    "user_day_contributions",
-    "contribution_bound",
-    "clipped_daily_vector",
-    "noisy_daily_release",
-    "cumulative_query_answers",
-)
+ASSETS = DAILY_ASSETS
 
 
 @pytest.fixture(scope="module")

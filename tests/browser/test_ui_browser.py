@@ -23,6 +23,7 @@ import pytest
 from playwright.sync_api import expect
 
 from dp_platform.display import round_to_noise, significant
+from tests.platform_fixtures import DAILY_ASSETS as ASSET_NAMES
 
 pytestmark = pytest.mark.browser
 
@@ -201,18 +202,6 @@ def test_the_partition_plots_and_the_answers_chart_are_drawn(ui, page) -> None:
     assert page.get_by_text("[Show Markdown]").count() == 0
     chart.first.scroll_into_view_if_needed()  # the picture shows the chart, not the page's top
     _shot(page, "ui-answers-chart.png")
-
-
-ASSET_NAMES = (
-    "raw_impressions",
-    "raw_conversions",
-    "attributed_conversions",
-    "user_day_contributions",
-    "contribution_bound",
-    "clipped_daily_vector",
-    "noisy_daily_release",
-    "cumulative_query_answers",
-)
 
 
 def test_the_vertical_lineage_shows_full_asset_names_at_its_default_zoom(ui, page) -> None:
