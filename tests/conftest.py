@@ -13,6 +13,8 @@ import pytest
 
 from dp_platform.privacy.noise import Draw, NoiseSource, SeededNoise
 
+pytest_plugins = ("tests.time_budget",)  # every run lists its slowest files and their ceiling
+
 # A test module is a *system* test when it drives what an operator runs — the Dagster layer,
 # a subprocess (the CLI, a killed run), Spark or a browser — and a *unit* test otherwise. The
 # marker follows from what the module imports, so a new test file is classified without a list.
@@ -28,14 +30,26 @@ def _is_system(path: Path) -> bool:
     return "browser" in path.parts or bool(_SYSTEM.search(path.read_text()))
 
 
+def _uses_spark(item: pytest.Item) -> bool:
+    """A JVM test: it asks for the ``spark`` session, or is the Spark case of an engine
+    parameter (whose fixtures start the session on demand)."""
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params.values() if callspec is not None else ()
+    engines = {value for value in params if isinstance(value, str)}
+    return "spark" in getattr(item, "fixturenames", ()) or "spark" in engines
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
+        spark = _uses_spark(item)
         system = (
-            item.get_closest_marker("system") is not None
-            or _is_system(Path(item.fspath))
-            or "spark" in getattr(item, "fixturenames", ())
+            item.get_closest_marker("system") is not None or _is_system(Path(item.fspath)) or spark
         )
         item.add_marker(pytest.mark.system if system else pytest.mark.unit)
+        # `make test` runs `--dist loadgroup`: every Spark test on one worker (one JVM for the
+        # run: its start costs 20-35 s and its heap and JIT threads a core's share), every
+        # other test with the rest of its file (its module fixtures are built once).
+        item.add_marker(pytest.mark.xdist_group("spark" if spark else item.nodeid.split("::")[0]))
 
 
 @pytest.fixture
