@@ -8,7 +8,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from dp_platform.baselines import (
+from dp_research.baselines import (
     BIN,
     IPA,
     MMBPC,

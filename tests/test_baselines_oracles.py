@@ -7,15 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dp_platform.baselines import BIN, IPA, MMBPC, UMM, prefix, prefix_weights, sliding
-from dp_platform.baselines import tree as tr
-from dp_platform.baselines.factorization import (
+from dp_research.baselines import BIN, IPA, MMBPC, UMM, prefix, prefix_weights, sliding
+from dp_research.baselines import tree as tr
+from dp_research.baselines.factorization import (
     denisov_fixed_point,
     optimal_strategy,
     sqrt_coefficients,
     sqrt_strategy,
 )
-from dp_platform.evaluation.metrics import analytic_max_variance, analytic_wrmse
+from dp_research.evaluation.metrics import analytic_max_variance, analytic_wrmse
 
 ORACLE = dict(rel=1e-6)  # docs/baselines.md prints 6–7 significant digits
 

@@ -15,11 +15,11 @@ import itertools
 import numpy as np
 import pytest
 
-from dp_platform.baselines import BIN, IPA, MMBPC, UMM, Stream, prefix, prefix_weights, sliding
-from dp_platform.baselines import tree as tr
-from dp_platform.baselines.contributions import Conversions
-from dp_platform.baselines.sensitivity import global_sensitivity, per_day_sensitivity
 from dp_platform.privacy.noise import Amount, SeededNoise
+from dp_research.baselines import BIN, IPA, MMBPC, UMM, Stream, prefix, prefix_weights, sliding
+from dp_research.baselines import tree as tr
+from dp_research.baselines.contributions import Conversions
+from dp_research.baselines.sensitivity import global_sensitivity, per_day_sensitivity
 
 RHO = 0.7
 

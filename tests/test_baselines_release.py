@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dp_platform.baselines import (
+from dp_platform.privacy.noise import SeededNoise
+from dp_research.baselines import (
     BIN,
     IPA,
     MMBPC,
@@ -19,9 +20,8 @@ from dp_platform.baselines import (
     prefix_weights,
     sliding,
 )
-from dp_platform.baselines.contributions import clip_global
-from dp_platform.baselines.plan import LinearPlan
-from dp_platform.privacy.noise import SeededNoise
+from dp_research.baselines.contributions import clip_global
+from dp_research.baselines.plan import LinearPlan
 
 R = 4000  # repeats; the squared-error mean has relative sd ≈ √(2/R) ≈ 2.2%
 N = 12

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from dp_platform.commands import evaluate
+from dp_research.commands import evaluate
 
 SMALL = ["--users", "1500", "--publishers", "8", "--repeats", "2", "--days", "10", "--quiet"]
 

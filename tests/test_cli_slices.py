@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from dp_platform.commands import evaluate
 from dp_platform.events.facebook import FACEBOOK_ENV
+from dp_research.commands import evaluate
 from tests.test_facebook_slices import _frame
 
 
@@ -61,7 +61,7 @@ def test_other_slices_are_refused_by_the_parser(axes: str) -> None:
 def test_isotonic_coverage_prints_the_table_docs_slices_shows(capsys) -> None:
     """The command behind docs/slices.md's coverage table: one row per truth shape, and the
     per-day shares in --json (4000 runs, a few seconds)."""
-    from dp_platform.evaluation.consistency_gains import TRUTH_SHAPES
+    from dp_research.evaluation.consistency_gains import TRUTH_SHAPES
 
     assert run(["--isotonic-coverage", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["isotonic_coverage"]

@@ -1,4 +1,4 @@
-"""The consistency-gains measurements (dp_platform/evaluation/consistency_gains.py), small."""
+"""The consistency-gains measurements (dp_research.evaluation.consistency_gains), small."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from dp_platform.evaluation.consistency_gains import (
+from dp_platform.events import generate_campaign
+from dp_platform.events.model import US_PER_DAY
+from dp_research.evaluation.consistency_gains import (
     _last_touch,
     cumulative_cells_gain,
     generator_cells,
@@ -15,8 +17,6 @@ from dp_platform.evaluation.consistency_gains import (
     isotonic_gain,
     totals_gain,
 )
-from dp_platform.events import generate_campaign
-from dp_platform.events.model import US_PER_DAY
 
 
 def test_last_touch_equals_a_brute_force_scan() -> None:

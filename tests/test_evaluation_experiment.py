@@ -7,15 +7,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from dp_platform.baselines import prefix, prefix_weights, sliding
-from dp_platform.evaluation.ablations import run_ablations
-from dp_platform.evaluation.datasets import dataset_spec
-from dp_platform.evaluation.experiment import ExperimentConfig, prepare_dataset, run_experiment
-from dp_platform.evaluation.methods import METHODS, Outcome
-from dp_platform.evaluation.paper import paper_ratio
-from dp_platform.evaluation.report import BEGIN, CI_SCALE, END, write_all
-from dp_platform.evaluation.scoring import score
-from dp_platform.evaluation.sweeps import plot_sweep, sweep
+from dp_research.baselines import prefix, prefix_weights, sliding
+from dp_research.evaluation.ablations import run_ablations
+from dp_research.evaluation.datasets import dataset_spec
+from dp_research.evaluation.experiment import ExperimentConfig, prepare_dataset, run_experiment
+from dp_research.evaluation.methods import METHODS, Outcome
+from dp_research.evaluation.paper import paper_ratio
+from dp_research.evaluation.report import BEGIN, CI_SCALE, END, write_all
+from dp_research.evaluation.scoring import score
+from dp_research.evaluation.sweeps import plot_sweep, sweep
 
 SMALL = ExperimentConfig("zipf", users=2000, publishers=10, repeats=3, days=12, seed=4)
 

@@ -5,16 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dp_platform.baselines import UMM, Stream, cached_plan, prefix, prefix_weights, sliding
-from dp_platform.baselines.contributions import clip_global
-from dp_platform.evaluation.adsbpc_runs import (
+from dp_platform.events.paper import paper_dataset
+from dp_platform.mechanisms.adsbpc import make_plan, run_stream
+from dp_platform.privacy.noise import SeededNoise
+from dp_research.baselines import UMM, Stream, cached_plan, prefix, prefix_weights, sliding
+from dp_research.baselines.contributions import clip_global
+from dp_research.evaluation.adsbpc_runs import (
     campaign_for,
     given_bounds_run,
     quantile_every_day,
     run_adsbpc,
 )
-from dp_platform.evaluation.datasets import dataset_spec, to_conversions
-from dp_platform.evaluation.methods import (
+from dp_research.evaluation.datasets import dataset_spec, to_conversions
+from dp_research.evaluation.methods import (
     METHODS,
     Context,
     daily_outcome,
@@ -22,10 +25,7 @@ from dp_platform.evaluation.methods import (
     rho_charged,
     run_method,
 )
-from dp_platform.evaluation.prepared import prepare
-from dp_platform.events.paper import paper_dataset
-from dp_platform.mechanisms.adsbpc import make_plan, run_stream
-from dp_platform.privacy.noise import SeededNoise
+from dp_research.evaluation.prepared import prepare
 
 DAYS = 10
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from dp_platform.evaluation.experiment import ExperimentConfig, run_experiment
-from dp_platform.evaluation.methods import BASELINES
-from dp_platform.evaluation.plus_report import (
+from dp_research.evaluation.experiment import ExperimentConfig, run_experiment
+from dp_research.evaluation.methods import BASELINES
+from dp_research.evaluation.plus_report import (
     CANDIDATE_METHODS,
     CANDIDATES_BEGIN,
     CANDIDATES_END,

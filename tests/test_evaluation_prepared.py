@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dp_platform.baselines import Stream, prefix
-from dp_platform.baselines.contributions import clip_global, clip_per_day
-from dp_platform.evaluation.bounds import nonprivate_given_bounds
-from dp_platform.evaluation.datasets import to_conversions
-from dp_platform.evaluation.prepared import prepare
 from dp_platform.events.model import ConversionSet
+from dp_research.baselines import Stream, prefix
+from dp_research.baselines.contributions import clip_global, clip_per_day
+from dp_research.evaluation.bounds import nonprivate_given_bounds
+from dp_research.evaluation.datasets import to_conversions
+from dp_research.evaluation.prepared import prepare
 
 DAYS, PUBLISHERS, GS = 9, 4, 12
 

@@ -1,4 +1,4 @@
-"""The age × gender demo on Facebook-shaped data (dp_platform/evaluation/facebook_slices.py)."""
+"""The age × gender demo on Facebook-shaped data (dp_research.evaluation.facebook_slices)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from dp_platform.consistency import PUBLISHER
-from dp_platform.evaluation.facebook_slices import (
+from dp_platform.events.facebook import default_facebook_path, facebook_ad_groups
+from dp_platform.privacy.noise import SeededNoise
+from dp_research.evaluation.facebook_slices import (
     SliceSettings,
     _cells,
     _spread,
@@ -17,8 +19,6 @@ from dp_platform.evaluation.facebook_slices import (
     period_table,
     slice_layout,
 )
-from dp_platform.events.facebook import default_facebook_path, facebook_ad_groups
-from dp_platform.privacy.noise import SeededNoise
 
 _HEADER = (
     "ad_id,xyz_campaign_id,fb_campaign_id,age,gender,interest,Impressions,Clicks,Spent,"

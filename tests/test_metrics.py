@@ -8,9 +8,10 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from dp_platform.baselines import IPA, Conversions, prefix, prefix_weights, sliding
-from dp_platform.evaluation.bounds import NON_PRIVATE_LABEL, nonprivate_given_bounds
-from dp_platform.evaluation.metrics import (
+from dp_platform.privacy.noise import SeededNoise
+from dp_research.baselines import IPA, Conversions, prefix, prefix_weights, sliding
+from dp_research.evaluation.bounds import NON_PRIVATE_LABEL, nonprivate_given_bounds
+from dp_research.evaluation.metrics import (
     analytic_max_variance,
     analytic_paper_wrmse,
     analytic_wrmse,
@@ -20,7 +21,6 @@ from dp_platform.evaluation.metrics import (
     per_publisher_wrmse,
     wrmse,
 )
-from dp_platform.privacy.noise import SeededNoise
 
 
 def test_wrmse_definition_on_a_small_example() -> None:

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dp_platform.baselines.contributions import Conversions, clip_global
-from dp_platform.baselines.plan import LinearPlan, gaussian_sigma
-from dp_platform.baselines.sensitivity import global_sensitivity
-from dp_platform.baselines.workloads import Workload
+from dp_research.baselines.contributions import Conversions, clip_global
+from dp_research.baselines.plan import LinearPlan, gaussian_sigma
+from dp_research.baselines.sensitivity import global_sensitivity
+from dp_research.baselines.workloads import Workload
 
 __all__ = ["IPA"]
 

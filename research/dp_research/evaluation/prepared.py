@@ -7,7 +7,7 @@ below b (docs/baselines.md#contribution-bounds). A row's rank depends on no boun
 stable sort by (user, day, time, row) gives both ranks, and bincounts of (publisher, day, rank) give
 tensors from which the (P × n) clipped matrix for *any* bound is a gather: no Python loop over
 events or users, and nothing to redo across repeats or methods. The order and the fractional rule
-are those of :func:`dp_platform.baselines.clip_per_day` / :func:`~dp_platform.baselines.clip_global`
+are those of :func:`dp_research.baselines.clip_per_day` / :func:`~dp_research.baselines.clip_global`
 (tests check equality).
 
 Peak memory is a few int64 arrays of the dataset's length (≈ 5 GB at the Uniform set's
@@ -120,7 +120,7 @@ class PreparedData:
         """NON-PRIVATE per-day q-quantile of the active users' counts (inverted CDF), 0 if none.
 
         The smallest c with F_d(c) ≥ q·K_d, as ``numpy.quantile(..., method="inverted_cdf")``
-        and :func:`dp_platform.evaluation.bounds.nonprivate_given_bounds`.
+        and :func:`dp_research.evaluation.bounds.nonprivate_given_bounds`.
         """
         if not 0 < q <= 1:
             raise ValueError(f"q must lie in (0, 1], got {q!r}")

@@ -33,7 +33,6 @@ from fractions import Fraction
 
 import numpy as np
 
-from dp_platform.baselines import prefix, prefix_weights
 from dp_platform.consistency import (
     PUBLISHER,
     CellLayout,
@@ -43,15 +42,16 @@ from dp_platform.consistency import (
     normal_interval,
     wls_combine,
 )
-from dp_platform.evaluation.adsbpc_runs import campaign_for, run_adsbpc
-from dp_platform.evaluation.datasets import dataset_spec
-from dp_platform.evaluation.experiment import ExperimentConfig, noise_seed, prepare_dataset
-from dp_platform.evaluation.metrics import wrmse
 from dp_platform.events import generate_campaign
 from dp_platform.events.model import US_PER_DAY, EventSet, epoch_us
 from dp_platform.mechanisms.adsbpc import make_plan
 from dp_platform.privacy.noise import NoiseSource, SeededNoise
 from dp_platform.release_view import prefix_isotonic
+from dp_research.baselines import prefix, prefix_weights
+from dp_research.evaluation.adsbpc_runs import campaign_for, run_adsbpc
+from dp_research.evaluation.datasets import dataset_spec
+from dp_research.evaluation.experiment import ExperimentConfig, noise_seed, prepare_dataset
+from dp_research.evaluation.metrics import wrmse
 
 __all__ = [
     "TRUTH_SHAPES",

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dp_platform.baselines.contributions import Conversions, clip_per_day
-from dp_platform.baselines.matrix import StrategyKind, decoder_for, prefix_strategy
-from dp_platform.baselines.plan import LinearPlan, gaussian_sigma
-from dp_platform.baselines.sensitivity import PerDayRule, per_day_sensitivity
-from dp_platform.baselines.workloads import Workload
+from dp_research.baselines.contributions import Conversions, clip_per_day
+from dp_research.baselines.matrix import StrategyKind, decoder_for, prefix_strategy
+from dp_research.baselines.plan import LinearPlan, gaussian_sigma
+from dp_research.baselines.sensitivity import PerDayRule, per_day_sensitivity
+from dp_research.baselines.workloads import Workload
 
 __all__ = ["MMBPC"]
 

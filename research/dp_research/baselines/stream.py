@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dp_platform.baselines.bin import tree_plan
-from dp_platform.baselines.contributions import Conversions, running_before
-from dp_platform.baselines.plan import LinearPlan
-from dp_platform.baselines.workloads import Workload
 from dp_platform.privacy.noise import NoiseSource, resolve
+from dp_research.baselines.bin import tree_plan
+from dp_research.baselines.contributions import Conversions, running_before
+from dp_research.baselines.plan import LinearPlan
+from dp_research.baselines.workloads import Workload
 
 __all__ = ["Stream", "StreamPlan", "StreamRelease", "tau_ladder"]
 

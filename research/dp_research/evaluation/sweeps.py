@@ -11,14 +11,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from dp_platform.evaluation.experiment import (
+from dp_research.evaluation.experiment import (
     ExperimentConfig,
     ExperimentResult,
     prepare_dataset,
     run_experiment,
 )
-from dp_platform.evaluation.methods import LABELS
-from dp_platform.evaluation.prepared import PreparedData
+from dp_research.evaluation.methods import LABELS
+from dp_research.evaluation.prepared import PreparedData
 
 __all__ = ["DAYS_GRID", "RHO_GRID", "plot_sweep", "sweep"]
 

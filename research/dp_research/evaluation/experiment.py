@@ -15,10 +15,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dp_platform.baselines import Workload, prefix, sliding
-from dp_platform.evaluation.adsbpc_runs import campaign_for, plus_campaign_for
-from dp_platform.evaluation.datasets import DatasetSpec, dataset_spec, load_dataset
-from dp_platform.evaluation.methods import (
+from dp_platform.mechanisms import adsbpc_plus
+from dp_platform.mechanisms.adsbpc import make_plan
+from dp_platform.privacy.noise import NoiseSource, SeededNoise
+from dp_research.baselines import Workload, prefix, sliding
+from dp_research.evaluation.adsbpc_runs import campaign_for, plus_campaign_for
+from dp_research.evaluation.datasets import DatasetSpec, dataset_spec, load_dataset
+from dp_research.evaluation.methods import (
     ALL_METHODS,
     BASELINES,
     LABELS,
@@ -30,14 +33,11 @@ from dp_platform.evaluation.methods import (
     rho_charged,
     run_method,
 )
-from dp_platform.evaluation.paper import paper_ratio
-from dp_platform.evaluation.plus_data import PlusData, prepare_plus
-from dp_platform.evaluation.prepared import PreparedData, prepare
-from dp_platform.evaluation.progress import Progress
-from dp_platform.evaluation.scoring import Score, metric_name, score
-from dp_platform.mechanisms import adsbpc_plus
-from dp_platform.mechanisms.adsbpc import make_plan
-from dp_platform.privacy.noise import NoiseSource, SeededNoise
+from dp_research.evaluation.paper import paper_ratio
+from dp_research.evaluation.plus_data import PlusData, prepare_plus
+from dp_research.evaluation.prepared import PreparedData, prepare
+from dp_research.evaluation.progress import Progress
+from dp_research.evaluation.scoring import Score, metric_name, score
 
 __all__ = [
     "ExperimentConfig",

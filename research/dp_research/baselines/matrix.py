@@ -14,8 +14,8 @@ from typing import Literal
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from dp_platform.baselines.factorization import optimal_strategy, sqrt_strategy
-from dp_platform.baselines.workloads import prefix_weights
+from dp_research.baselines.factorization import optimal_strategy, sqrt_strategy
+from dp_research.baselines.workloads import prefix_weights
 
 __all__ = ["StrategyKind", "decoder_for", "prefix_strategy"]
 

@@ -19,7 +19,7 @@ Everything after the draws is post-processing (dp_platform/consistency.py): tota
 gender and overall are sums of the same noisy cells (so a slice never disagrees with its
 total), each with its exact noise-only 95 % interval, and the campaign-to-date totals are
 projected onto non-negative, non-decreasing series. **Evaluation, not a release**: the noise
-source is a parameter (seeded in the demo, as in the rest of dp_platform/evaluation/), and the
+source is a parameter (seeded in the demo, as in the rest of ``dp_research.evaluation``), and the
 truth is reported next to the estimates — fine for a public file, never for a client's data.
 """
 

@@ -32,7 +32,11 @@ from functools import cached_property
 
 import numpy as np
 
-from dp_platform.baselines import (
+from dp_platform.config import CampaignConfig
+from dp_platform.mechanisms.adsbpc import AdsbpcPlan
+from dp_platform.mechanisms.adsbpc_plus import PlusPlan
+from dp_platform.privacy.noise import NoiseSource
+from dp_research.baselines import (
     BIN,
     IPA,
     MMBPC,
@@ -43,15 +47,11 @@ from dp_platform.baselines import (
     cached_plan,
     prefix_weights,
 )
-from dp_platform.config import CampaignConfig
-from dp_platform.evaluation.adsbpc_runs import DailyRun, given_bounds_run, run_adsbpc
-from dp_platform.evaluation.datasets import DatasetSpec
-from dp_platform.evaluation.plus_data import PlusData, run_plus
-from dp_platform.evaluation.plus_scale import mse_choose, mse_scale
-from dp_platform.evaluation.prepared import PreparedData
-from dp_platform.mechanisms.adsbpc import AdsbpcPlan
-from dp_platform.mechanisms.adsbpc_plus import PlusPlan
-from dp_platform.privacy.noise import NoiseSource
+from dp_research.evaluation.adsbpc_runs import DailyRun, given_bounds_run, run_adsbpc
+from dp_research.evaluation.datasets import DatasetSpec
+from dp_research.evaluation.plus_data import PlusData, run_plus
+from dp_research.evaluation.plus_scale import mse_choose, mse_scale
+from dp_research.evaluation.prepared import PreparedData
 
 __all__ = [
     "ALL_METHODS",

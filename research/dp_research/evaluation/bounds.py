@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dp_platform.baselines.contributions import Conversions, user_day_totals
+from dp_research.baselines.contributions import Conversions, user_day_totals
 
 __all__ = ["NON_PRIVATE_LABEL", "nonprivate_given_bounds"]
 

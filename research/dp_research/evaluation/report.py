@@ -13,16 +13,16 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from dp_platform.evaluation.ablations import AblationRow, run_ablations
-from dp_platform.evaluation.datasets import DATASETS, dataset_spec
-from dp_platform.evaluation.experiment import (
+from dp_research.evaluation.ablations import AblationRow, run_ablations
+from dp_research.evaluation.datasets import DATASETS, dataset_spec
+from dp_research.evaluation.experiment import (
     ExperimentConfig,
     ExperimentResult,
     prepare_dataset,
     run_experiment,
 )
-from dp_platform.evaluation.markdown import render_results
-from dp_platform.evaluation.sweeps import DAYS_GRID, RHO_GRID, plot_sweep, sweep
+from dp_research.evaluation.markdown import render_results
+from dp_research.evaluation.sweeps import DAYS_GRID, RHO_GRID, plot_sweep, sweep
 
 __all__ = ["CI_SCALE", "FULL_SCALE", "AllResults", "Scale", "run_all", "write_all"]
 

@@ -1,7 +1,7 @@
 """AdsBPC+ against every baseline, AdsBPC and its own oracle: generated blocks of docs/results.md.
 
-    .venv/bin/python -m dp_platform.evaluation.plus_report --out docs/   [--ci]
-    .venv/bin/python -m dp_platform.evaluation.plus_report --candidates --out docs/
+    .venv/bin/python -m dp_research.evaluation.plus_report --out docs/   [--ci]
+    .venv/bin/python -m dp_research.evaluation.plus_report --candidates --out docs/
 
 Each dataset is generated once and prepared twice (rank tensors for AdsBPC and the baselines,
 row arrays for AdsBPC+); both workloads then run AdsBPC, the five baselines, the AdsBPC oracle,
@@ -25,19 +25,19 @@ from pathlib import Path
 
 import numpy as np
 
-from dp_platform.evaluation.datasets import DATASETS, dataset_spec, load_dataset
-from dp_platform.evaluation.experiment import ExperimentConfig, ExperimentResult, run_experiment
-from dp_platform.evaluation.methods import BASELINES, LABELS
-from dp_platform.evaluation.plus_data import prepare_plus
-from dp_platform.evaluation.prepared import prepare
+from dp_research.evaluation.datasets import DATASETS, dataset_spec, load_dataset
+from dp_research.evaluation.experiment import ExperimentConfig, ExperimentResult, run_experiment
+from dp_research.evaluation.methods import BASELINES, LABELS
+from dp_research.evaluation.plus_data import prepare_plus
+from dp_research.evaluation.prepared import prepare
 
 __all__ = ["candidates_block", "main", "plus_block", "run_all"]
 
-BEGIN = "<!-- BEGIN GENERATED: adsbpc_plus; python -m dp_platform.evaluation.plus_report -->"
+BEGIN = "<!-- BEGIN GENERATED: adsbpc_plus; python -m dp_research.evaluation.plus_report -->"
 END = "<!-- END GENERATED: adsbpc_plus -->"
 CANDIDATES_BEGIN = (
     "<!-- BEGIN GENERATED: adsbpc_plus candidates; "
-    "python -m dp_platform.evaluation.plus_report --candidates -->"
+    "python -m dp_research.evaluation.plus_report --candidates -->"
 )
 CANDIDATES_END = "<!-- END GENERATED: adsbpc_plus candidates -->"
 METHODS = ("adsbpc", *BASELINES, "oracle", "adsbpc_plus", "plus_oracle")

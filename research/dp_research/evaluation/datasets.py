@@ -6,17 +6,17 @@ and UMM, and the output range Λ of AdsBPC's PrivateQuantile. Generation itself 
 data layer
 (:mod:`dp_platform.events.paper` and :mod:`dp_platform.events.facebook`); this module only picks
 the generator and adapts its :class:`~dp_platform.events.model.ConversionSet` to the baselines'
-:class:`~dp_platform.baselines.Conversions` where a test wants to cross-check clipping.
+:class:`~dp_research.baselines.Conversions` where a test wants to cross-check clipping.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dp_platform.baselines import Conversions
 from dp_platform.events.facebook import facebook_dataset
 from dp_platform.events.model import ConversionSet
 from dp_platform.events.paper import paper_dataset
+from dp_research.baselines import Conversions
 
 __all__ = ["DATASETS", "DatasetSpec", "dataset_spec", "load_dataset", "to_conversions"]
 

@@ -14,21 +14,21 @@ from dataclasses import asdict
 import numpy as np
 
 from dp_platform.consistency import PUBLISHER, normal_interval
-from dp_platform.evaluation.consistency_gains import (
+from dp_platform.events.facebook import AdGroups
+from dp_platform.privacy.noise import SeededNoise
+from dp_research.evaluation.consistency_gains import (
     cumulative_cells_gain,
     generator_cells,
     isotonic_coverage,
     isotonic_gain,
     totals_gain,
 )
-from dp_platform.evaluation.facebook_slices import (
+from dp_research.evaluation.facebook_slices import (
     MEASURES,
     SliceSettings,
     facebook_slices,
     period_table,
 )
-from dp_platform.events.facebook import AdGroups
-from dp_platform.privacy.noise import SeededNoise
 
 __all__ = ["consistency_report", "coverage_report", "facebook_report"]
 

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dp_platform.baselines import prefix
 from dp_platform.config import CampaignConfig
-from dp_platform.evaluation.adsbpc_runs import (
+from dp_platform.mechanisms.adsbpc import make_plan
+from dp_platform.privacy.noise import SeededNoise
+from dp_research.baselines import prefix
+from dp_research.evaluation.adsbpc_runs import (
     BoundRule,
     DailyRun,
     campaign_for,
@@ -30,15 +32,13 @@ from dp_platform.evaluation.adsbpc_runs import (
     quantile_every_day,
     run_adsbpc,
 )
-from dp_platform.evaluation.datasets import DatasetSpec
-from dp_platform.evaluation.experiment import noise_seed
-from dp_platform.evaluation.methods import Context, daily_outcome
-from dp_platform.evaluation.paper import ABLATIONS
-from dp_platform.evaluation.prepared import PreparedData
-from dp_platform.evaluation.progress import Progress
-from dp_platform.evaluation.scoring import Score, score
-from dp_platform.mechanisms.adsbpc import make_plan
-from dp_platform.privacy.noise import SeededNoise
+from dp_research.evaluation.datasets import DatasetSpec
+from dp_research.evaluation.experiment import noise_seed
+from dp_research.evaluation.methods import Context, daily_outcome
+from dp_research.evaluation.paper import ABLATIONS
+from dp_research.evaluation.prepared import PreparedData
+from dp_research.evaluation.progress import Progress
+from dp_research.evaluation.scoring import Score, score
 
 __all__ = ["ABLATION_GRIDS", "AblationRow", "run_ablations"]
 

@@ -27,9 +27,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from dp_platform.baselines import Workload
 from dp_platform.config import CampaignConfig, parse_campaign
-from dp_platform.evaluation.prepared import PreparedData
 from dp_platform.mechanisms.adsbpc import (
     AdsbpcPlan,
     BoundChoice,
@@ -44,6 +42,8 @@ from dp_platform.privacy.accounting import epsilon_for_exponential_rho
 from dp_platform.privacy.noise import NoiseSource
 from dp_platform.privacy.quantile import private_quantile
 from dp_platform.workload import campaign_scales, workload_matrix
+from dp_research.baselines import Workload
+from dp_research.evaluation.prepared import PreparedData
 
 __all__ = [
     "BoundRule",

@@ -11,20 +11,20 @@ Each mechanism is a frozen dataclass of its parameters with
 Stream reads raw conversions (it clips per rung), so its plan's ``release`` takes them directly.
 """
 
-from dp_platform.baselines.bin import BIN
-from dp_platform.baselines.contributions import (
+from dp_research.baselines.bin import BIN
+from dp_research.baselines.contributions import (
     Conversions,
     clip_global,
     clip_per_day,
     running_before,
     user_day_totals,
 )
-from dp_platform.baselines.ipa import IPA
-from dp_platform.baselines.mmbpc import MMBPC
-from dp_platform.baselines.plan import LinearPlan, cached_plan, gaussian_sigma, gaussian_zcdp
-from dp_platform.baselines.stream import Stream, StreamPlan, StreamRelease
-from dp_platform.baselines.umm import UMM
-from dp_platform.baselines.workloads import Workload, prefix, prefix_weights, sliding
+from dp_research.baselines.ipa import IPA
+from dp_research.baselines.mmbpc import MMBPC
+from dp_research.baselines.plan import LinearPlan, cached_plan, gaussian_sigma, gaussian_zcdp
+from dp_research.baselines.stream import Stream, StreamPlan, StreamRelease
+from dp_research.baselines.umm import UMM
+from dp_research.baselines.workloads import Workload, prefix, prefix_weights, sliding
 
 __all__ = [
     "BIN",

@@ -16,11 +16,11 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from dp_platform.evaluation.datasets import DATASETS
-from dp_platform.evaluation.experiment import ExperimentConfig, ExperimentResult, run_experiment
-from dp_platform.evaluation.methods import ALL_METHODS, LABELS, METHODS
-from dp_platform.evaluation.report import CI_SCALE, Scale, write_all
-from dp_platform.evaluation.sweeps import plot_sweep, sweep
+from dp_research.evaluation.datasets import DATASETS
+from dp_research.evaluation.experiment import ExperimentConfig, ExperimentResult, run_experiment
+from dp_research.evaluation.methods import ALL_METHODS, LABELS, METHODS
+from dp_research.evaluation.report import CI_SCALE, Scale, write_all
+from dp_research.evaluation.sweeps import plot_sweep, sweep
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -156,13 +156,13 @@ def _need(args: argparse.Namespace, *names: str) -> None:
 def _slices(args: argparse.Namespace) -> int:
     """The consistency gains, the campaign-to-date coverage, or the Facebook age × gender demo
     (docs/slices.md)."""
-    from dp_platform.evaluation.facebook_slices import SliceSettings
-    from dp_platform.evaluation.slices_report import (
+    from dp_platform.events.facebook import facebook_ad_groups
+    from dp_research.evaluation.facebook_slices import SliceSettings
+    from dp_research.evaluation.slices_report import (
         consistency_report,
         coverage_report,
         facebook_report,
     )
-    from dp_platform.events.facebook import facebook_ad_groups
 
     if args.consistency:
         text, payload = consistency_report(seed=args.seed)

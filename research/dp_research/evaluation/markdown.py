@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dp_platform.evaluation.ablations import AblationRow
-from dp_platform.evaluation.experiment import ExperimentResult
-from dp_platform.evaluation.methods import LABELS, METHODS
-from dp_platform.evaluation.paper import TABLE_IX, TABLE_X, paper_ratio
+from dp_research.evaluation.ablations import AblationRow
+from dp_research.evaluation.experiment import ExperimentResult
+from dp_research.evaluation.methods import LABELS, METHODS
+from dp_research.evaluation.paper import TABLE_IX, TABLE_X, paper_ratio
 
 if TYPE_CHECKING:
-    from dp_platform.evaluation.report import AllResults
+    from dp_research.evaluation.report import AllResults
 
 __all__ = ["render_results"]
 

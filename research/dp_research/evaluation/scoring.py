@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dp_platform.baselines import Workload, prefix_weights
-from dp_platform.evaluation.methods import Outcome
-from dp_platform.evaluation.metrics import max_window_mse, weighted_mean, wrmse
 from dp_platform.release_view import prefix_isotonic
+from dp_research.baselines import Workload, prefix_weights
+from dp_research.evaluation.methods import Outcome
+from dp_research.evaluation.metrics import max_window_mse, weighted_mean, wrmse
 
 __all__ = ["PAPER_SLIDING_UNIT", "Score", "consistent_answers", "metric_name", "score"]
 
