@@ -23,6 +23,9 @@ _SYSTEM = re.compile(
 )
 
 
+_HERE = Path(__file__).resolve().parent
+
+
 @cache
 def _is_system(path: Path) -> bool:
     return "browser" in path.parts or bool(_SYSTEM.search(path.read_text()))
@@ -30,6 +33,8 @@ def _is_system(path: Path) -> bool:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
+        if not Path(item.fspath).resolve().is_relative_to(_HERE):  # research/tests: its own
+            continue
         system = (
             item.get_closest_marker("system") is not None
             or _is_system(Path(item.fspath))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 
@@ -20,28 +21,6 @@ from dp_research.evaluation.facebook_slices import (
     slice_layout,
 )
 
-_HEADER = (
-    "ad_id,xyz_campaign_id,fb_campaign_id,age,gender,interest,Impressions,Clicks,Spent,"
-    "Total_Conversion,Approved_Conversion"
-)
-
-
-def _frame(tmp_path: Path, rows: int = 60, seed: int = 4, spent: str | None = None) -> Path:
-    """A small file of the Kaggle file's shape (same columns, same value kinds)."""
-    rng = np.random.default_rng(seed)
-    ages = ("30-34", "35-39", "40-44", "45-49")
-    lines = [_HEADER]
-    for i in range(rows):
-        approved = int(rng.poisson(1.5))
-        money = f"{rng.lognormal(3.0, 1.2):.6f}" if spent is None or i != 7 else spent
-        lines.append(
-            f"{700000 + i},916,{103916 + i},{ages[i % 4]},{'MF'[i % 3 == 0]},{10 + i % 9},"
-            f"{rng.integers(100, 9000)},{rng.integers(0, 5)},{money},{approved + 1},{approved}"
-        )
-    path = tmp_path / "conversions.csv"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
 
 class _Recording(SeededNoise):
     """Seeded noise that records what each Gaussian draw declared."""
@@ -55,8 +34,10 @@ class _Recording(SeededNoise):
         return super().add_gaussian(values, scale, l2_sensitivity=l2_sensitivity, rho=rho)
 
 
-def test_the_demo_charges_exactly_rho_and_each_draw_declares_its_bound(tmp_path: Path) -> None:
-    groups = facebook_ad_groups(_frame(tmp_path))
+def test_the_demo_charges_exactly_rho_and_each_draw_declares_its_bound(
+    facebook_csv: Callable[..., Path],
+) -> None:
+    groups = facebook_ad_groups(facebook_csv())
     settings = SliceSettings(days=5, rho=0.5, conversion_bound=2.0, spend_cap=15.0)
     noise = _Recording(1)
     release = facebook_slices(groups, settings, noise)
@@ -68,9 +49,11 @@ def test_the_demo_charges_exactly_rho_and_each_draw_declares_its_bound(tmp_path:
         assert sensitivity**2 / (2 * scale**2) <= float(rho)  # ρ = Δ²/(2σ²) fits the charge
 
 
-def test_removing_any_ad_group_moves_each_days_vector_by_at_most_the_bound(tmp_path) -> None:
+def test_removing_any_ad_group_moves_each_days_vector_by_at_most_the_bound(
+    facebook_csv: Callable[..., Path],
+) -> None:
     """The sensitivity the draws declare, brute-forced: drop each group in turn."""
-    groups = facebook_ad_groups(_frame(tmp_path, rows=24))
+    groups = facebook_ad_groups(facebook_csv(rows=24))
     settings = SliceSettings(days=4, conversion_bound=1.0, spend_cap=8.0, seed=3)
     layout = slice_layout(groups)
     conversions, spend = _spread(groups, settings)
@@ -85,8 +68,8 @@ def test_removing_any_ad_group_moves_each_days_vector_by_at_most_the_bound(tmp_p
         assert change.max() > 0 or groups.approved[drop] == 0 == groups.spent[drop]
 
 
-def test_every_total_equals_the_sum_of_its_slices(tmp_path: Path) -> None:
-    groups = facebook_ad_groups(_frame(tmp_path))
+def test_every_total_equals_the_sum_of_its_slices(facebook_csv: Callable[..., Path]) -> None:
+    groups = facebook_ad_groups(facebook_csv())
     release = facebook_slices(groups, SliceSettings(days=6), SeededNoise(2))
     for day in range(6):
         cells = release.day_totals(day, (PUBLISHER,)).values  # age × gender × measure
@@ -110,17 +93,19 @@ def test_every_total_equals_the_sum_of_its_slices(tmp_path: Path) -> None:
         assert all(r["ci_low"] < r["value"] < r["ci_high"] for r in rows)
 
 
-def test_clipping_keeps_the_truth_at_or_below_the_unclipped(tmp_path: Path) -> None:
-    groups = facebook_ad_groups(_frame(tmp_path))
+def test_clipping_keeps_the_truth_at_or_below_the_unclipped(
+    facebook_csv: Callable[..., Path],
+) -> None:
+    groups = facebook_ad_groups(facebook_csv())
     release = facebook_slices(groups, SliceSettings(days=3, spend_cap=1.0), SeededNoise(3))
     assert np.all(release.clipped <= release.unclipped + 1e-9)
     assert release.unclipped[..., 0].sum() == groups.approved.sum()
     assert release.unclipped[..., 1].sum() == pytest.approx(groups.spent.sum())
 
 
-def test_a_bad_row_is_refused_with_its_number_and_rule(tmp_path: Path) -> None:
+def test_a_bad_row_is_refused_with_its_number_and_rule(facebook_csv: Callable[..., Path]) -> None:
     with pytest.raises(ValueError, match=r"row 8: Spent must be a number >= 0"):
-        facebook_ad_groups(_frame(tmp_path, spent="-3.5"))
+        facebook_ad_groups(facebook_csv(spent="-3.5"))
 
 
 @pytest.mark.skipif(not default_facebook_path().is_file(), reason="Facebook data not present")

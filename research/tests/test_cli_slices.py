@@ -9,7 +9,6 @@ import pytest
 
 from dp_platform.events.facebook import FACEBOOK_ENV
 from dp_research.commands import evaluate
-from tests.test_facebook_slices import _frame
 
 
 def run(argv: list[str]) -> int:
@@ -35,8 +34,8 @@ def test_a_missing_file_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys) ->
 
 
 @pytest.mark.slow
-def test_json_has_every_day_consistent_totals_and_the_charge(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv(FACEBOOK_ENV, str(_frame(tmp_path)))
+def test_json_has_every_day_consistent_totals_and_the_charge(facebook_csv, monkeypatch, capsys):
+    monkeypatch.setenv(FACEBOOK_ENV, str(facebook_csv()))
     argv = ["--dataset", "facebook", "--slices", "age,gender", "--days", "5", "--rho", "0.5"]
     assert run([*argv, "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
