@@ -101,13 +101,22 @@ def plugin_commands() -> dict[str, tuple[str, str]]:
     for entry in entry_points(group=PLUGIN_GROUP):
         if entry.name in COMMANDS or entry.name in found:
             continue
-        module, summary = entry.load()
-        found[entry.name] = (str(module), str(summary))
+        command: object = entry.load()
+        if not (
+            isinstance(command, tuple)
+            and len(command) == 2
+            and all(isinstance(part, str) for part in command)
+        ):
+            raise TypeError(
+                f"{PLUGIN_GROUP} entry point {entry.name} = {entry.value}: expected a "
+                f"(module, one-line help) pair, got {command!r}"
+            )
+        found[entry.name] = (command[0], command[1])
     return found
 
 
 def _chosen(argv: Sequence[str] | None) -> str | None:
-    """The command ``argv`` names ("" if none); None when every command is (``argv`` None)."""
+    """The command ``argv`` names ("" if none); None if ``argv`` is (every command is wanted)."""
     return None if argv is None else next((a for a in argv if not a.startswith("-")), "")
 
 

@@ -107,3 +107,16 @@ def test_the_research_package_provides_evaluate_when_installed(
         cli.main(["evaluate", "--quiet"])
     assert exit_.value.code == 2
     assert capsys.readouterr().err == "dp-platform evaluate: --dataset, --workload required\n"
+
+
+NOT_A_PAIR = "dp_platform.commands.plan"
+"""An entry point's object of the wrong shape (a module name without its help)."""
+
+
+def test_a_plugin_of_the_wrong_shape_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = EntryPoint(
+        name="bad", value="tests.test_cli_plugins:NOT_A_PAIR", group=cli.PLUGIN_GROUP
+    )
+    monkeypatch.setattr(cli, "entry_points", _entry_points(entry))
+    with pytest.raises(TypeError, match=r"dp_platform\.commands entry point bad = tests"):
+        cli.plugin_commands()
