@@ -8,10 +8,12 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: demo test test-fast faults ui ui-screenshots browser postgres lint format bench results clean
 
-$(BIN)/dp-platform: pyproject.toml
+# The platform and, beside it, the paper-reproduction harness (research/, package dp-research:
+# `dp-platform evaluate`, `make results`), both editable. Operators install the root alone.
+$(BIN)/dp-platform: pyproject.toml research/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev]' -e ./research
 	touch $@
 
 # The Spark engine's tests need PySpark and Java 17+: installed here (Debian's JRE if the
@@ -85,7 +87,8 @@ format: $(BIN)/dp-platform
 bench: $(BIN)/dp-platform
 	$(BIN)/pytest -q --benchmark-enable --benchmark-only tests
 
-# Regenerate docs/results.md and docs/figures (the paper's Tables IX/X, sweeps, ablations).
+# Regenerate docs/results.md and docs/figures (the paper's Tables IX/X, sweeps, ablations); the
+# command comes from the research package (research/), which the venv above installs.
 results: $(BIN)/dp-platform
 	$(BIN)/dp-platform evaluate --all --out docs/
 

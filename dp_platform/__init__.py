@@ -14,7 +14,8 @@ configuration               ``config.py`` (the catalogue), ``plans.py``, ``workl
 data                        ``warehouse/`` (DuckDB default, Spark), ``events/``, ``schemas.py``
 attribution                 warehouse SQL; private last touch in ``attribution/``
 the command line            ``cli.py`` and ``commands/`` (``dp-platform --help``)
-research                    ``baselines/``, ``evaluation/`` (docs/results.md)
+research                    not here: the package in ``research/`` (docs/results.md), which
+                            depends on this one and adds ``dp-platform evaluate``
 ==========================  ===============================================================
 
 Why each rule holds: docs/algorithm.md (the algorithm and its proofs), docs/privacy.md (the

@@ -9,7 +9,10 @@ line on stderr with exit code 2, never as a traceback; a Dagster run that failed
 worker process killed) is one line with exit code 1.
 
 The commands that orchestrate through Dagster (``run``, ``demo``, ``ui``) live in the Dagster
-layer (``assets.commands``): the library itself never imports Dagster.
+layer (``assets.commands``): the library itself never imports Dagster. Separately installed
+packages add commands through the ``dp_platform.commands`` entry-point group (``PLUGIN_GROUP``):
+the paper-reproduction harness (research/) adds ``evaluate`` that way, so this package imports
+nothing of it; without it, ``dp-platform evaluate`` is one line saying how to install it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import importlib
 import re
 import sys
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 
 from dp_platform.errors import ConfigError, LedgerError, RunFailed
 
@@ -46,10 +50,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "back up the privacy ledger consistently, or restore a backup (checked against the "
         "release journal)",
     ),
-    "evaluate": (
-        "dp_platform.commands.evaluate",
-        "compare AdsBPC with the paper's baselines on the paper's datasets",
-    ),
     "ingest": (
         "dp_platform.commands.ingest",
         "validate and load impression and conversion files into the warehouse",
@@ -74,19 +74,72 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 """Command name → (module with ``configure``, one-line help)."""
 
+PLUGIN_GROUP = "dp_platform.commands"
+"""The entry-point group of commands other packages add: each entry loads to a (module with
+``configure``, one-line help) pair, as in ``COMMANDS``; a built-in name is never replaced."""
 
-def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser; only the command named in ``argv`` (all, if None) is configured in full."""
+OPTIONAL: dict[str, tuple[str, str]] = {
+    "evaluate": (
+        "the research package (the paper's reproduction harness, docs/results.md)",
+        "from the repository's root, pip install -e ./research",
+    ),
+}
+"""Commands that come with another package (the product's wheel does not carry them) → (what
+provides them, how to install it): ``--help`` lists them as not installed, and running one
+without its package is one line saying how to install it (exit code 2)."""
+
+
+def missing_command(name: str) -> str:
+    """The one line ``dp-platform NAME`` prints when the package providing NAME is absent."""
+    what, how = OPTIONAL[name]
+    return f"dp-platform {name}: needs {what}, which is not installed: {how}"
+
+
+def plugin_commands() -> dict[str, tuple[str, str]]:
+    """The commands installed packages add (``PLUGIN_GROUP``), by name."""
+    found: dict[str, tuple[str, str]] = {}
+    for entry in entry_points(group=PLUGIN_GROUP):
+        if entry.name in COMMANDS or entry.name in found:
+            continue
+        command: object = entry.load()
+        if not (
+            isinstance(command, tuple)
+            and len(command) == 2
+            and all(isinstance(part, str) for part in command)
+        ):
+            raise TypeError(
+                f"{PLUGIN_GROUP} entry point {entry.name} = {entry.value}: expected a "
+                f"(module, one-line help) pair, got {command!r}"
+            )
+        found[entry.name] = (command[0], command[1])
+    return found
+
+
+def _chosen(argv: Sequence[str] | None) -> str | None:
+    """The command ``argv`` names ("" if none); None if ``argv`` is (every command is wanted)."""
+    return None if argv is None else next((a for a in argv if not a.startswith("-")), "")
+
+
+def build_parser(
+    argv: Sequence[str] | None = None, plugins: dict[str, tuple[str, str]] | None = None
+) -> argparse.ArgumentParser:
+    """The parser; only the command named in ``argv`` (all, if None) is configured in full.
+    ``plugins`` are the installed packages' commands (looked up if None); an ``OPTIONAL`` command
+    that none provides is listed with what to install."""
     parser = argparse.ArgumentParser(
         prog="dp-platform",
         description="User-level differentially private daily ad-conversion releases (AdsBPC).",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    chosen = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
-    for name, (module, summary) in COMMANDS.items():
+    chosen = _chosen(argv)
+    available = {**COMMANDS, **(plugin_commands() if plugins is None else plugins)}
+    for name, (module, summary) in available.items():
         command = subparsers.add_parser(name, help=summary)
         if chosen is None or name == chosen:
             importlib.import_module(module).configure(command)
+    for name, missing in OPTIONAL.items():
+        if name not in available:
+            subparsers.add_parser(name, help=f"not installed: needs {missing[0]}")
     return parser
 
 
@@ -159,7 +212,12 @@ def storage_fault(error: BaseException) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(arguments).parse_args(arguments)
+    plugins = plugin_commands()
+    chosen = _chosen(arguments)
+    if chosen in OPTIONAL and chosen not in COMMANDS and chosen not in plugins:
+        print(missing_command(chosen), file=sys.stderr)
+        return 2
+    args = build_parser(arguments, plugins).parse_args(arguments)
     try:
         return int(args.handler(args) or 0)
     except BrokenPipeError:  # output piped into `head` and closed early: not an error

@@ -25,6 +25,9 @@ _SYSTEM = re.compile(
 )
 
 
+_HERE = Path(__file__).resolve().parent
+
+
 @cache
 def _is_system(path: Path) -> bool:
     return "browser" in path.parts or bool(_SYSTEM.search(path.read_text()))
@@ -42,14 +45,16 @@ def _uses_spark(item: pytest.Item) -> bool:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         spark = _uses_spark(item)
-        system = (
-            item.get_closest_marker("system") is not None or _is_system(Path(item.fspath)) or spark
-        )
-        item.add_marker(pytest.mark.system if system else pytest.mark.unit)
         # `make test` runs `--dist loadgroup`: every Spark test on one worker (one JVM for the
         # run: its start costs 20-35 s and its heap and JIT threads a core's share), every
         # other test with the rest of its file (its module fixtures are built once).
         item.add_marker(pytest.mark.xdist_group("spark" if spark else item.nodeid.split("::")[0]))
+        if not Path(item.fspath).resolve().is_relative_to(_HERE):  # research/tests: its own
+            continue
+        system = (
+            item.get_closest_marker("system") is not None or _is_system(Path(item.fspath)) or spark
+        )
+        item.add_marker(pytest.mark.system if system else pytest.mark.unit)
 
 
 @pytest.fixture

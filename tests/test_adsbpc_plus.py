@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from dp_platform.config import ConfigError, parse_campaign
-from dp_platform.evaluation.plus_data import prepare_plus, run_plus
 from dp_platform.events.paper import paper_dataset
 from dp_platform.mechanisms import adsbpc_plus
 from dp_platform.mechanisms.adsbpc_plus import (
@@ -23,6 +22,7 @@ from dp_platform.mechanisms.adsbpc_plus import (
 from dp_platform.privacy.accounting import Rho, gaussian_rho
 from dp_platform.privacy.noise import Draw, NoiseSource, SeededNoise
 from dp_platform.records import from_record, to_record
+from dp_research.evaluation.plus_data import prepare_plus, run_plus
 
 
 def _campaign(strategy: str = "diagonal", **overrides):

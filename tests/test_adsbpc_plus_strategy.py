@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from dp_platform.config import parse_campaign
-from dp_platform.evaluation.plus_data import prepare_plus, run_plus
 from dp_platform.events.paper import paper_dataset
 from dp_platform.mechanisms.adsbpc_plus import (
     PROFILE_BINS,
@@ -39,6 +38,7 @@ from dp_platform.privacy.strategy import (
     worst_row_norm,
 )
 from dp_platform.records import from_record, to_record
+from dp_research.evaluation.plus_data import prepare_plus, run_plus
 
 
 def _campaign(strategy: str = "auto", workload: dict | None = None, objective: dict | None = None):

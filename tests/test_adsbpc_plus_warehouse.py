@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from dp_platform.config import parse_campaign
-from dp_platform.evaluation.plus_data import prepare_plus, run_plus
 from dp_platform.events import write_events
 from dp_platform.events.paper import paper_dataset
 from dp_platform.mechanisms.adsbpc_plus import (
@@ -30,6 +29,7 @@ from dp_platform.privacy.noise import SeededNoise
 from dp_platform.warehouse import Warehouse
 from dp_platform.warehouse.base import StrategyRow
 from dp_platform.warehouse.store import WarehouseError
+from dp_research.evaluation.plus_data import prepare_plus, run_plus
 from tests.conftest_data import FAR_FUTURE
 
 START = date(2026, 3, 1)

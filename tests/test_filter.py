@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from dp_platform.clipping import count_fraction
-from dp_platform.evaluation.plus_data import filter_day, prepare_plus
 from dp_platform.events.model import ConversionSet
 from dp_platform.events.paper import spread
 from dp_platform.privacy.filter import (
@@ -24,6 +23,7 @@ from dp_platform.privacy.filter import (
     remaining,
     worst_case_charge,
 )
+from dp_research.evaluation.plus_data import filter_day, prepare_plus
 
 RHO1 = Fraction(9, 10)
 BOUNDS = [2.5, 3.0, 1.7, 4.0, 2.2, 3.3]
@@ -210,8 +210,8 @@ def test_correlated_rows_charge_each_user_their_whole_row_exactly(seed):
     """RowFilter (the evaluation's engine, the SQL's twin) against the plain-loop reference:
     the same released rows and costs; every user's costs sum to ≤ ρ1 as exact rationals; and
     users are cut both ways — by a partial conversion and by α < 1 on their past alone."""
-    from dp_platform.evaluation.plus_data import RowFilter
     from dp_platform.privacy.strategy import sqrt_matrix
+    from dp_research.evaluation.plus_data import RowFilter
 
     conversions = _data(seed, users=120)
     matrix = sqrt_matrix(len(BOUNDS))
@@ -241,8 +241,8 @@ def test_correlated_rows_charge_each_user_their_whole_row_exactly(seed):
 def test_a_cut_user_leaves_every_later_row_past_included():
     """Once a user's spend reaches the cap their later rows are 0 — their earlier days are not
     carried on — and removing them changes each row by exactly their part."""
-    from dp_platform.evaluation.plus_data import RowFilter
     from dp_platform.privacy.strategy import sqrt_matrix
+    from dp_research.evaluation.plus_data import RowFilter
 
     base = _data(3, users=60)
     heavy = ConversionSet(

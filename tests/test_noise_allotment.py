@@ -16,7 +16,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dp_platform.baselines import BIN, prefix
 from dp_platform.config import parse_campaign
 from dp_platform.mechanisms import adsbpc, adsbpc_plus
 from dp_platform.mechanisms.adsbpc import declare, make_plan, measure
@@ -36,6 +35,7 @@ from dp_platform.privacy.noise import (
     grid_k,
     privacy_loss,
 )
+from dp_research.baselines import BIN, prefix
 from tests.counting_noise import CountingIntegerNoise, CountingNoise
 
 CLOSE = 1e-13  # the map may exceed the closed form by the grid's ≤ 3·10⁻¹⁴ and a few ulps

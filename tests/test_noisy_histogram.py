@@ -7,7 +7,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dp_platform.evaluation.plus_data import prepare_plus
 from dp_platform.events.model import ConversionSet
 from dp_platform.events.paper import spread
 from dp_platform.mechanisms.adsbpc_plus import PROFILE_BINS, profile_bins
@@ -19,6 +18,7 @@ from dp_platform.privacy.noisy_histogram import (
     tail_counts,
 )
 from dp_platform.privacy.quantile import cap_histogram
+from dp_research.evaluation.plus_data import prepare_plus
 
 
 @pytest.mark.parametrize("rho", [Fraction(1, 1000), Fraction(3, 100) / 31, Fraction(2)])

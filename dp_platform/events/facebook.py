@@ -5,9 +5,9 @@ group as one user, take ``Total_Conversion`` as its conversions (sum 3264, max 6
 T and GS) and spread each group's conversions uniformly at random over the n days (seeded; the
 paper does not say how it spread them). There is a single publisher, so every attribution rule
 gives the same data vector. :func:`facebook_ad_groups` reads the same rows with their audience
-(age band, gender, interest) and ``Spent``/``Approved_Conversion`` for the breakdown demo
-(:mod:`dp_platform.evaluation.facebook_slices`). Provenance and licence: ``PROVENANCE.md``
-next to the data.
+(age band, gender, interest) and ``Spent``/``Approved_Conversion`` for the breakdown demo of
+the research package (research/, docs/slices.md). Provenance and licence: ``PROVENANCE.md`` next
+to the data.
 
 The file is third-party and carries no licence, so it is not in the repository: put a copy at
 ``data/kaggle-fb-ad-conversion/KAG_conversion_data.csv`` in the checkout (ignored by git), set

@@ -1,0 +1,243 @@
+"""``dp-platform evaluate``: AdsBPC against the paper's baselines on the paper's datasets.
+
+One run: ``--dataset`` × ``--workload``, every method (or ``--methods``) over ``--repeats``
+seeded repeats; prints each method's error and closes with AdsBPC ÷ the best baseline next to
+the paper's ratio, and AdsBPC ÷ the non-private oracle. ``--sweep rho|days`` redoes it over the
+grid of the paper's Figure 1 or 2 and writes a PNG; ``--all`` regenerates every table and figure
+of docs/results.md. This evaluates on synthetic or public data with seeded noise: nothing it
+prints is a differentially private release.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from dp_research.evaluation.datasets import DATASETS
+from dp_research.evaluation.experiment import ExperimentConfig, ExperimentResult, run_experiment
+from dp_research.evaluation.methods import ALL_METHODS, LABELS, METHODS
+from dp_research.evaluation.report import CI_SCALE, Scale, write_all
+from dp_research.evaluation.sweeps import plot_sweep, sweep
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--dataset", choices=tuple(DATASETS))
+    parser.add_argument("--workload", choices=("prefix", "sliding"))
+    parser.add_argument("--rho", type=float, default=1.0, help="total zCDP budget (1)")
+    parser.add_argument("--days", type=int, default=31, help="campaign length n (31)")
+    parser.add_argument("--users", type=int, default=1_000_000, help="synthetic users (10⁶)")
+    parser.add_argument("--publishers", type=int, default=1000, help="synthetic publishers")
+    parser.add_argument("--repeats", type=int, default=10, help="seeded repeats (10)")
+    parser.add_argument("--methods", nargs="+", choices=ALL_METHODS, default=list(METHODS))
+    parser.add_argument("--seed", type=int, default=0, help="seed of the data and the noise")
+    parser.add_argument("--sweep", choices=("rho", "days"), help="Figure 1 (rho) or 2 (days)")
+    parser.add_argument("--all", action="store_true", help="regenerate docs/results.md")
+    parser.add_argument("--out", default="docs", help="where --all/--sweep write (docs)")
+    parser.add_argument(
+        "--ci", action="store_true", help="with --all: tiny data and grids (seconds, for CI)"
+    )
+    parser.add_argument(
+        "--slices",
+        choices=("age,gender",),
+        help="with --dataset facebook: daily noisy age × gender slices with intervals",
+    )
+    parser.add_argument(
+        "--consistency",
+        action="store_true",
+        help="what isotonic projection and WLS gain (docs/slices.md; a few minutes)",
+    )
+    parser.add_argument(
+        "--isotonic-coverage",
+        action="store_true",
+        help="coverage of the published campaign-to-date interval (docs/slices.md; seconds)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(handler=run)
+
+
+def _config(args: argparse.Namespace, workload: str) -> ExperimentConfig:
+    """The experiment the flags describe; a value it refuses is a user error (exit 2)."""
+    try:
+        return _make_config(args, workload)
+    except ValueError as error:
+        print(f"dp-platform evaluate: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _make_config(args: argparse.Namespace, workload: str) -> ExperimentConfig:
+    return ExperimentConfig(
+        dataset=args.dataset,
+        workload=workload,
+        rho=args.rho,
+        days=args.days,
+        users=args.users,
+        publishers=args.publishers,
+        repeats=args.repeats,
+        methods=tuple(args.methods),
+        seed=args.seed,
+    )
+
+
+def closing_note(result: ExperimentResult) -> str:
+    """AdsBPC ÷ best baseline (ours and the paper's), AdsBPC ÷ oracle, and whether it won."""
+    s = result.summary()
+    parts = []
+    if "adsbpc_over_best_baseline" in s:
+        paper = s["paper_ratio"]
+        paper_text = f"paper {paper:.2f}" if paper is not None else "not in the paper"
+        parts.append(
+            f"AdsBPC ÷ best baseline ({LABELS[s['best_baseline']]}) = "
+            f"{s['adsbpc_over_best_baseline']:.2f} ({paper_text})"
+        )
+    if "adsbpc_over_oracle" in s:
+        parts.append(f"AdsBPC ÷ oracle (non-private) = {s['adsbpc_over_oracle']:.2f}")
+    if "adsbpc_below_every_baseline" in s:
+        won = s["adsbpc_below_every_baseline"]
+        parts.append(
+            "AdsBPC is below every baseline" if won else "AdsBPC is NOT below every baseline"
+        )
+    if "adsbpc_plus_over_best_baseline" in s:
+        parts.append(
+            f"AdsBPC+ ÷ best baseline ({LABELS[s['best_baseline']]}) = "
+            f"{s['adsbpc_plus_over_best_baseline']:.2f}"
+        )
+    if "adsbpc_plus_over_its_oracle" in s:
+        parts.append(f"AdsBPC+ ÷ its oracle (non-private) = {s['adsbpc_plus_over_its_oracle']:.2f}")
+    return "; ".join(parts) + "." if parts else ""
+
+
+def _print_result(result: ExperimentResult) -> None:
+    c = result.config
+    metric = (
+        "WRMSE sqrt(Σw·MSE/Σw), w = (1,…,1,49); paper scale sqrt(Σw·MSE)/n"
+        if c.workload == "prefix"
+        else f"max over {c.window}-day windows of the MSE; paper scale ÷ 10⁴"
+    )
+    print(
+        f"{c.dataset} / {c.workload}: {metric}\n"
+        f"ρ = {c.rho:g}, n = {c.days}, {c.repeats} repeats, {result.users:,} users × "
+        f"{result.publishers:,} publishers, {result.conversions:,} conversions "
+        f"(prepared in {result.prepare_seconds:.1f}s)"
+    )
+    columns = (
+        ("error", 12),
+        ("± std", 11),
+        ("empirical", 12),
+        ("paper scale", 13),
+        ("bias", 6),
+        ("seconds", 9),
+    )
+    print(f"{'method':<22}" + "".join(f"{name:>{width}}" for name, width in columns))
+    for name, m in result.methods.items():
+        s = m.score
+        bias = "—" if s.bias_share is None else f"{100 * s.bias_share:.0f}%"
+        print(
+            f"{LABELS[name]:<22}{s.error:>12.2f}{s.error_std:>11.2f}{s.error_empirical:>12.2f}"
+            f"{s.error_paper_scale:>13.3f}{bias:>6}{m.seconds:>9.2f}"
+        )
+    note = closing_note(result)
+    if note:
+        print(note)
+
+
+def _need(args: argparse.Namespace, *names: str) -> None:
+    missing = [f"--{n}" for n in names if getattr(args, n) is None]
+    if missing:
+        print(f"dp-platform evaluate: {', '.join(missing)} required", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _slices(args: argparse.Namespace) -> int:
+    """The consistency gains, the campaign-to-date coverage, or the Facebook age × gender demo
+    (docs/slices.md)."""
+    from dp_platform.events.facebook import facebook_ad_groups
+    from dp_research.evaluation.facebook_slices import SliceSettings
+    from dp_research.evaluation.slices_report import (
+        consistency_report,
+        coverage_report,
+        facebook_report,
+    )
+
+    if args.consistency:
+        text, payload = consistency_report(seed=args.seed)
+    elif args.isotonic_coverage:
+        text, payload = coverage_report(seed=args.seed)
+    else:
+        if args.dataset != "facebook":
+            print("dp-platform evaluate: --slices needs --dataset facebook", file=sys.stderr)
+            raise SystemExit(2)
+        try:
+            groups = facebook_ad_groups()
+            settings = SliceSettings(days=args.days, rho=args.rho)
+        except (OSError, ValueError) as error:
+            print(f"dp-platform evaluate: {error}", file=sys.stderr)
+            raise SystemExit(2) from None
+        text, payload = facebook_report(groups, settings)
+    print(json.dumps(payload) if args.json else text)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    show = False if args.quiet else None
+    out = Path(args.out)
+    if args.slices or args.consistency or args.isotonic_coverage:
+        return _slices(args)
+    if args.all:
+        scale = Scale(args.users, args.publishers, args.repeats, args.seed)
+        if args.ci:
+            scale = replace(CI_SCALE, seed=args.seed)
+        command = "dp-platform evaluate --all --out " + str(args.out)
+        if args.ci:
+            command += " --ci"
+        elif scale != Scale():
+            command += (
+                f" --users {args.users} --publishers {args.publishers} "
+                f"--repeats {args.repeats} --seed {args.seed}"
+            )
+        page, results = write_all(out, scale, command=command, show_progress=show)
+        if args.json:
+            main = [r.to_json() for r in results.main.values()]
+            print(json.dumps({"page": str(page), "seconds": results.seconds, "main": main}))
+        else:
+            for result in results.main.values():
+                print(f"{result.config.dataset}/{result.config.workload}: {closing_note(result)}")
+            print(f"wrote {page} in {results.seconds['total']:.0f}s")
+        return 0
+    if args.sweep:
+        _need(args, "dataset")
+        workloads = (args.workload,) if args.workload else ("prefix", "sliding")
+        runs = sweep(
+            args.sweep, _config(args, workloads[0]), workloads=workloads, show_progress=show
+        )
+        path = plot_sweep(
+            args.sweep, {args.dataset: runs}, out / f"sweep_{args.sweep}_{args.dataset}.png"
+        )
+        if args.json:
+            print(
+                json.dumps(
+                    {
+                        "figure": str(path),
+                        "runs": {w: [r.to_json() for r in rs] for w, rs in runs.items()},
+                    }
+                )
+            )
+        else:
+            for rs in runs.values():
+                for result in rs:
+                    _print_result(result)
+                    print()
+            print(f"wrote {path}")
+        return 0
+    _need(args, "dataset", "workload")
+    result = run_experiment(_config(args, args.workload), show_progress=show)
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        _print_result(result)
+    return 0

@@ -1,0 +1,257 @@
+"""Every compared method as "one repeat → answers and their expected squared errors".
+
+For each repeat a method returns the answers it released (P × m, from the seeded noise) and
+E[(answer − truth)²] *given that repeat's private, data-dependent choices* (AdsBPC's and
+MMBPC's bounds r, Stream's rung path; none for IPA, BIN, UMM and the oracle): the Gaussian
+measurement noise is independent of those choices and of the data, so that expectation is the
+analytic variance plus the squared clipping bias against the unclipped truth. Averaging it over
+repeats is an exact-in-expectation, much less noisy estimate of the error than the realised
+squared errors, which are kept too.
+
+Budgets (all add/remove user-level zCDP, total ρ):
+
+- AdsBPC: ρ1 = 0.7ρ measurement, 0.15ρ quantiles, 0.15ρ SVT (the plan's exact split).
+- IPA, BIN, UMM, Stream: all of ρ, global cap GS (Stream: its τ ladder up to GS).
+- MMBPC: **uses the bounds r AdsBPC chose in the same repeat and gets the same measurement
+  budget ρ1 = 0.7ρ**, so it pays for choosing r exactly what AdsBPC paid and its total is ρ.
+  (Giving it all of ρ would hand it r for free; the paper does not say which it did.)
+- Oracle: NOT private. The true per-day p-quantile as bound and all of ρ on the Gaussian.
+- AdsBPC+ oracle: NOT private. AdsBPC+'s own choices on exact inputs — the true daily
+  histograms for r_i, the true profile's q-quantile for s — and all of ρ on the measurement.
+- AdsBPC+ (:mod:`dp_platform.mechanisms.adsbpc_plus`): ρ = ρ1 (each user's filter budget) + the
+  daily noisy histograms + the profile histogram, its plan's exact split (default 0.95/0.03/0.02).
+  Its expected error uses the *filtered* clipped vectors of the repeat (each user's cut
+  depends on their own spend), not a per-day bound alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from dp_platform.config import CampaignConfig
+from dp_platform.mechanisms.adsbpc import AdsbpcPlan
+from dp_platform.mechanisms.adsbpc_plus import PlusPlan
+from dp_platform.privacy.noise import NoiseSource
+from dp_research.baselines import (
+    BIN,
+    IPA,
+    MMBPC,
+    UMM,
+    LinearPlan,
+    Stream,
+    Workload,
+    cached_plan,
+    prefix_weights,
+)
+from dp_research.evaluation.adsbpc_runs import DailyRun, given_bounds_run, run_adsbpc
+from dp_research.evaluation.datasets import DatasetSpec
+from dp_research.evaluation.plus_data import PlusData, run_plus
+from dp_research.evaluation.plus_scale import mse_choose, mse_scale
+from dp_research.evaluation.prepared import PreparedData
+
+__all__ = [
+    "ALL_METHODS",
+    "BASELINES",
+    "LABELS",
+    "METHODS",
+    "ONE_REPEAT",
+    "Context",
+    "Outcome",
+    "daily_outcome",
+    "linear_outcome",
+    "run_method",
+]
+
+METHODS = ("adsbpc", "ipa", "bin", "stream", "umm", "mmbpc", "oracle")  # the paper's comparison
+ALL_METHODS = (*METHODS, "adsbpc_plus", "plus_oracle", "plus_diagonal", "plus_mse")
+BASELINES = ("ipa", "bin", "stream", "umm", "mmbpc")
+LABELS = {
+    "adsbpc": "AdsBPC",
+    "ipa": "IPA",
+    "bin": "BIN",
+    "stream": "Stream",
+    "umm": "UMM",
+    "mmbpc": "MMBPC",
+    "oracle": "Oracle (non-private)",
+    "adsbpc_plus": "AdsBPC+",
+    "plus_oracle": "Oracle+ (non-private)",
+    "plus_diagonal": "AdsBPC+ diagonal",
+    "plus_mse": "AdsBPC+ s by MSE",
+}
+PLUS_METHODS = ("adsbpc_plus", "plus_oracle", "plus_diagonal", "plus_mse")  # row-level data
+CANDIDATES = ("plus_diagonal", "plus_mse")  # AdsBPC+ variants measured, not the default
+ONE_REPEAT = ("plus_oracle",)
+"""Methods whose choices read no noise: their expected error (the tables' "error") is the same
+in every repeat, so one repeat gives it; their realised error and ± std are of that one run."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One repeat of one method: released answers and expected squared errors, both (P × m).
+
+    ``variances`` (m,) is the noise part of ``expected`` (the rest is squared clipping bias).
+    """
+
+    answers: np.ndarray
+    expected: np.ndarray
+    bounds: np.ndarray | None = None
+    variances: np.ndarray | None = None
+    scale: float | None = None  # AdsBPC+'s profile scale s (DP output; evaluation only)
+
+
+@dataclass
+class Context:
+    """One experiment's shared, read-only inputs, and the AdsBPC runs MMBPC reuses."""
+
+    data: PreparedData
+    spec: DatasetSpec
+    workload: Workload
+    rho: float
+    campaign: CampaignConfig
+    plan: AdsbpcPlan
+    quantile: float
+    adsbpc_runs: dict[int, DailyRun] = field(default_factory=dict)
+    plus_plan: PlusPlan | None = None
+    plus_data: PlusData | None = None
+    plus_diagonal_plan: PlusPlan | None = None  # the candidate "plus_diagonal"
+
+    @cached_property
+    def queries(self) -> np.ndarray:
+        """Q (m × n): full windows only for ``sliding`` (docs/baselines.md#sliding-workload)."""
+        return self.workload.matrix
+
+    @cached_property
+    def truth_answers(self) -> np.ndarray:
+        """(P × m) answers on the unclipped data: clipping bias counts as error."""
+        return self.data.truth @ self.queries.T
+
+
+def linear_outcome(
+    plan: LinearPlan, clipped: np.ndarray, ctx: Context, noise: NoiseSource
+) -> Outcome:
+    """A baseline's release on its clipped matrix, and Var + bias² (data-independent noise)."""
+    answers = plan.release(clipped, noise)
+    bias = clipped @ ctx.queries.T - ctx.truth_answers
+    variances = plan.query_variances()
+    return Outcome(answers, variances[None, :] + bias**2, variances=variances)
+
+
+def daily_outcome(run: DailyRun, ctx: Context) -> Outcome:
+    """AdsBPC-shaped release: answers Q x̃, Var_q = Σ_i Q_qi² σ_i², bias Q(clipped − truth)."""
+    q = ctx.queries
+    answers = run.released @ q.T
+    variances = (q**2) @ run.sigmas**2
+    bias = ctx.data.per_day_clipped(run.bounds) @ q.T - ctx.truth_answers
+    return Outcome(answers, variances[None, :] + bias**2, run.bounds, variances)
+
+
+def _adsbpc_run(ctx: Context, repeat: int, noise: Callable[[], NoiseSource]) -> DailyRun:
+    if repeat not in ctx.adsbpc_runs:
+        ctx.adsbpc_runs[repeat] = run_adsbpc(ctx.plan, ctx.data, noise())
+    return ctx.adsbpc_runs[repeat]
+
+
+def _stream(ctx: Context, noise: NoiseSource) -> Outcome:
+    """Stream's release from pre-clipped rungs: the draws and their order of StreamPlan.release."""
+    plan = cached_plan(Stream(float(ctx.spec.global_bound), ctx.rho), ctx.workload)
+    rungs = plan.rung_path(ctx.data.exceed_counts(plan.taus[:-1]), noise)
+    ends = ctx.workload.ends
+    truth = ctx.truth_answers
+    answers = np.zeros_like(truth)
+    bias = np.zeros_like(truth)
+    for j, (tau, tree) in enumerate(zip(plan.taus, plan.trees, strict=True)):
+        clipped = ctx.data.global_clipped(float(tau))
+        rung_answers = tree.release(clipped, noise)
+        chosen = rungs[ends] == j
+        answers[:, chosen] = rung_answers[:, chosen]
+        bias[:, chosen] = (clipped @ ctx.queries.T - truth)[:, chosen]
+    variances = plan.conditional_variances(rungs)
+    return Outcome(answers, variances[None, :] + bias**2, variances=variances)
+
+
+def _plus(ctx: Context, noise: NoiseSource, name: str = "adsbpc_plus") -> Outcome:
+    """AdsBPC+'s repeat (its non-private oracle's, or a candidate's): answers Q x̂,
+    Var_q = Σ_t ((QC⁻¹)_qt σ_t)² (Σ_i Q_qi² σ_i² for the diagonal strategy), bias
+    Q(what the days estimate − truth)."""
+    plan = ctx.plus_diagonal_plan if name == "plus_diagonal" else ctx.plus_plan
+    if plan is None or ctx.plus_data is None:
+        raise ValueError(f"{name} needs the context's plan and plus_data")
+    choose = None
+    if name == "plus_mse":
+        weights = None if ctx.workload.kind == "sliding" else prefix_weights(ctx.workload.n)
+        choose = mse_choose(mse_scale(plan, ctx.plus_data.n_publishers, weights))
+    run = run_plus(plan, ctx.plus_data, noise, oracle=name == "plus_oracle", choose=choose)
+    q = ctx.queries
+    decoder = np.linalg.solve(plan.matrix.T, q.T).T if plan.correlated else q  # Q C⁻¹
+    variances = (decoder**2) @ run.sigmas**2
+    bias = run.clipped @ q.T - ctx.truth_answers
+    return Outcome(
+        run.released @ q.T,
+        variances[None, :] + bias**2,
+        run.bounds,
+        variances,
+        run.scale_estimate,
+    )
+
+
+def run_method(
+    name: str,
+    ctx: Context,
+    repeat: int,
+    noise: Callable[[str], NoiseSource],
+) -> Outcome:
+    """Repeat ``repeat`` of method ``name``; ``noise(method)`` gives that method's seeded source.
+
+    MMBPC reads the bounds of AdsBPC's run of the same repeat (run here if not yet).
+    """
+    gs = float(ctx.spec.global_bound)
+    if name in PLUS_METHODS:  # candidates share AdsBPC+'s noise: paired with it
+        return _plus(ctx, noise("adsbpc_plus" if name in CANDIDATES else name), name)
+    if name == "adsbpc":
+        return daily_outcome(_adsbpc_run(ctx, repeat, lambda: noise("adsbpc")), ctx)
+    if name == "oracle":
+        bounds = ctx.data.true_bounds(ctx.quantile)
+        return daily_outcome(
+            given_bounds_run(ctx.campaign, ctx.data, bounds, ctx.rho, noise("oracle")), ctx
+        )
+    if name == "stream":
+        return _stream(ctx, noise("stream"))
+    if name == "mmbpc":
+        run = _adsbpc_run(ctx, repeat, lambda: noise("adsbpc"))
+        mechanism = MMBPC(tuple(run.bounds), float(ctx.plan.budget.rho1))
+        outcome = linear_outcome(
+            mechanism.plan(ctx.workload),
+            ctx.data.per_day_clipped(run.bounds),
+            ctx,
+            noise("mmbpc"),
+        )
+        return Outcome(outcome.answers, outcome.expected, run.bounds, outcome.variances)
+    mechanisms = {"ipa": IPA(gs, ctx.rho), "bin": BIN(gs, ctx.rho), "umm": UMM(gs, ctx.rho)}
+    if name not in mechanisms:
+        raise ValueError(f"unknown method {name!r}; expected one of {ALL_METHODS}")
+    plan = cached_plan(mechanisms[name], ctx.workload)
+    return linear_outcome(plan, ctx.data.global_clipped(gs), ctx, noise(name))
+
+
+def rho_charged(name: str, ctx: Context) -> float:
+    """zCDP the method charges (the oracle's bound is not private: only its Gaussian counts)."""
+    gs = float(ctx.spec.global_bound)
+    if name in ("adsbpc_plus", *CANDIDATES):
+        assert ctx.plus_plan is not None
+        return float(ctx.plus_plan.budget.total)
+    if name == "adsbpc":
+        return float(ctx.plan.budget.total)
+    if name in ("oracle", "plus_oracle"):
+        return ctx.rho
+    if name == "stream":
+        return cached_plan(Stream(gs, ctx.rho), ctx.workload).zcdp_cost()
+    if name == "mmbpc":  # its Gaussian at ρ1 plus what choosing AdsBPC's r cost
+        choosing = float(ctx.plan.budget.total - ctx.plan.budget.rho1)
+        gaussian = MMBPC((1.0,) * ctx.workload.n, float(ctx.plan.budget.rho1))
+        return gaussian.plan(ctx.workload).zcdp_cost() + choosing
+    mechanisms = {"ipa": IPA(gs, ctx.rho), "bin": BIN(gs, ctx.rho), "umm": UMM(gs, ctx.rho)}
+    return cached_plan(mechanisms[name], ctx.workload).zcdp_cost()

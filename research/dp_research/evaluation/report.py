@@ -1,0 +1,146 @@
+"""Regenerate every table and figure of docs/results.md in one run (``dp-platform evaluate --all``).
+
+Order: for each dataset, generate and prepare its data once (n = 31), run both workloads with
+every method, then — for the sweep datasets — the ρ sweep and the ablations on the same data;
+finally the n sweep, which needs new data per n. Heavy steps run one after another (the machine
+is shared). The markdown between the ``GENERATED`` markers is rewritten; anything outside them
+(the hand-written account of differences) is kept.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from dp_research.evaluation.ablations import AblationRow, run_ablations
+from dp_research.evaluation.datasets import DATASETS, dataset_spec
+from dp_research.evaluation.experiment import (
+    ExperimentConfig,
+    ExperimentResult,
+    prepare_dataset,
+    run_experiment,
+)
+from dp_research.evaluation.markdown import render_results
+from dp_research.evaluation.sweeps import DAYS_GRID, RHO_GRID, plot_sweep, sweep
+
+__all__ = ["CI_SCALE", "FULL_SCALE", "AllResults", "Scale", "run_all", "write_all"]
+
+WORKLOADS = ("prefix", "sliding")
+SWEEP_DATASETS = ("zipf", "facebook")
+BEGIN = "<!-- BEGIN GENERATED: dp-platform evaluate --all; edits here are overwritten -->"
+END = "<!-- END GENERATED -->"
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How big a run is; the full scale is the paper's."""
+
+    users: int = 1_000_000
+    publishers: int = 1000
+    repeats: int = 10
+    seed: int = 0
+    rho_grid: tuple[float, ...] = RHO_GRID
+    days_grid: tuple[int, ...] = DAYS_GRID
+
+    def base(self, dataset: str) -> ExperimentConfig:
+        return ExperimentConfig(
+            dataset,
+            users=self.users,
+            publishers=self.publishers,
+            repeats=self.repeats,
+            seed=self.seed,
+        )
+
+
+FULL_SCALE = Scale()
+CI_SCALE = Scale(users=3000, publishers=20, repeats=2, rho_grid=(0.5, 2.0), days_grid=(7, 15))
+
+
+@dataclass
+class AllResults:
+    scale: Scale
+    main: dict[tuple[str, str], ExperimentResult] = field(default_factory=dict)
+    sweeps: dict[str, dict[str, dict[str, list[ExperimentResult]]]] = field(default_factory=dict)
+    ablations: dict[str, dict[str, list[AblationRow]]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def run_all(
+    scale: Scale = FULL_SCALE,
+    *,
+    datasets: tuple[str, ...] = tuple(DATASETS),
+    sweep_datasets: tuple[str, ...] = SWEEP_DATASETS,
+    show_progress: bool | None = None,
+) -> AllResults:
+    """Every experiment of the results page (see the module docstring for the order)."""
+    results = AllResults(scale)
+    results.sweeps = {"rho": {}, "days": {}}
+    for dataset in datasets:
+        started = time.perf_counter()
+        base = scale.base(dataset)
+        data, seconds = prepare_dataset(base)
+        for workload in WORKLOADS:
+            results.main[(dataset, workload)] = run_experiment(
+                replace(base, workload=workload),
+                data,
+                prepare_seconds=seconds,
+                show_progress=show_progress,
+            )
+        if dataset in sweep_datasets:
+            results.sweeps["rho"][dataset] = sweep(
+                "rho", base, scale.rho_grid, data=data, show_progress=show_progress
+            )
+            results.ablations[dataset] = run_ablations(
+                data,
+                dataset_spec(dataset),
+                repeats=scale.repeats,
+                seed=scale.seed,
+                show_progress=show_progress,
+            )
+        del data
+        results.seconds[dataset] = time.perf_counter() - started
+    for dataset in sweep_datasets:
+        started = time.perf_counter()
+        results.sweeps["days"][dataset] = sweep(
+            "days", scale.base(dataset), scale.days_grid, show_progress=show_progress
+        )
+        results.seconds[f"{dataset} n sweep"] = time.perf_counter() - started
+    return results
+
+
+def _merge(existing: str, generated: str) -> str:
+    """Replace the generated block of ``existing`` (or the whole page if it has none)."""
+    block = f"{BEGIN}\n{generated.rstrip()}\n{END}"
+    if BEGIN in existing and END in existing:
+        head, rest = existing.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        return f"{head}{block}{tail}"
+    return f"# Results\n\n{block}\n"
+
+
+def write_all(
+    out_dir: Path,
+    scale: Scale = FULL_SCALE,
+    *,
+    command: str = "dp-platform evaluate --all --out docs/",
+    datasets: tuple[str, ...] = tuple(DATASETS),
+    show_progress: bool | None = None,
+) -> tuple[Path, AllResults]:
+    """Run everything, write ``out_dir/figures/*.png`` and ``out_dir/results.md``."""
+    started = time.perf_counter()
+    sweep_datasets = tuple(d for d in SWEEP_DATASETS if d in datasets)
+    results = run_all(
+        scale, datasets=datasets, sweep_datasets=sweep_datasets, show_progress=show_progress
+    )
+    figures = out_dir / "figures"
+    for kind, name in (("rho", "figure1_rho.png"), ("days", "figure2_days.png")):
+        if results.sweeps[kind]:
+            plot_sweep(kind, results.sweeps[kind], figures / name)
+    results.seconds["total"] = time.perf_counter() - started
+    page = out_dir / "results.md"
+    existing = page.read_text() if page.exists() else ""
+    generated = render_results(results, command=command)
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(_merge(existing, generated))
+    return page, results
