@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dp_platform.config import ConfigError, load_catalogue, parse_campaign, parse_catalogue
+from dp_platform.config_loader import load_catalogue, parse_campaign, parse_catalogue
+from dp_platform.errors import ConfigError
 
 
 def campaign(**overrides) -> dict:
