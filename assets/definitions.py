@@ -8,7 +8,7 @@ import dagster as dg
 
 from assets.factory import CampaignScope, campaign_definitions
 from assets.resources import CatalogueResource, LedgerResource, WarehouseResource
-from dp_platform.config import load_catalogue
+from dp_platform.config_loader import load_catalogue
 from dp_platform.home import Home
 from dp_platform.ledger_backends import backend_name
 from dp_platform.plans import campaign_plans

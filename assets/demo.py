@@ -12,9 +12,10 @@ import yaml
 
 from assets.runner import run_campaigns
 from dp_platform.cells import CellLayout, layout_of, publisher_counts
-from dp_platform.config import ConfigError, load_catalogue
+from dp_platform.config_loader import load_catalogue
 from dp_platform.consistency import ALL
 from dp_platform.daily import campaign_days
+from dp_platform.errors import ConfigError
 from dp_platform.events import generate_campaign, write_events
 from dp_platform.events.campaign import CREATIVES, DEVICES, REGIONS
 from dp_platform.home import Home

@@ -57,7 +57,7 @@ from assets.partitions import (
 from assets.resources import LedgerResource, WarehouseResource
 from assets.schedules import daily_schedule, final_schedule
 from dp_platform import mechanisms
-from dp_platform.config import AccountConfig, CampaignConfig, ConfigError
+from dp_platform.config import AccountConfig, CampaignConfig
 from dp_platform.daily import (
     bound_day,
     campaign_release,
@@ -65,6 +65,7 @@ from dp_platform.daily import (
     release_day,
     stream_of,
 )
+from dp_platform.errors import ConfigError
 from dp_platform.ledger import Ledger
 from dp_platform.plans import CampaignPlan
 from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource

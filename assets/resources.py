@@ -13,10 +13,12 @@ from contextlib import contextmanager
 
 import dagster as dg
 
-from dp_platform.config import Catalogue, WarehouseConfig, load_catalogue
+from dp_platform.config import Catalogue
+from dp_platform.config_loader import load_catalogue
 from dp_platform.home import Home
 from dp_platform.journal import ReleaseJournal
 from dp_platform.ledger import Ledger
+from dp_platform.settings import WarehouseConfig
 from dp_platform.warehouse.base import WarehouseEngine, open_warehouse
 
 

@@ -29,7 +29,7 @@ import dagster as dg
 from assets.definitions import build_definitions
 from assets.launch import CodeServer, run_error
 from assets.partitions import daily_job_name, final_job_name
-from dp_platform.config import load_catalogue
+from dp_platform.config_loader import load_catalogue
 from dp_platform.daily import campaign_days, register_campaigns
 from dp_platform.file_lock import exclusive
 from dp_platform.home import Home

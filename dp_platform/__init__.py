@@ -10,7 +10,9 @@ the budget, enforced        ``ledger.py`` (accounts, reservations, charges, writ
 clipping, specified         ``clipping.py`` (the NumPy reference every SQL and simulator meets)
 mechanisms                  ``mechanisms/`` (registry in ``__init__``; protocols in ``base.py``)
 the daily flow              ``daily.py`` (one function per asset), ``registration.py``
-configuration               ``config.py`` (the catalogue), ``plans.py``, ``workload.py``
+configuration               ``config.py`` (the catalogue's models), ``config_loader.py``
+                            (reading it), ``config_legacy.py`` (older shapes),
+                            ``settings.py`` (warehouse, ledger), ``plans.py``, ``workload.py``
 data                        ``warehouse/`` (DuckDB default, Spark), ``events/``, ``schemas.py``
 attribution                 warehouse SQL; private last touch in ``attribution/``
 the command line            ``cli.py`` and ``commands/`` (``dp-platform --help``)
@@ -31,7 +33,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dp_platform.config import CampaignConfig, Catalogue, ConfigError, load_catalogue
+    from dp_platform.config import CampaignConfig, Catalogue
+    from dp_platform.config_loader import load_catalogue
     from dp_platform.daily import (
         answers_through,
         bound_day,
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
         register_campaigns,
         release_day,
     )
+    from dp_platform.errors import ConfigError
     from dp_platform.home import Home
     from dp_platform.ledger import BudgetExceeded, Ledger
     from dp_platform.mechanisms.base import Measurement
@@ -54,8 +58,8 @@ if TYPE_CHECKING:
 _PUBLIC = {
     "CampaignConfig": "dp_platform.config",
     "Catalogue": "dp_platform.config",
-    "ConfigError": "dp_platform.config",
-    "load_catalogue": "dp_platform.config",
+    "ConfigError": "dp_platform.errors",
+    "load_catalogue": "dp_platform.config_loader",
     "answers_through": "dp_platform.daily",
     "bound_day": "dp_platform.daily",
     "campaign_release": "dp_platform.daily",

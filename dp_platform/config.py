@@ -3,7 +3,11 @@
 The keys are those of docs/operators.md#1-configure-campaigns and the defaults those of
 docs/algorithm.md#defaults. Every invalid value is refused with the path of the field and the rule
 it broke (``ConfigError``), so an operator never starts a campaign whose privacy plan was silently
-altered."""
+altered.
+
+This module is the catalogue's models and their rules. Reading a file is config_loader.py, older
+catalogue shapes are folded by config_legacy.py, and the warehouse and ledger blocks are
+settings.py."""
 
 from __future__ import annotations
 
@@ -11,23 +15,18 @@ import math
 import re
 from datetime import date, timedelta
 from fractions import Fraction
-from pathlib import Path
-from typing import Annotated, ClassVar, Literal
-from urllib.parse import urlsplit
+from typing import Annotated, ClassVar, Literal, Protocol
 
-import yaml
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     SerializeAsAny,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from dp_platform.errors import ConfigError
+from dp_platform.settings import LedgerConfig, Strict, WarehouseConfig
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
@@ -61,19 +60,14 @@ EVENT_COLUMNS = frozenset(
 """Names a dimension may not take: event-file columns and the keys of a published cell."""
 
 
-class _Strict(BaseModel):
-    # allow_inf_nan=False: .inf / .nan are refused in every float field at load.
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-
-class AccountConfig(_Strict):
+class AccountConfig(Strict):
     """A user population whose total ρ is capped across every campaign that draws on it."""
 
     name: str
     rho_cap: float = Field(ge=RHO_FLOOR, description="zCDP cap for all campaigns of this account")
 
 
-class PrivateTouchConfig(_Strict):
+class PrivateTouchConfig(Strict):
     """``rule: private_last_touch`` (Agarwal et al. §2): the credited touch is drawn by the
     exponential mechanism, protecting each touch time within ±τ (dp_platform/attribution)."""
 
@@ -89,7 +83,7 @@ class PrivateTouchConfig(_Strict):
         return self
 
 
-class AttributionConfig(_Strict):
+class AttributionConfig(Strict):
     rule: Literal["lta", "fta", "uni", "time_decay", "u_shaped", "private_last_touch"] = "lta"
     lookback_days: int = Field(default=30, gt=0, le=366)
     half_life_days: float = Field(default=7.0, gt=0, description="time_decay only")
@@ -103,7 +97,7 @@ class AttributionConfig(_Strict):
         return self.rule == "private_last_touch"
 
 
-class SplitConfig(_Strict):
+class SplitConfig(Strict):
     """Shares of ρ: measurement → ρ1, quantile → l·ρ2 (all l days together), svt → ρ3."""
 
     measurement: float = Field(default=0.7, ge=SHARE_FLOOR, le=1)
@@ -136,26 +130,26 @@ class SplitConfig(_Strict):
         return self
 
 
-class PrivacyConfig(_Strict):
+class PrivacyConfig(Strict):
     adjacency: Literal["add_remove", "replace"] = "add_remove"
     rho: float = Field(default=1.0, ge=RHO_FLOOR, description="total zCDP budget of the campaign")
     split: SplitConfig = SplitConfig()
 
 
-class PrefixWorkload(_Strict):
+class PrefixWorkload(Strict):
     kind: Literal["prefix"] = "prefix"
 
 
-class SlidingWorkload(_Strict):
+class SlidingWorkload(Strict):
     kind: Literal["sliding"]
     window: int = Field(default=7, ge=1)
 
 
-class DailyWorkload(_Strict):
+class DailyWorkload(Strict):
     kind: Literal["daily"]
 
 
-class RangeWorkload(_Strict):
+class RangeWorkload(Strict):
     kind: Literal["range"]
     ranges: list[tuple[int, int]] = Field(min_length=1)
 
@@ -168,7 +162,7 @@ class RangeWorkload(_Strict):
         return ranges
 
 
-class MatrixWorkload(_Strict):
+class MatrixWorkload(Strict):
     kind: Literal["matrix"]
     path: str
 
@@ -179,7 +173,7 @@ Workload = Annotated[
 ]
 
 
-class ObjectiveConfig(_Strict):
+class ObjectiveConfig(Strict):
     """How the per-day noise scales are chosen (docs/algorithm.md#scales)."""
 
     kind: Literal["wsum", "maxvar", "min_budget"] = "wsum"
@@ -201,7 +195,7 @@ class ObjectiveConfig(_Strict):
         return self
 
 
-class DimensionConfig(_Strict):
+class DimensionConfig(Strict):
     """A breakdown dimension (docs/operators.md, "Breakdowns"): an event column and its public
     list of values, fixed in the catalogue — a key never appears because the data has it."""
 
@@ -240,7 +234,7 @@ def check_dimension_name(name: str) -> str:
     return name
 
 
-class MechanismSettings(_Strict):
+class MechanismSettings(Strict):
     """A mechanism's block in the catalogue, ``mechanism: {kind: NAME, …}`` (or, for a release
     added beside the daily stream such as reach & frequency, a top-level block of its name).
 
@@ -277,24 +271,49 @@ def check_attribution(campaign: CampaignConfig, enforcement: str) -> None:
         )
 
 
-def _default_mechanism() -> MechanismSettings:
-    from dp_platform import mechanisms
-
-    return mechanisms.settings_type(mechanisms.DEFAULT_STREAM)(kind=mechanisms.DEFAULT_STREAM)
-
-
-def _block(value: object) -> dict:
+def as_block(value: object) -> dict[str, object]:
+    """A catalogue block as a new dict to fold into ({} for a value that is no mapping)."""
     return dict(value) if isinstance(value, dict) else {}
 
 
-class CampaignConfig(_Strict):
+class MechanismBlocks(Protocol):
+    """How a campaign's mechanism blocks are read: what the models need of the mechanism
+    registry (dp_platform/mechanisms/). The loader (config_loader.py) passes it as validation
+    context ``mechanisms``, so these models never import the mechanisms that build on them."""
+
+    def fold(self, campaign: dict[str, object]) -> dict[str, object]:
+        """The campaign's keys with its blocks in the current shape (config_legacy.py)."""
+        ...
+
+    def settings_type(self, kind: str) -> type[MechanismSettings]:
+        """The block of ``mechanism: {kind: …}``; ValueError for an unknown kind."""
+        ...
+
+    def release_type(self, name: str) -> type[MechanismSettings]:
+        """The block of the added release ``name``; ValueError for an unknown one."""
+        ...
+
+
+def _mechanisms(info: ValidationInfo) -> MechanismBlocks:
+    blocks = (info.context or {}).get("mechanisms")
+    if blocks is None:
+        raise ValueError(
+            "a campaign is read by the catalogue loader, which knows the registered mechanisms "
+            "(dp_platform.config_loader: load_catalogue, parse_catalogue, parse_campaign)"
+        )
+    return blocks
+
+
+class CampaignConfig(Strict):
     name: str
     advertiser: str
     account: str
     start: date
     days: int = Field(default=31, ge=2, le=MAX_DAYS)
     publishers: Literal["all"] | list[str] = "all"
-    mechanism: SerializeAsAny[MechanismSettings] = Field(default_factory=_default_mechanism)
+    mechanism: SerializeAsAny[MechanismSettings]
+    """The chosen mechanism's block; the loader's folding always supplies it (the default
+    mechanism when the catalogue names none)."""
     attribution: AttributionConfig = AttributionConfig()
     privacy: PrivacyConfig = PrivacyConfig()
     workload: Workload = PrefixWorkload()
@@ -330,7 +349,7 @@ class CampaignConfig(_Strict):
                     raise ValueError(
                         f"dimension {item!r} is not declared under the catalogue's dimensions"
                     )
-                item = {"name": item, **_block(declared[item])}
+                item = {"name": item, **as_block(declared[item])}
             resolved.append(item)
         names = [item.get("name") for item in resolved if isinstance(item, dict)]
         if len(set(names)) != len(names):
@@ -339,77 +358,31 @@ class CampaignConfig(_Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _mechanism_blocks(cls, data: object) -> object:
+    def _mechanism_blocks(cls, data: object, info: ValidationInfo) -> object:
         """``mechanism: NAME`` or ``{kind: NAME, …}``; the older format's separate blocks
         (``mode: one_shot``, ``one_shot:``, ``adsbpc_plus:``, ``bounds:``) folded into it; a
         block of a mechanism that is not chosen is refused; release blocks (``reach:``) go to
-        ``releases``."""
-        from dp_platform import mechanisms
-
+        ``releases`` (config_legacy.py, given by the loader)."""
         if not isinstance(data, dict):
             return data
-        data = dict(data)
-        chosen = data.get("mechanism", mechanisms.DEFAULT_STREAM)
-        block = {"kind": chosen} if isinstance(chosen, str) else _block(chosen)
-        mode = data.pop("mode", None)
-        if mode is not None and mode != mechanisms.DEFAULT_STREAM:
-            if block.get("kind", mechanisms.DEFAULT_STREAM) != mechanisms.DEFAULT_STREAM:
-                raise ValueError(f"mode: {mode} replaces the daily mechanism; leave mechanism out")
-            block["kind"] = mode
-        kind = block.setdefault("kind", mechanisms.DEFAULT_STREAM)
-        try:
-            settings = mechanisms.settings_type(str(kind))
-        except ValueError as error:
-            raise ValueError(f"mechanism: {error}") from None
-        if kind in data:  # the older format's block named after the mechanism
-            block = {**_block(data.pop(kind)), **block}
-        for key in settings.legacy_blocks:
-            if key in data:
-                block[key] = data.pop(key)
-        releases = dict(_block(data.pop("releases", None)))
-        for name in mechanisms.addon_names():
-            if name in data and data[name] is not None:
-                releases[name] = data.pop(name)
-            else:
-                data.pop(name, None)
-        for other in mechanisms.names():
-            others = (
-                (other,)
-                if other not in mechanisms.STREAM
-                else (
-                    other,
-                    *mechanisms.settings_type(other).legacy_blocks,
-                )
-            )
-            for key in others:
-                if key in data:
-                    raise ValueError(
-                        f"{key}: only with mechanism {other} (this campaign uses {kind})"
-                    )
-        data["mechanism"] = block
-        data["releases"] = releases
-        return data
+        return _mechanisms(info).fold(data)
 
     @field_validator("mechanism", mode="before")
     @classmethod
-    def _mechanism_type(cls, value: object) -> object:
-        from dp_platform import mechanisms
-
+    def _mechanism_type(cls, value: object, info: ValidationInfo) -> object:
         if isinstance(value, dict):
-            return mechanisms.settings_type(str(value.get("kind"))).model_validate(value)
+            return _mechanisms(info).settings_type(str(value.get("kind"))).model_validate(value)
         return value
 
     @field_validator("releases", mode="before")
     @classmethod
-    def _release_types(cls, value: object) -> object:
-        from dp_platform import mechanisms
-
+    def _release_types(cls, value: object, info: ValidationInfo) -> object:
         if not isinstance(value, dict):
             return value
         return {
-            name: mechanisms.campaign_level(name).settings.model_validate(
-                {"kind": name, **_block(block)}
-            )
+            name: _mechanisms(info)
+            .release_type(name)
+            .model_validate({"kind": name, **as_block(block)})
             if isinstance(block, dict)
             else block
             for name, block in value.items()
@@ -508,80 +481,7 @@ class CampaignConfig(_Strict):
         return self.several_publishers or self.cells_per_publisher > 1
 
 
-# Spark settings the platform's session fixes: each shows per-operator row counts (private
-# values) in a UI, an event log, a listener or a metrics sink (dp_platform/warehouse/spark/
-# session.py sets them; a catalogue may not change them).
-SPARK_PRIVATE_PREFIXES = (
-    "spark.ui.",
-    "spark.eventLog.",
-    "spark.history.",
-    "spark.sql.ui.",
-    "spark.sql.streaming.ui.",
-    "spark.metrics.",
-    "spark.extraListeners",
-    "spark.sql.queryExecutionListeners",
-    "spark.sql.sources.partitionOverwriteMode",
-    "spark.sql.session.timeZone",
-    "spark.sql.hive.manageFilesourcePartitions",
-)
-
-
-class SparkSettings(_Strict):
-    """Where and how the Spark engine runs (docs/operators.md, "Spark")."""
-
-    master: str = Field(default="local[2]", description="Spark master URL")
-    path: str | None = Field(
-        default=None, description="root of the Parquet tables (default <home>/spark/tables)"
-    )
-    conf: dict[str, str] = Field(default_factory=dict, description="extra Spark settings")
-
-    @field_validator("conf")
-    @classmethod
-    def _private(cls, conf: dict[str, str]) -> dict[str, str]:
-        for key in conf:
-            if key.startswith(SPARK_PRIVATE_PREFIXES):
-                raise ValueError(
-                    f"{key} is fixed by the platform (a UI, event log, listener or metrics "
-                    "sink would expose per-operator row counts; time zone and partition "
-                    "overwrite are part of the storage format)"
-                )
-        return conf
-
-
-class WarehouseConfig(_Strict):
-    """The warehouse engine: embedded DuckDB (default, the reference) or Apache Spark."""
-
-    engine: Literal["duckdb", "spark"] = "duckdb"
-    spark: SparkSettings = SparkSettings()
-
-
-class LedgerConfig(_Strict):
-    """Where the privacy ledger lives: the home's SQLite file (no ``url``, the default) or a
-    PostgreSQL database (docs/operators.md, "A ledger on PostgreSQL")."""
-
-    url: str | None = Field(default=None, description="postgresql://user@host:port/database")
-
-    @field_validator("url")
-    @classmethod
-    def _postgres_without_password(cls, url: str | None) -> str | None:
-        if url is None:
-            return url
-        parts = urlsplit(url)
-        if parts.scheme not in ("postgresql", "postgres"):
-            raise ValueError(
-                "must be a postgresql:// URL (leave `ledger:` out for the home's SQLite file)"
-            )
-        if parts.password is not None or "password=" in parts.query:
-            raise ValueError(
-                "a password in the URL is refused (the home records the URL and errors show "
-                "it); set PGPASSWORD or use ~/.pgpass"
-            )
-        if not parts.path.strip("/"):
-            raise ValueError("must name a database (postgresql://user@host:port/database)")
-        return url
-
-
-class Catalogue(_Strict):
+class Catalogue(Strict):
     accounts: list[AccountConfig] = Field(min_length=1)
     dimensions: dict[str, DimensionConfig] = Field(default_factory=dict)
     campaigns: list[CampaignConfig] = Field(min_length=1)
@@ -622,127 +522,3 @@ class Catalogue(_Strict):
             if account.name == name:
                 return account
         raise ConfigError(f"account {name!r} is not in the catalogue")
-
-
-def _format_location(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part in {"prefix", "sliding", "daily", "range", "matrix"} and out.endswith("workload"):
-            continue  # discriminated-union tag: the user wrote `workload`, not `workload.sliding`
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "<root>"
-
-
-def _describe(error: ValidationError) -> str:
-    lines = []
-    for item in error.errors():
-        message = item["msg"].removeprefix("Value error, ")
-        lines.append(f"{_format_location(item['loc'])}: {message}")
-    return "; ".join(lines)
-
-
-def parse_catalogue(data: object) -> Catalogue:
-    """Validate a catalogue given as plain data (the parsed YAML); campaigns' breakdown names
-    resolve against its ``dimensions:``."""
-    dimensions = data.get("dimensions") if isinstance(data, dict) else None
-    try:
-        return Catalogue.model_validate(data, context={"dimensions": dimensions or {}})
-    except ValidationError as error:
-        raise ConfigError(_describe(error)) from None
-
-
-def parse_campaign(data: object) -> CampaignConfig:
-    """Validate one campaign given as plain data."""
-    try:
-        return CampaignConfig.model_validate(data)
-    except ValidationError as error:
-        raise ConfigError(_describe(error)) from None
-
-
-class _DuplicateKey(Exception):
-    def __init__(self, key: object, first_line: int, second_line: int) -> None:
-        super().__init__(key, first_line, second_line)
-        self.key, self.first_line, self.second_line = key, first_line, second_line
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key written twice in one mapping: YAML keeps the last value
-    silently, so the privacy officer reviewing the file could read another ρ than the one spent."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        first_line: dict[object, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue  # `<<: *anchor` merges are overridden by design
-            key = self.construct_object(key_node, deep=True)
-            line = key_node.start_mark.line + 1
-            try:
-                if key in first_line:
-                    raise _DuplicateKey(key, first_line[key], line)
-                first_line[key] = line
-            except TypeError:  # an unhashable key: SafeLoader refuses it below with its mark
-                break
-        return super().construct_mapping(node, deep=deep)
-
-    def construct_yaml_timestamp(self, node: yaml.ScalarNode) -> object:
-        """A date-shaped value that is no date (2026-13-01) is a YAML error with its line."""
-        try:
-            return super().construct_yaml_timestamp(node)
-        except ValueError as error:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"{node.value!r} is not a date ({error})", node.start_mark
-            ) from None
-
-
-_UniqueKeyLoader.add_constructor(
-    "tag:yaml.org,2002:timestamp", _UniqueKeyLoader.construct_yaml_timestamp
-)
-
-
-def _yaml_problem(error: yaml.YAMLError) -> str:
-    """One line: where the YAML broke and why (PyYAML's own text spans several lines)."""
-    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
-        mark = error.problem_mark
-        problem = " ".join(f"{error.context or ''} {error.problem or ''}".split())
-        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
-    return " ".join(str(error).split())
-
-
-def _read_text(path: Path) -> str:
-    """The file as UTF-8 text; every way of failing is one ConfigError naming the path."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, not a catalogue file") from None
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot be read ({error.strerror})") from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
-        raise ConfigError(
-            f"{path}: not UTF-8 text (byte 0x{raw[error.start]:02x} on line {line}); save the "
-            "catalogue as UTF-8"
-        ) from None
-
-
-def load_catalogue(path: str | Path) -> Catalogue:
-    """Read and validate a YAML catalogue; a missing file, bad encoding, bad YAML or a key
-    written twice is a one-line ConfigError too."""
-    path = Path(path)
-    text = _read_text(path)
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: safe
-    except _DuplicateKey as duplicate:
-        raise ConfigError(
-            f"{path}: key {duplicate.key!r} is written twice in one mapping (lines "
-            f"{duplicate.first_line} and {duplicate.second_line}); keep one"
-        ) from None
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({_yaml_problem(error)})") from None
-    return parse_catalogue(data)

@@ -21,7 +21,8 @@ import numpy as np
 
 from dp_platform import mechanisms
 from dp_platform.cells import layout_of, publisher_counts
-from dp_platform.config import CampaignConfig, Catalogue, ConfigError
+from dp_platform.config import CampaignConfig, Catalogue
+from dp_platform.errors import ConfigError
 from dp_platform.faults import fault_point
 from dp_platform.ledger import Ledger, LedgerError, MissingPreviousDay
 from dp_platform.mechanisms.base import BoundChoice, Measurement, StreamMechanism, StreamPlan

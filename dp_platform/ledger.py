@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dp_platform.config import AccountConfig, LedgerConfig
+from dp_platform.config import AccountConfig
 from dp_platform.errors import (
     BudgetExceeded,
     CampaignEnded,
@@ -42,6 +42,7 @@ from dp_platform.ledger_backends.base import LedgerBackend, Session, storage_err
 from dp_platform.mechanisms.base import Chain, ChoiceT, Measurement, StateT
 from dp_platform.privacy.accounting import Rho
 from dp_platform.records import from_record, to_record
+from dp_platform.settings import LedgerConfig
 
 __all__ = [
     "BudgetExceeded",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dp_platform.cells import CellLayout, cell_records, layout_of, publisher_counts
-from dp_platform.config import parse_campaign
+from dp_platform.config_loader import parse_campaign
 from dp_platform.ledger import Ledger, LedgerError
 from dp_platform.mechanisms.base import Measurement
 from dp_platform.privacy.accounting import Rho

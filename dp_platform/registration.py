@@ -25,7 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dp_platform.config import AccountConfig, CampaignConfig, ConfigError, parse_campaign
+from dp_platform.config import AccountConfig, CampaignConfig
+from dp_platform.config_loader import parse_campaign
+from dp_platform.errors import ConfigError
 from dp_platform.ledger import CampaignRecord, Ledger, LedgerError, PlanMismatch
 from dp_platform.plans import CampaignPlan
 from dp_platform.records import JsonValue

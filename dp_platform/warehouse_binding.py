@@ -19,19 +19,33 @@ from any number of homes on one ledger.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from dp_platform import mechanisms
 from dp_platform.errors import WarehouseMismatch
 
 if TYPE_CHECKING:
+    from dp_platform.config import CampaignConfig
     from dp_platform.ledger import Ledger
-    from dp_platform.registration import Registration
+    from dp_platform.plans import CampaignPlan
 
-__all__ = ["needs_one_warehouse", "require_warehouse", "warehouse_state"]
+__all__ = ["Registered", "needs_one_warehouse", "require_warehouse", "warehouse_state"]
 
 
-def warehouse_state(registration: Registration) -> str | None:
+class Registered(Protocol):
+    """What a binding reads of a registered campaign (``registration.Registration``, which
+    calls :func:`require_warehouse` when it registers: typed here, not imported, so the two
+    modules are not a circle)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def config(self) -> CampaignConfig: ...
+    @property
+    def plan(self) -> CampaignPlan: ...
+
+
+def warehouse_state(registration: Registered) -> str | None:
     """What per-user privacy state the campaign keeps in the warehouse, or None: the filter's
     spends (a daily mechanism that ``carries_spend``), or private last touch's draws."""
     name = registration.plan.mechanism
@@ -43,13 +57,13 @@ def warehouse_state(registration: Registration) -> str | None:
     return None
 
 
-def needs_one_warehouse(registration: Registration) -> bool:
+def needs_one_warehouse(registration: Registered) -> bool:
     """True when the campaign keeps per-user privacy state in the warehouse."""
     return warehouse_state(registration) is not None
 
 
 def require_warehouse(
-    ledger: Ledger, registration: Registration, identity: Callable[[], str]
+    ledger: Ledger, registration: Registered, identity: Callable[[], str]
 ) -> None:
     """Bind the campaign to the warehouse ``identity()`` names if it needs one warehouse and is
     not bound yet; refuse (WarehouseMismatch, one line) if it is bound to another.

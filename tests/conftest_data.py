@@ -14,7 +14,8 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from dp_platform.clipping import clipped_sums, kept_weights
-from dp_platform.config import CampaignConfig, parse_campaign
+from dp_platform.config import CampaignConfig
+from dp_platform.config_loader import parse_campaign
 
 FAR_FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
 

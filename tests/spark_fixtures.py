@@ -11,7 +11,8 @@ import os
 
 import pytest
 
-from dp_platform.config import ConfigError, SparkSettings
+from dp_platform.errors import ConfigError
+from dp_platform.settings import SparkSettings
 
 TEST_SETTINGS = SparkSettings(
     master="local[2]",

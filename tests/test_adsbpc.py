@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dp_platform.config import parse_campaign
+from dp_platform.config_loader import parse_campaign
 from dp_platform.mechanisms.adsbpc import (
     AdsbpcState,
     Release,

@@ -8,7 +8,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dp_platform.config import ConfigError, parse_campaign
+from dp_platform.config_loader import parse_campaign
+from dp_platform.errors import ConfigError
 from dp_platform.events.paper import paper_dataset
 from dp_platform.mechanisms import adsbpc_plus
 from dp_platform.mechanisms.adsbpc_plus import (

@@ -20,7 +20,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from dp_platform.config import parse_catalogue
+from dp_platform.config_loader import parse_catalogue
 from dp_platform.privacy.strategy import sqrt_matrix
 from dp_platform.warehouse.base import StrategyRow
 from tests.cells_data import (

@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dp_platform.config import parse_campaign
+from dp_platform.config_loader import parse_campaign
 from dp_platform.events.paper import paper_dataset
 from dp_platform.mechanisms.adsbpc_plus import (
     PROFILE_BINS,

@@ -13,7 +13,7 @@ from datetime import date, timedelta
 import numpy as np
 import pytest
 
-from dp_platform.config import parse_campaign
+from dp_platform.config_loader import parse_campaign
 from dp_platform.events import write_events
 from dp_platform.events.paper import paper_dataset
 from dp_platform.mechanisms.adsbpc_plus import (

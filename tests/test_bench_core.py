@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dp_platform.config import parse_campaign
+from dp_platform.config_loader import parse_campaign
 from dp_platform.mechanisms.adsbpc import initial_state, make_plan, step
 from dp_platform.privacy.noise import SecureNoise
 

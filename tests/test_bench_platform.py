@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 
 from assets.runner import run_campaigns
-from dp_platform.config import load_catalogue
+from dp_platform.config_loader import load_catalogue
 from dp_platform.daily import bound_day, campaign_days, register_campaigns, release_day
 from dp_platform.ledger import Ledger
 from dp_platform.plans import campaign_plans

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from dp_platform.cells import GRID, Z95, cell_records, layout_of, publisher_counts
-from dp_platform.config import ConfigError, parse_campaign, parse_catalogue
+from dp_platform.config_loader import parse_campaign, parse_catalogue
+from dp_platform.errors import ConfigError
 from dp_platform.mechanisms.adsbpc import make_plan
 from dp_platform.warehouse import Warehouse
 from tests.cells_data import (

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from dp_platform.cells import layout_of
-from dp_platform.config import ConfigError, parse_catalogue
+from dp_platform.config_loader import parse_catalogue
+from dp_platform.errors import ConfigError
 from dp_platform.warehouse import Warehouse
 from tests.cells_data import (
     CONVERSION_LISTS,

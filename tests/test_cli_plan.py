@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from dp_platform.cli import main
-from dp_platform.config import load_catalogue
+from dp_platform.config_loader import load_catalogue
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "campaigns.yaml"
 

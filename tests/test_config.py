@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dp_platform.config import ConfigError, load_catalogue, parse_campaign, parse_catalogue
+from dp_platform.config_loader import load_catalogue, parse_campaign, parse_catalogue
+from dp_platform.errors import ConfigError
 
 
 def campaign(**overrides) -> dict:
@@ -73,3 +74,15 @@ def test_missing_file_and_bad_yaml(tmp_path) -> None:
     bad.write_text("accounts: [")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_catalogue(bad)
+
+
+def test_a_campaign_is_read_by_the_loader_only() -> None:
+    """The models know no mechanism (config.py imports no registry): validated without the
+    loader's registry, a campaign is refused with the loader named, never read half-typed."""
+    from pydantic import ValidationError
+
+    from dp_platform.config import CampaignConfig
+
+    with pytest.raises(ValidationError, match="read by the catalogue loader"):
+        CampaignConfig.model_validate(campaign())
+    assert parse_campaign(campaign()).mechanism.kind == "adsbpc"

@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dp_platform.config import CampaignConfig, parse_catalogue
+from dp_platform.config import CampaignConfig
+from dp_platform.config_loader import parse_catalogue
 from dp_platform.mechanisms.adsbpc import sensitivity_factor
 from dp_platform.mechanisms.oneshot import plan_from_config, warehouse_sums
 from tests.cells_data import (

@@ -33,7 +33,7 @@ import yaml
 from assets.definitions import build_definitions
 from assets.partitions import daily_job_name
 from assets.runner import instance_for, run_campaigns
-from dp_platform.config import parse_campaign
+from dp_platform.config_loader import parse_campaign
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger
 from dp_platform.warehouse import Warehouse

@@ -17,7 +17,8 @@ from datetime import date, timedelta
 import numpy as np
 import pytest
 
-from dp_platform.config import AccountConfig, parse_campaign
+from dp_platform.config import AccountConfig
+from dp_platform.config_loader import parse_campaign
 from dp_platform.daily import bound_day, campaign_release, release_day
 from dp_platform.ledger import Ledger
 from dp_platform.mechanisms import adsbpc, adsbpc_plus, oneshot, reach

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from dp_platform.cli import main
-from dp_platform.config import LedgerConfig
 from dp_platform.errors import PublishedReleaseMissing
 from dp_platform.journal import ReleaseJournal
 from dp_platform.ledger import Ledger
 from dp_platform.privacy.noise import SeededNoise
+from dp_platform.settings import LedgerConfig
 from tests.test_journal import PLAN, journaled_days
 from tests.test_ledger import campaign, register, run_day
 from tests.test_ledger_backends import _pg_restore

@@ -13,7 +13,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dp_platform.config import AccountConfig, parse_campaign
+from dp_platform.config import AccountConfig
+from dp_platform.config_loader import parse_campaign
 from dp_platform.ledger import (
     BudgetExceeded,
     Ledger,

@@ -11,13 +11,14 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from dp_platform.config import LedgerConfig, parse_catalogue
+from dp_platform.config_loader import parse_catalogue
 from dp_platform.errors import ConfigError, LedgerError, StorageError
 from dp_platform.ledger import Ledger
 from dp_platform.ledger_backends import LEDGER_RECORD, home_ledger
 from dp_platform.ledger_backends.base import migrations
 from dp_platform.mechanisms.adsbpc import make_plan
 from dp_platform.privacy.noise import SeededNoise
+from dp_platform.settings import LedgerConfig
 from tests.postgres_server import postgres_binaries
 from tests.test_ledger import ACCOUNT, campaign, register, run_day
 

@@ -16,7 +16,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dp_platform.config import parse_campaign
+from dp_platform.config_loader import parse_campaign
 from dp_platform.mechanisms import adsbpc, adsbpc_plus
 from dp_platform.mechanisms.adsbpc import declare, make_plan, measure
 from dp_platform.mechanisms.reach import declare as declare_reach

@@ -9,7 +9,8 @@ from datetime import datetime, timedelta
 import numpy as np
 import pytest
 
-from dp_platform.config import ConfigError, parse_campaign
+from dp_platform.config_loader import parse_campaign
+from dp_platform.errors import ConfigError
 from dp_platform.mechanisms.oneshot import (
     MECHANISM,
     plan_from_config,

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from dp_platform.cells import GRID, layout_of
-from dp_platform.config import parse_catalogue
+from dp_platform.config_loader import parse_catalogue
 from dp_platform.mechanisms.oneshot import (
     MECHANISM,
     plan_from_config,

@@ -346,7 +346,7 @@ def test_cancel_returns_the_whole_reservation_of_an_unstarted_campaign(tmp_path,
 def test_a_zero_bound_is_floored_so_noise_is_never_zero() -> None:
     """PrivateQuantile can return r ≈ 0 (interval [0, 1), uniform point near 0); the floor is
     post-processing and keeps σ_i = σ̄_i·r_i > 0, and a zero bound is refused at the draw."""
-    from dp_platform.config import parse_campaign
+    from dp_platform.config_loader import parse_campaign
 
     campaign = parse_campaign({**CAMPAIGNS[0], "bounds": {"quantile_days": 3, "min_bound": 0.05}})
     plan = adsbpc.make_plan(campaign)

@@ -11,7 +11,7 @@ import pytest
 from assets.definitions import build_definitions
 from assets.partitions import daily_job_name
 from assets.runner import run_campaigns
-from dp_platform.config import load_catalogue
+from dp_platform.config_loader import load_catalogue
 from dp_platform.daily import campaign_days
 from dp_platform.display import round_to_noise, significant
 from dp_platform.ledger import BudgetExceeded, Ledger, MissingPreviousDay

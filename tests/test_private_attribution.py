@@ -20,7 +20,7 @@ from dp_platform.attribution.private_touch import (
     sensitivity,
     theorem3_gap,
 )
-from dp_platform.config import parse_campaign
+from dp_platform.config_loader import parse_campaign
 from dp_platform.privacy.discrete import SeededIntegerNoise
 from dp_platform.privacy.exponential import exponential_probabilities, log_ratio_bound
 from dp_platform.warehouse.ingest import TIE_ROOM
@@ -214,7 +214,7 @@ def test_re_attributing_a_day_returns_the_stored_draws(tmp_path) -> None:  # typ
 
 
 def test_config_refuses_inverse_gap_without_alpha() -> None:
-    from dp_platform.config import ConfigError
+    from dp_platform.errors import ConfigError
 
     with pytest.raises(ConfigError, match="alpha_hours"):
         _campaign(1.0, score="inverse_gap")

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 import numpy as np
 import pytest
 
-from dp_platform.config import parse_campaign
+from dp_platform.config_loader import parse_campaign
 from dp_platform.mechanisms.reach import (
     declare,
     frequency_histogram,

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from dp_platform import workload
-from dp_platform.config import ConfigError, ObjectiveConfig, parse_campaign
+from dp_platform.config import ObjectiveConfig
+from dp_platform.config_loader import parse_campaign
+from dp_platform.errors import ConfigError
 from dp_platform.privacy import scales
 
 

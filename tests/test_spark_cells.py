@@ -24,7 +24,8 @@ import pandas as pd
 import pytest
 
 from dp_platform.cells import layout_of
-from dp_platform.config import ConfigError, parse_catalogue
+from dp_platform.config_loader import parse_catalogue
+from dp_platform.errors import ConfigError
 from dp_platform.mechanisms.adsbpc_plus import PROFILE_GRID
 from dp_platform.privacy.discrete import SeededIntegerNoise
 from dp_platform.privacy.strategy import sqrt_matrix

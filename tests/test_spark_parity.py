@@ -224,7 +224,7 @@ def test_every_rule_gives_the_same_rows_histograms_and_vectors(engines, rule):
 
 
 def _one_shot_campaign(one_shot: dict, **fields: object):
-    from dp_platform.config import parse_campaign
+    from dp_platform.config_loader import parse_campaign
 
     return parse_campaign(
         {

@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from assets.runner import run_campaigns
-from dp_platform.config import ConfigError, parse_catalogue
+from dp_platform.config_loader import parse_catalogue
+from dp_platform.errors import ConfigError
 from dp_platform.ledger import Ledger
 from tests.platform_fixtures import RoutedNoise, catalogue, make_home
 
@@ -103,7 +104,7 @@ def test_a_duckdb_catalogue_never_imports_pyspark(tmp_path):
     script = (
         "import sys\n"
         "from assets.resources import WarehouseResource\n"
-        "from dp_platform.config import load_catalogue\n"
+        "from dp_platform.config_loader import load_catalogue\n"
         f"path = {str(home.root / 'campaigns.yaml')!r}\n"
         f"resource = WarehouseResource(home={str(home.root)!r}, catalogue=path)\n"
         "with resource.open() as warehouse:\n"

@@ -13,7 +13,8 @@ import yaml
 
 from assets.runner import run_campaigns
 from dp_platform import mechanisms
-from dp_platform.config import ConfigError, load_catalogue
+from dp_platform.config_loader import load_catalogue
+from dp_platform.errors import ConfigError
 from dp_platform.ledger import Ledger
 from dp_platform.privacy.accounting import Rho
 from dp_platform.privacy.noise import SeededNoise

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dp_platform.config import parse_catalogue
+from dp_platform.config_loader import parse_catalogue
 from dp_platform.daily import bound_day, clipped_day, register_campaigns, release_day
 from dp_platform.errors import WarehouseMismatch
 from dp_platform.events import write_events

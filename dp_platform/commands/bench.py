@@ -21,7 +21,8 @@ import json
 import shutil
 import tempfile
 
-from dp_platform.config import ConfigError, load_catalogue
+from dp_platform.config_loader import load_catalogue
+from dp_platform.errors import ConfigError
 from dp_platform.warehouse.bench import PIPELINE, STAGES, BenchSpec, run_bench
 
 RULES = ("lta", "fta", "uni", "time_decay", "u_shaped")

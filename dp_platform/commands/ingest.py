@@ -21,8 +21,10 @@ from pathlib import Path
 
 import duckdb
 
-from dp_platform.config import ConfigError, WarehouseConfig, load_catalogue
+from dp_platform.config_loader import load_catalogue
+from dp_platform.errors import ConfigError
 from dp_platform.home import Home
+from dp_platform.settings import WarehouseConfig
 from dp_platform.warehouse import IngestError, IngestReport, KindReport
 from dp_platform.warehouse.base import open_warehouse
 from dp_platform.warehouse.ingest import TS_WINDOW

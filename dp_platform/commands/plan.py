@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 
 from dp_platform.cells import layout_of
-from dp_platform.config import CampaignConfig, Catalogue, load_catalogue
+from dp_platform.config import CampaignConfig, Catalogue
+from dp_platform.config_loader import load_catalogue
 from dp_platform.plans import CampaignPlan, campaign_plans
 from dp_platform.privacy.accounting import Rho
 

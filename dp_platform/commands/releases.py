@@ -83,7 +83,7 @@ def _plus_minus(value: float, se: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from dp_platform import mechanisms
-    from dp_platform.config import load_catalogue
+    from dp_platform.config_loader import load_catalogue
     from dp_platform.display import significant
     from dp_platform.home import Home
     from dp_platform.ledger import Ledger

@@ -32,7 +32,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dp_platform.config import ConfigError, load_catalogue
+    from dp_platform.config_loader import load_catalogue
+    from dp_platform.errors import ConfigError
     from dp_platform.rehearsal import rehearse
 
     if args.users < 1:

@@ -15,9 +15,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from dp_platform.config import LedgerConfig
 from dp_platform.errors import LedgerError, StorageError
 from dp_platform.ledger_backends.base import LedgerBackend
+from dp_platform.settings import LedgerConfig
 
 __all__ = ["LEDGER_RECORD", "LedgerBackend", "backend_name", "home_ledger", "open_backend"]
 

@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, Protocol, Self
 import numpy as np
 import pandas as pd
 
-from dp_platform.config import CampaignConfig, ConfigError, WarehouseConfig
+from dp_platform.config import CampaignConfig
+from dp_platform.errors import ConfigError
+from dp_platform.settings import WarehouseConfig
 
 if TYPE_CHECKING:
     from dp_platform.home import Home

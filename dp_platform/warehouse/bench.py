@@ -34,7 +34,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from dp_platform.config import CampaignConfig, parse_campaign
+from dp_platform.config import CampaignConfig
+from dp_platform.config_loader import parse_campaign
 from dp_platform.warehouse.base import WarehouseEngine
 
 __all__ = ["PIPELINE", "STAGES", "BenchSpec", "run_bench"]
@@ -282,7 +283,7 @@ def _jvm_peak_mb(spark) -> float:
 
 
 def _spark_open(spec: BenchSpec, directory: str):
-    from dp_platform.config import SparkSettings
+    from dp_platform.settings import SparkSettings
     from dp_platform.warehouse.spark.session import private_session
     from dp_platform.warehouse.spark.store import SparkWarehouse
 

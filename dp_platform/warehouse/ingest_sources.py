@@ -23,7 +23,7 @@ from typing import Literal
 
 import duckdb
 
-from dp_platform.config import ConfigError
+from dp_platform.errors import ConfigError
 from dp_platform.events.files import CONVERSION_COLUMNS as _WRITTEN_CONVERSIONS
 from dp_platform.events.files import IMPRESSION_COLUMNS
 

@@ -25,9 +25,10 @@ import numpy as np
 import pandas as pd
 
 from dp_platform.cells import CellLayout, dimension_keys, layout_of
-from dp_platform.config import CampaignConfig, ConfigError, WarehouseConfig
+from dp_platform.config import CampaignConfig, ConfigError
 from dp_platform.faults import fault_point
 from dp_platform.privacy.filter import RESIDUAL
+from dp_platform.settings import WarehouseConfig
 from dp_platform.warehouse.base import StrategyRow
 from dp_platform.warehouse.ingest import TIE_ROOM, IngestReport, ingest_files
 from dp_platform.warehouse.runner import SqlRunner

@@ -29,13 +29,13 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlparse
 
 import duckdb
 import pandas as pd
 
-from dp_platform.config import ConfigError
+from dp_platform.errors import ConfigError
 from dp_platform.warehouse.ingest import (
     TIE_ROOM,
     DimensionLists,
@@ -55,9 +55,28 @@ from dp_platform.warehouse.ingest_sources import Source, inspect, shown
 from dp_platform.warehouse.runner import SqlRunner
 
 if TYPE_CHECKING:
-    from dp_platform.warehouse.spark.store import SparkWarehouse
+    from pyspark.sql import SparkSession
 
-__all__ = ["APPEND_TABLES", "ingest_files", "recover"]
+    from dp_platform.warehouse.spark.catalog import Catalog
+    from dp_platform.warehouse.spark.files import TableFiles
+    from dp_platform.warehouse.spark.runner import SparkSqlRunner
+
+__all__ = ["APPEND_TABLES", "SparkTables", "ingest_files", "recover"]
+
+
+class SparkTables(Protocol):
+    """What an ingest uses of the Spark warehouse (store.SparkWarehouse, which calls this
+    module when it opens and ingests: typed here, not imported, so the two are no circle)."""
+
+    spark: SparkSession
+    root: str
+    catalog: Catalog
+    files: TableFiles
+    sql: SparkSqlRunner
+
+    def refresh(self) -> None:
+        """Forget cached file listings after files changed outside Spark's writers."""
+
 
 APPEND_TABLES = (
     "users",
@@ -169,7 +188,7 @@ _DIMENSION_INSERTS = {
 
 
 def _insert_dimensions(
-    warehouse: SparkWarehouse, kind: str, staged: str, dimensions: DimensionLists, load_id: int
+    warehouse: SparkTables, kind: str, staged: str, dimensions: DimensionLists, load_id: int
 ) -> None:
     """The load's accepted events' dimension values as small integers (DuckDB's
     ``_insert_dimensions``): each listed value gets a key in ``dimension_values`` once (keys
@@ -195,7 +214,7 @@ def _insert_dimensions(
 
 
 def _load(
-    warehouse: SparkWarehouse,
+    warehouse: SparkTables,
     source: Source,
     staged: _Staged,
     load_id: int,
@@ -232,7 +251,7 @@ def _load(
     return report, moves
 
 
-def _apply_moves(warehouse: SparkWarehouse, moves: list[tuple[str, str]]) -> None:
+def _apply_moves(warehouse: SparkTables, moves: list[tuple[str, str]]) -> None:
     """Swap each rewritten impression day in (idempotent: a redo after a crash is safe)."""
     for staged, target in moves:
         if warehouse.files.exists(staged):
@@ -240,7 +259,7 @@ def _apply_moves(warehouse: SparkWarehouse, moves: list[tuple[str, str]]) -> Non
             warehouse.files.move(staged, target)
 
 
-def _roll_back(warehouse: SparkWarehouse, load_ids: list[int], staging: str | None) -> None:
+def _roll_back(warehouse: SparkTables, load_ids: list[int], staging: str | None) -> None:
     """Drop every partition a load wrote (it never committed, so nothing read them)."""
     for load_id in load_ids:
         for table in APPEND_TABLES:
@@ -253,7 +272,7 @@ def _roll_back(warehouse: SparkWarehouse, load_ids: list[int], staging: str | No
     warehouse.refresh()
 
 
-def recover(warehouse: SparkWarehouse) -> None:
+def recover(warehouse: SparkTables) -> None:
     """Finish or undo an ingest a crash interrupted (run on every open)."""
     for pending in warehouse.catalog.pending_ingests():
         if pending.status == "staged":
@@ -268,7 +287,7 @@ def recover(warehouse: SparkWarehouse) -> None:
 
 
 def ingest_files(
-    warehouse: SparkWarehouse,
+    warehouse: SparkTables,
     impressions: str | Path,
     conversions: str | Path,
     *,
@@ -316,7 +335,7 @@ def ingest_files(
 
 
 def _load_all(
-    warehouse: SparkWarehouse,
+    warehouse: SparkTables,
     runner: SqlRunner,
     todo: list[Source],
     moment: datetime,
@@ -363,7 +382,7 @@ def _engine_error(error: BaseException) -> bool:
 
 
 @contextmanager
-def _writing(warehouse: SparkWarehouse) -> Iterator[None]:
+def _writing(warehouse: SparkTables) -> Iterator[None]:
     """A failed write is one line naming the tables' root and the operating system's reason,
     as DuckDB's ingest says it; any other engine failure is one line naming its kind. The
     engines' own texts (which may quote values from the files) are never shown. The load was

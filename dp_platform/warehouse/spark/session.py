@@ -20,7 +20,8 @@ import shutil
 import subprocess
 from typing import TYPE_CHECKING
 
-from dp_platform.config import ConfigError, SparkSettings
+from dp_platform.errors import ConfigError
+from dp_platform.settings import SparkSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -19,6 +19,7 @@ ablation — and the quantile-every-day ablation (Table XVII).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +28,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from dp_platform.config import CampaignConfig, parse_campaign
+from dp_platform.config import CampaignConfig
+from dp_platform.config_loader import parse_campaign
 from dp_platform.mechanisms.adsbpc import (
     AdsbpcPlan,
     BoundChoice,
@@ -179,7 +181,7 @@ def planned_sigma_bar(campaign: CampaignConfig, rho_measure: float) -> np.ndarra
 @lru_cache(maxsize=64)
 def _planned(campaign_json: str, rho_measure: float) -> tuple[np.ndarray, tuple[Fraction, ...]]:
     """σ̄ and each day's exact share of ρ_measure in the same shape (g_i ∝ 1/σ̄_i²)."""
-    campaign = CampaignConfig.model_validate_json(campaign_json)
+    campaign = parse_campaign(json.loads(campaign_json))
     scales = campaign_scales(campaign.objective, workload_matrix(campaign), rho_measure)
     allotments = gaussian_allotments(Fraction(repr(rho_measure)), scales.variances)
     return np.sqrt(scales.variances), allotments
