@@ -9,11 +9,12 @@ import pytest
 
 from dp_research.baselines import prefix, prefix_weights, sliding
 from dp_research.evaluation.ablations import run_ablations
+from dp_research.evaluation.all_results import CI_SCALE
 from dp_research.evaluation.datasets import dataset_spec
 from dp_research.evaluation.experiment import ExperimentConfig, prepare_dataset, run_experiment
 from dp_research.evaluation.methods import METHODS, Outcome
 from dp_research.evaluation.paper import paper_ratio
-from dp_research.evaluation.report import BEGIN, CI_SCALE, END, write_all
+from dp_research.evaluation.report import BEGIN, END, write_all
 from dp_research.evaluation.scoring import score
 from dp_research.evaluation.sweeps import plot_sweep, sweep
 

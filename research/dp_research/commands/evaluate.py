@@ -16,10 +16,11 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from dp_research.evaluation.all_results import CI_SCALE, Scale
 from dp_research.evaluation.datasets import DATASETS
 from dp_research.evaluation.experiment import ExperimentConfig, ExperimentResult, run_experiment
 from dp_research.evaluation.methods import ALL_METHODS, LABELS, METHODS
-from dp_research.evaluation.report import CI_SCALE, Scale, write_all
+from dp_research.evaluation.report import write_all
 from dp_research.evaluation.sweeps import plot_sweep, sweep
 
 

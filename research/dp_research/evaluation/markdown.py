@@ -10,7 +10,7 @@ from dp_research.evaluation.methods import LABELS, METHODS
 from dp_research.evaluation.paper import TABLE_IX, TABLE_X, paper_ratio
 
 if TYPE_CHECKING:
-    from dp_research.evaluation.report import AllResults
+    from dp_research.evaluation.all_results import AllResults
 
 __all__ = ["render_results"]
 

@@ -10,60 +10,22 @@ is shared). The markdown between the ``GENERATED`` markers is rewritten; anythin
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
-from dp_research.evaluation.ablations import AblationRow, run_ablations
+from dp_research.evaluation.ablations import run_ablations
+from dp_research.evaluation.all_results import FULL_SCALE, AllResults, Scale
 from dp_research.evaluation.datasets import DATASETS, dataset_spec
-from dp_research.evaluation.experiment import (
-    ExperimentConfig,
-    ExperimentResult,
-    prepare_dataset,
-    run_experiment,
-)
+from dp_research.evaluation.experiment import prepare_dataset, run_experiment
 from dp_research.evaluation.markdown import render_results
-from dp_research.evaluation.sweeps import DAYS_GRID, RHO_GRID, plot_sweep, sweep
+from dp_research.evaluation.sweeps import plot_sweep, sweep
 
-__all__ = ["CI_SCALE", "FULL_SCALE", "AllResults", "Scale", "run_all", "write_all"]
+__all__ = ["run_all", "write_all"]
 
 WORKLOADS = ("prefix", "sliding")
 SWEEP_DATASETS = ("zipf", "facebook")
 BEGIN = "<!-- BEGIN GENERATED: dp-platform evaluate --all; edits here are overwritten -->"
 END = "<!-- END GENERATED -->"
-
-
-@dataclass(frozen=True)
-class Scale:
-    """How big a run is; the full scale is the paper's."""
-
-    users: int = 1_000_000
-    publishers: int = 1000
-    repeats: int = 10
-    seed: int = 0
-    rho_grid: tuple[float, ...] = RHO_GRID
-    days_grid: tuple[int, ...] = DAYS_GRID
-
-    def base(self, dataset: str) -> ExperimentConfig:
-        return ExperimentConfig(
-            dataset,
-            users=self.users,
-            publishers=self.publishers,
-            repeats=self.repeats,
-            seed=self.seed,
-        )
-
-
-FULL_SCALE = Scale()
-CI_SCALE = Scale(users=3000, publishers=20, repeats=2, rho_grid=(0.5, 2.0), days_grid=(7, 15))
-
-
-@dataclass
-class AllResults:
-    scale: Scale
-    main: dict[tuple[str, str], ExperimentResult] = field(default_factory=dict)
-    sweeps: dict[str, dict[str, dict[str, list[ExperimentResult]]]] = field(default_factory=dict)
-    ablations: dict[str, dict[str, list[AblationRow]]] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
 
 
 def run_all(
