@@ -2,9 +2,8 @@
 teardown of its tests, summed) is listed for the slowest files, and the run fails naming every
 file over a ceiling — so a slow new test is seen when it lands, not when CI runs out of time.
 
-The ceiling (``DP_PLATFORM_FILE_CEILING_S``, default :data:`DEFAULT_CEILING_S`) is set about
-twice the slowest file's time on an idle 2-core machine (docs/testing.md has the table), so
-load from other jobs does not trip it while a file that doubles does. ``0`` turns it off.
+The ceiling (``DP_PLATFORM_FILE_CEILING_S``, default :data:`DEFAULT_CEILING_S`; ``0`` turns it
+off) is docs/testing.md's: a file over it is split or shortened, not the ceiling raised.
 
 Loaded by tests/conftest.py; a plugin module so a test can run it on a suite of its own
 (``pytest -p tests.time_budget``). Under pytest-xdist the controller receives every worker's
