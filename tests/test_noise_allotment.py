@@ -18,7 +18,7 @@ import pytest
 
 from dp_platform.baselines import BIN, prefix
 from dp_platform.config import parse_campaign
-from dp_platform.mechanisms import adsbpc, adsbpc_plus
+from dp_platform.mechanisms import adsbpc, adsbpc_plus, adsbpc_plus_bound
 from dp_platform.mechanisms.adsbpc import declare, make_plan, measure
 from dp_platform.mechanisms.reach import declare as declare_reach
 from dp_platform.mechanisms.reach import plan_reach, release_reach
@@ -231,12 +231,12 @@ def test_adsbpc_plus_histogram_with_a_halved_allotment_is_refused() -> None:
     histogram = np.array([0, 50, 20, 5, 1])
     source = CountingNoise(5)
     with pytest.raises(AllotmentExceeded):
-        adsbpc_plus.choose_bound(
-            halved, adsbpc_plus.PlusState(), histogram, publishers=3, noise=source
+        adsbpc_plus_bound.choose_bound(
+            halved, adsbpc_plus_bound.PlusState(), histogram, publishers=3, noise=source
         )
     _untouched(source, 5)
-    choice, _ = adsbpc_plus.choose_bound(
-        plan, adsbpc_plus.PlusState(), histogram, publishers=3, noise=SeededNoise(5)
+    choice, _ = adsbpc_plus_bound.choose_bound(
+        plan, adsbpc_plus_bound.PlusState(), histogram, publishers=3, noise=SeededNoise(5)
     )
     assert choice.day == 1
 
