@@ -7,6 +7,7 @@ noise (the only sampler)    ``privacy/noise.py`` (every draw OpenDP's, checked a
                             integer noise and Exp(1) draws in ``privacy/discrete.py``
 ρ and its arithmetic        ``privacy/accounting.py`` (exact ``Rho``, the ρ1 + lρ2 + ρ3 split)
 the budget, enforced        ``ledger.py`` (accounts, reservations, charges, write-once releases)
+                            and ``ledger_budget.py`` (the check before a draw)
 clipping, specified         ``clipping.py`` (the NumPy reference every SQL and simulator meets)
 mechanisms                  ``mechanisms/`` (registry in ``__init__``; protocols in ``base.py``)
 the daily flow              ``daily.py`` (one function per asset), ``registration.py``

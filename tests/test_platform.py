@@ -307,9 +307,9 @@ def _plus_library_run(direct_home, plan, campaign) -> list:
                 days[:m],
                 bounds[:m],
                 list(factors),
-                adsbpc_plus.profile_top(plan),
-                grid=adsbpc_plus.PROFILE_GRID,
-                cross=adsbpc_plus.profile_cross(plan),
+                adsbpc_plus_plan.profile_top(plan),
+                grid=adsbpc_plus_plan.PROFILE_GRID,
+                cross=adsbpc_plus_plan.profile_cross(plan),
             )
 
         publishers = len(warehouse.campaign_publishers(campaign))
@@ -369,7 +369,7 @@ def test_a_campaign_registered_before_strategies_keeps_its_plan_and_releases(
     is not taken for an edit."""
     import yaml
 
-    from dp_platform.ledger import CampaignRecord
+    from dp_platform.ledger_records import CampaignRecord
     from dp_platform.mechanisms import adsbpc_plus
     from dp_platform.plans import campaign_plan
     from dp_platform.registration import declaration
