@@ -28,7 +28,7 @@ from dp_platform.mechanisms.adsbpc_plus_plan import (
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.warehouse import Warehouse
 from dp_platform.warehouse.base import StrategyRow
-from dp_platform.warehouse.store import WarehouseError
+from dp_platform.warehouse.store_core import WarehouseError
 from tests.conftest_data import FAR_FUTURE
 
 START = date(2026, 3, 1)

@@ -37,7 +37,7 @@ from dp_platform.warehouse.spark.files import TableFiles
 from dp_platform.warehouse.spark.ingest import ingest_files, recover
 from dp_platform.warehouse.spark.runner import SparkSqlRunner
 from dp_platform.warehouse.spark.session import private_session
-from dp_platform.warehouse.store import FRAME_TABLES, WarehouseError
+from dp_platform.warehouse.store_core import FRAME_TABLES, WarehouseError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
