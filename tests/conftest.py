@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dp_platform.privacy.noise import Draw, NoiseSource, SeededNoise
+from dp_platform.privacy.noise import NoiseSource, SeededNoise
+from dp_platform.privacy.noise_check import Draw
 
 # A test module is a *system* test when it drives what an operator runs — the Dagster layer,
 # a subprocess (the CLI, a killed run), Spark or a browser — and a *unit* test otherwise. The

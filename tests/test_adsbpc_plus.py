@@ -26,7 +26,8 @@ from dp_platform.mechanisms.adsbpc_plus_plan import (
     SCALE_Z,
 )
 from dp_platform.privacy.accounting import Rho, gaussian_rho
-from dp_platform.privacy.noise import Draw, NoiseSource, SeededNoise
+from dp_platform.privacy.noise import NoiseSource, SeededNoise
+from dp_platform.privacy.noise_check import Draw
 from dp_platform.records import from_record, to_record
 
 

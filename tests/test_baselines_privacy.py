@@ -19,7 +19,8 @@ from dp_platform.baselines import BIN, IPA, MMBPC, UMM, Stream, prefix, prefix_w
 from dp_platform.baselines import tree as tr
 from dp_platform.baselines.contributions import Conversions
 from dp_platform.baselines.sensitivity import global_sensitivity, per_day_sensitivity
-from dp_platform.privacy.noise import Amount, SeededNoise
+from dp_platform.privacy.noise import SeededNoise
+from dp_platform.privacy.noise_check import Amount
 
 RHO = 0.7
 

@@ -30,7 +30,8 @@ from dp_platform.mechanisms import (
 )
 from dp_platform.mechanisms.adsbpc_plus_plan import PROFILE_BINS
 from dp_platform.plans import campaign_plan
-from dp_platform.privacy.noise import AllotmentExceeded, SeededNoise
+from dp_platform.privacy.noise import SeededNoise
+from dp_platform.privacy.noise_check import AllotmentExceeded
 from dp_platform.registration import Registration, registered_campaign
 from tests.counting_noise import CountingIntegerNoise, CountingNoise
 

@@ -23,7 +23,8 @@ from dp_platform.matching import (
     theorem7_gap,
 )
 from dp_platform.privacy.exponential import log_ratio_bound
-from dp_platform.privacy.noise import Amount, SeededNoise
+from dp_platform.privacy.noise import SeededNoise
+from dp_platform.privacy.noise_check import Amount
 
 
 def neighbour(rng: np.random.Generator, w: np.ndarray) -> np.ndarray:

@@ -25,17 +25,14 @@ from dp_platform.mechanisms.reach import plan_reach, release_reach
 from dp_platform.privacy import svt
 from dp_platform.privacy.accounting import Rho, gaussian_rho
 from dp_platform.privacy.noise import (
-    SLACK,
-    AllotmentExceeded,
     IntegerNoiseSource,
     NoiseSource,
     SecureIntegerNoise,
     SecureNoise,
     SeededIntegerNoise,
     SeededNoise,
-    grid_k,
-    privacy_loss,
 )
+from dp_platform.privacy.noise_check import SLACK, AllotmentExceeded, grid_k, privacy_loss
 from tests.counting_noise import CountingIntegerNoise, CountingNoise
 
 CLOSE = 1e-13  # the map may exceed the closed form by the grid's ≤ 3·10⁻¹⁴ and a few ulps

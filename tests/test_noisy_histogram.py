@@ -11,7 +11,8 @@ from dp_platform.evaluation.plus_data import prepare_plus
 from dp_platform.events.model import ConversionSet
 from dp_platform.events.paper import spread
 from dp_platform.mechanisms.adsbpc_plus_plan import PROFILE_BINS, profile_bins
-from dp_platform.privacy.noise import AllotmentExceeded, SeededNoise
+from dp_platform.privacy.noise import SeededNoise
+from dp_platform.privacy.noise_check import AllotmentExceeded
 from dp_platform.privacy.noisy_histogram import (
     histogram_rho,
     histogram_sigma,

@@ -17,7 +17,8 @@ from dp_platform.mechanisms.adsbpc_plus_bound import PlusChoice, PlusState
 from dp_platform.mechanisms.adsbpc_plus_plan import PlusPlan
 from dp_platform.mechanisms.base import Measurement
 from dp_platform.privacy.allotment import Allotment, float_above
-from dp_platform.privacy.noise import SLACK, AllotmentExceeded, NoiseSource, resolve
+from dp_platform.privacy.noise import NoiseSource, resolve
+from dp_platform.privacy.noise_check import SLACK, AllotmentExceeded
 from dp_platform.privacy.strategy import decode_day
 
 __all__ = ["declare", "measure"]

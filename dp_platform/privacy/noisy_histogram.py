@@ -18,7 +18,8 @@ from fractions import Fraction
 import numpy as np
 
 from dp_platform.privacy.accounting import gaussian_rho, gaussian_sigma
-from dp_platform.privacy.noise import Amount, NoiseSource, resolve
+from dp_platform.privacy.noise import NoiseSource, resolve
+from dp_platform.privacy.noise_check import Amount
 
 __all__ = ["SENSITIVITY", "histogram_rho", "histogram_sigma", "noisy_histogram", "tail_counts"]
 
