@@ -119,7 +119,6 @@ def test_zero_scale_adds_nothing_and_bad_input_is_refused() -> None:
 NOT_RELEASE_PATH = (
     "events/",
     "evaluation/",
-    "simulation.py",
     "privacy/noise.py",
     "commands/",
     "validity.py",

@@ -14,12 +14,12 @@ from dp_platform.mechanisms.adsbpc_plus_plan import PROFILE_BINS, profile_bins
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.privacy.noise_check import AllotmentExceeded
 from dp_platform.privacy.noisy_histogram import (
-    histogram_rho,
     histogram_sigma,
     noisy_histogram,
     tail_counts,
 )
 from dp_platform.privacy.quantile import cap_histogram
+from tests.oracles import histogram_rho
 
 
 @pytest.mark.parametrize("rho", [Fraction(1, 1000), Fraction(3, 100) / 31, Fraction(2)])
