@@ -435,7 +435,7 @@ class Warehouse(WarehouseCore):
         cross: float = 0.0,
     ) -> np.ndarray:
         """Users per profile bin (``grid``, × cap²) of T_u = Σ_d φ_d‖clip(c)‖² (+ ``cross`` ×
-        the cross-day term of a correlated strategy, adsbpc_plus.profile_cross)."""
+        the cross-day term of a correlated strategy, adsbpc_plus_plan.profile_cross)."""
         if not (len(days) == len(bounds) == len(factors)) or not days:
             raise ValueError("need one bound and one factor per day, and at least one day")
         for day in days:
