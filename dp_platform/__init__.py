@@ -5,8 +5,10 @@ Where things live (the library; the Dagster layer is ``assets/``, which only cal
 ==========================  ===============================================================
 noise (the only sampler)    ``privacy/noise.py`` (every draw OpenDP's, checked against its ρ/ε);
                             integer noise and Exp(1) draws in ``privacy/discrete.py``
+                            (the check itself: ``privacy/noise_check.py``)
 ρ and its arithmetic        ``privacy/accounting.py`` (exact ``Rho``, the ρ1 + lρ2 + ρ3 split)
 the budget, enforced        ``ledger.py`` (accounts, reservations, charges, write-once releases)
+                            and ``ledger_budget.py`` (the check before a draw)
 clipping, specified         ``clipping.py`` (the NumPy reference every SQL and simulator meets)
 mechanisms                  ``mechanisms/`` (registry in ``__init__``; protocols in ``base.py``)
 the daily flow              ``daily.py`` (one function per asset), ``registration.py``

@@ -33,7 +33,8 @@ from pathlib import Path
 
 from dp_platform.errors import LedgerError, PublishedReleaseMissing, StorageError
 from dp_platform.file_lock import exclusive
-from dp_platform.ledger import Ledger, PublishedRecord
+from dp_platform.ledger import Ledger
+from dp_platform.ledger_records import PublishedRecord
 
 __all__ = ["JournalEntry", "ReleaseJournal", "record_hash"]
 

@@ -23,8 +23,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from dp_platform.config import AccountConfig
@@ -39,6 +37,15 @@ from dp_platform.errors import (
 from dp_platform.faults import fault_point
 from dp_platform.ledger_backends import home_ledger, open_backend
 from dp_platform.ledger_backends.base import LedgerBackend, Session, storage_error
+from dp_platform.ledger_budget import (
+    account_cap,
+    book_charges,
+    campaign_row,
+    campaign_spent,
+    check_budget,
+    reserved_rho,
+)
+from dp_platform.ledger_records import CampaignBudget, CampaignRecord, PublishedRecord, utc_now
 from dp_platform.mechanisms.base import Chain, ChoiceT, Measurement, StateT
 from dp_platform.privacy.accounting import Rho
 from dp_platform.records import from_record, to_record
@@ -60,67 +67,6 @@ __all__ = [
 def _text(value: object) -> str:
     """A dataclass as the JSON text the ledger stores (dp_platform/records.py, lossless)."""
     return json.dumps(to_record(value))
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-@dataclass(frozen=True)
-class CampaignRecord:
-    """A registered campaign as the ledger keeps it (JSON parts are opaque to the ledger).
-
-    ``declared``: the catalogue entry as written (to refuse edits); ``config``: the campaign as
-    it runs, publisher keys frozen; ``plan``: the lossless plan every step reads back.
-    """
-
-    name: str
-    account: str
-    days: int
-    planned: Rho
-    declared: dict
-    config: dict
-    plan: dict
-    ended_at: str | None = None
-
-
-@dataclass(frozen=True)
-class PublishedRecord:
-    """A write-once record as stored: a day's bound choice or release (``day``) or a
-    campaign-level release (``name``). DP outputs only — never the chain's secret state."""
-
-    campaign: str
-    record: str  # "bound", "release" or "campaign_release"
-    day: int | None
-    name: str | None
-    stored_json: str
-
-
-@dataclass(frozen=True)
-class CampaignBudget:
-    """A campaign's planned, spent and remaining ρ with its per-day charges (exact)."""
-
-    name: str
-    account: str
-    planned: Rho
-    spent: Rho
-    per_day: dict[int, dict[str, Rho]]
-
-    @property
-    def remaining(self) -> Rho:
-        return self.planned - self.spent
-
-    def to_json(self) -> dict:
-        return {
-            "account": self.account,
-            "planned": float(self.planned),
-            "spent": float(self.spent),
-            "remaining": float(self.remaining),
-            "per_day": {
-                str(day): {part: float(rho) for part, rho in parts.items()}
-                for day, parts in sorted(self.per_day.items())
-            },
-        }
 
 
 class Ledger:
@@ -197,7 +143,7 @@ class Ledger:
             if row is None:
                 db.execute(  # ON CONFLICT: another process may create it at the same moment
                     "INSERT INTO accounts VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
-                    (account.name, cap.to_json(), _now()),
+                    (account.name, cap.to_json(), utc_now()),
                 )
                 row = db.execute(
                     "SELECT rho_cap FROM accounts WHERE name = ?", (account.name,)
@@ -217,18 +163,13 @@ class Ledger:
             self._lock(db, account=account)
             if db.execute("SELECT 1 FROM accounts WHERE name = ?", (account,)).fetchone() is None:
                 raise LedgerError(f"account {account} is not in the ledger")
-            reserved = self._reserved(db, account)
+            reserved = reserved_rho(db, account)
             if cap < reserved:
                 raise BudgetExceeded(
                     f"account {account}: cannot lower the cap to ρ = {float(cap):g}, "
                     f"campaigns already reserve ρ = {float(reserved):g}"
                 )
             db.execute("UPDATE accounts SET rho_cap = ? WHERE name = ?", (cap.to_json(), account))
-
-    @staticmethod
-    def _reserved(db: Session, account: str) -> Rho:
-        rows = db.execute("SELECT planned FROM campaigns WHERE account = ?", (account,)).fetchall()
-        return sum((Rho.from_json(r[0]) for r in rows), Rho.zero())
 
     def register(self, record: CampaignRecord, account: AccountConfig) -> bool:
         """Reserve the campaign's whole plan against its account's cap. True if newly registered
@@ -243,15 +184,15 @@ class Ledger:
             self._lock(db, account=account.name)
             if db.execute("SELECT 1 FROM campaigns WHERE name = ?", (record.name,)).fetchone():
                 return False
-            cap = self._cap(db, account.name)
-            reserved = self._reserved(db, account.name)
+            cap = account_cap(db, account.name)
+            reserved = reserved_rho(db, account.name)
             if reserved + record.planned > cap:
                 raise BudgetExceeded(
                     f"campaign {record.name} needs ρ = {float(record.planned):g} but account "
                     f"{account.name} has {float(cap - reserved):g} left of its cap "
                     f"{float(cap):g} (ρ = {float(reserved):g} already reserved)"
                 )
-            now = _now()
+            now = utc_now()
             db.execute(
                 "INSERT INTO campaigns VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
                 (
@@ -302,12 +243,12 @@ class Ledger:
         """
         with self._transaction() as db:
             self._lock(db, campaign=campaign)
-            _, planned, _ = self._campaign_row(db, campaign)
+            _, planned, _ = campaign_row(db, campaign)
             ended = db.execute("SELECT ended_at FROM campaigns WHERE name = ?", (campaign,))
             when = ended.fetchone()[0]
             if when is not None:
                 raise CampaignEnded(f"campaign {campaign} was already ended at {when}")
-            spent = self._spent(db, campaign)
+            spent = campaign_spent(db, campaign)
             if cancel and spent > Rho.zero():
                 days = [
                     r[0]
@@ -322,7 +263,7 @@ class Ledger:
                     f"{float(spent):.6g} on day(s) {shown}; end it instead (`dp-platform campaign "
                     f"end {campaign}`), which returns only the unspent part"
                 )
-            now = _now()
+            now = utc_now()
             db.execute(
                 "UPDATE campaigns SET planned = ?, ended_at = ? WHERE name = ?",
                 (spent.to_json(), now, campaign),
@@ -357,61 +298,6 @@ class Ledger:
             for at, action, before, after in rows
         ]
 
-    @staticmethod
-    def _cap(db: Session, account: str) -> Rho:
-        row = db.execute("SELECT rho_cap FROM accounts WHERE name = ?", (account,)).fetchone()
-        return Rho.from_json(row[0])
-
-    def _campaign_row(self, db: Session, campaign: str) -> tuple[str, Rho, int]:
-        row = db.execute(
-            "SELECT account, planned, days FROM campaigns WHERE name = ?", (campaign,)
-        ).fetchone()
-        if row is None:
-            raise LedgerError(f"campaign {campaign} is not registered in the ledger")
-        return row[0], Rho.from_json(row[1]), int(row[2])
-
-    @staticmethod
-    def _spent(db: Session, campaign: str) -> Rho:
-        rows = db.execute("SELECT rho FROM charges WHERE campaign = ?", (campaign,)).fetchall()
-        return sum((Rho.from_json(r[0]) for r in rows), Rho.zero())
-
-    def _check_budget(self, db: Session, campaign: str, day: int, charges: dict[str, Rho]) -> None:
-        account, planned, days = self._campaign_row(db, campaign)
-        ended = db.execute("SELECT ended_at FROM campaigns WHERE name = ?", (campaign,)).fetchone()
-        if ended[0] is not None:
-            raise CampaignEnded(
-                f"campaign {campaign} was ended at {ended[0]}; it releases nothing more "
-                "(nothing was drawn or charged)"
-            )
-        if not 0 <= day <= days:  # day 0: campaign-level releases (one-shot, reach)
-            raise LedgerError(f"campaign {campaign} has days 1..{days}; day {day} is outside")
-        cost = sum(charges.values(), Rho.zero())
-        spent = self._spent(db, campaign)
-        if spent + cost > planned:
-            raise BudgetExceeded(
-                f"campaign {campaign}, day {day}: charging ρ = {float(cost):.6g} would exceed its "
-                f"plan (spent {float(spent):.6g} of {float(planned):.6g}); nothing was released"
-            )
-        cap = self._cap(db, account)
-        rows = db.execute(
-            "SELECT c.rho FROM charges c JOIN campaigns k ON c.campaign = k.name "
-            "WHERE k.account = ?",
-            (account,),
-        ).fetchall()
-        account_spent = sum((Rho.from_json(r[0]) for r in rows), Rho.zero())
-        if account_spent + cost > cap:
-            raise BudgetExceeded(
-                f"account {account}: charging ρ = {float(cost):.6g} for campaign {campaign}, day "
-                f"{day} would exceed its cap {float(cap):g}; nothing was released"
-            )
-
-    @staticmethod
-    def _charge(db: Session, campaign: str, day: int, charges: dict[str, Rho]) -> None:
-        db.executemany(
-            "INSERT INTO charges VALUES (?, ?, ?, ?, ?)",
-            [(campaign, day, part, rho.to_json(), _now()) for part, rho in charges.items()],
-        )
-
     # -- the two write-once chains ----------------------------------------------------------
 
     def bound_for_day(
@@ -436,7 +322,7 @@ class Ledger:
             if row is not None:
                 return from_record(chain.choice, json.loads(row[0])), False
             previous = self._bound_state(db, campaign, day - 1, chain)
-            self._check_budget(db, campaign, day, expected_charges)
+            check_budget(db, campaign, day, expected_charges)
             choice, state = choose(previous)
             fault_point("bound.drawn")
             if choice.day != day or state.day != day:
@@ -445,9 +331,9 @@ class Ledger:
                 raise LedgerError(f"campaign {campaign}, day {day}: unexpected charges")
             db.execute(
                 "INSERT INTO bound_choices VALUES (?, ?, ?, ?, ?)",
-                (campaign, day, _text(choice), _text(state), _now()),
+                (campaign, day, _text(choice), _text(state), utc_now()),
             )
-            self._charge(db, campaign, day, choice.charges)
+            book_charges(db, campaign, day, choice.charges)
             return choice, True
 
     def _bound_state(
@@ -499,16 +385,16 @@ class Ledger:
                 raise MissingPreviousDay(
                     f"campaign {campaign}: day {day} has no contribution bound yet"
                 )
-            self._check_budget(db, campaign, day, expected_charges)
+            check_budget(db, campaign, day, expected_charges)
             measurement = draw(from_record(chain.choice, json.loads(row[0])))
             fault_point("release.drawn")
             if measurement.day != day or measurement.charges != expected_charges:
                 raise LedgerError(f"campaign {campaign}, day {day}: release out of step")
             db.execute(
                 "INSERT INTO releases VALUES (?, ?, ?, ?)",
-                (campaign, day, _text(measurement), _now()),
+                (campaign, day, _text(measurement), utc_now()),
             )
-            self._charge(db, campaign, day, measurement.charges)
+            book_charges(db, campaign, day, measurement.charges)
             return measurement, True
 
     @staticmethod
@@ -534,11 +420,11 @@ class Ledger:
             return str(row[0])
         with self._transaction() as db:
             self._lock(db, campaign=campaign)
-            self._campaign_row(db, campaign)  # refuses an unregistered campaign
+            campaign_row(db, campaign)  # refuses an unregistered campaign
             db.execute(
                 "INSERT INTO campaign_warehouses VALUES (?, ?, ?) ON CONFLICT (campaign) "
                 "DO NOTHING",
-                (campaign, warehouse, _now()),
+                (campaign, warehouse, utc_now()),
             )
             row = db.execute(
                 "SELECT warehouse FROM campaign_warehouses WHERE campaign = ?", (campaign,)
@@ -583,14 +469,14 @@ class Ledger:
             if row is not None:
                 return json.loads(row[0]), False
             charges = {kind: charge}
-            self._check_budget(db, campaign, 0, charges)
+            check_budget(db, campaign, 0, charges)
             payload = draw()
             fault_point("campaign_release.drawn")
             db.execute(
                 "INSERT INTO campaign_releases VALUES (?, ?, ?, ?)",
-                (campaign, kind, json.dumps(payload), _now()),
+                (campaign, kind, json.dumps(payload), utc_now()),
             )
-            self._charge(db, campaign, 0, charges)
+            book_charges(db, campaign, 0, charges)
             return payload, True
 
     def campaign_releases(self, campaign: str) -> dict[str, dict]:
@@ -638,7 +524,7 @@ class Ledger:
         return [r[0] for r in self._db.execute("SELECT name FROM campaigns ORDER BY name")]
 
     def campaign_budget(self, campaign: str) -> CampaignBudget:
-        account, planned, _ = self._campaign_row(self._db, campaign)
+        account, planned, _ = campaign_row(self._db, campaign)
         per_day: dict[int, dict[str, Rho]] = {}
         rows = self._db.execute(
             "SELECT day, part, rho FROM charges WHERE campaign = ? ORDER BY day, part", (campaign,)
@@ -654,7 +540,7 @@ class Ledger:
         accounts = {}
         for name, cap_text in self._db.execute("SELECT name, rho_cap FROM accounts ORDER BY name"):
             cap = Rho.from_json(cap_text)
-            reserved = self._reserved(self._db, name)
+            reserved = reserved_rho(self._db, name)
             spent = sum((b.spent for b in budgets if b.account == name), Rho.zero())
             accounts[name] = {
                 "rho_cap": float(cap),

@@ -33,7 +33,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from dp_platform.privacy.accounting import exponential_mechanism_rho, pure_dp_rho_tanh
-from dp_platform.privacy.exponential import exponential_mechanism, exponential_probabilities
+from dp_platform.privacy.exponential import exponential_mechanism
 from dp_platform.privacy.noise import NoiseSource, resolve
 
 __all__ = [
@@ -41,13 +41,10 @@ __all__ = [
     "all_matchings",
     "exponential_matching",
     "greedy_exponential_matching",
-    "greedy_law",
     "laplace_matching",
     "matching_weight",
     "optimal_matching",
     "private_matching_value",
-    "theorem6_gap",
-    "theorem7_gap",
 ]
 
 _MAX_ENUMERATED = 50_000  # exact exponential mechanism only below this many matchings
@@ -157,23 +154,6 @@ def greedy_exponential_matching(
     return MatchingRelease(tuple(out), epsilon, pure_dp_rho_tanh(epsilon))
 
 
-def greedy_law(
-    weights: np.ndarray, *, epsilon: float, sensitivity: float = 1.0
-) -> dict[tuple[int, ...], float]:
-    """Exact output law of :func:`greedy_exponential_matching` (small graphs; for tests)."""
-    w = _weights(weights)
-    law: dict[tuple[int, ...], float] = {}
-    for matching in all_matchings(*w.shape):
-        free = list(range(w.shape[1]))
-        p = 1.0
-        for bag, click in enumerate(matching):
-            step = exponential_probabilities(w[bag, free], epsilon=epsilon, sensitivity=sensitivity)
-            p *= step[free.index(click)]
-            free.remove(click)
-        law[matching] = p
-    return law
-
-
 def private_matching_value(
     weights: np.ndarray,
     *,
@@ -190,13 +170,3 @@ def private_matching_value(
         np.array([best]), sensitivity / epsilon, l1_sensitivity=sensitivity, epsilon=epsilon
     )
     return float(drawn[0]), pure_dp_rho_tanh(epsilon)
-
-
-def theorem6_gap(bags: int, clicks: int, *, epsilon: float, gamma: float) -> float:
-    """(2m/ε)·ln(mn/γ): Laplace matching's shortfall bound, holding w.p. ≥ 1 − γ (Δ = 1)."""
-    return 2.0 * bags / epsilon * math.log(bags * clicks / gamma)
-
-
-def theorem7_gap(bags: int, clicks: int, *, epsilon: float, k: float) -> float:
-    """2(m ln n + k)/ε: the exponential mechanism's shortfall, exceeded w.p. ≤ e^{−k}."""
-    return 2.0 * (bags * math.log(clicks) + k) / epsilon

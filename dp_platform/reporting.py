@@ -6,7 +6,6 @@ simulated data) takes the truth as an explicit, separately labelled argument.
 
 from __future__ import annotations
 
-import base64
 import io
 from collections.abc import Sequence
 
@@ -15,7 +14,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display on servers; must precede pyplot
 import matplotlib.pyplot as plt
 
-__all__ = ["cumulative_chart", "markdown_image", "slice_chart", "top_slices"]
+__all__ = ["cumulative_chart", "slice_chart", "top_slices"]
 
 
 def cumulative_chart(
@@ -81,8 +80,3 @@ def slice_chart(
     figure.savefig(buffer, format="png")
     plt.close(figure)
     return buffer.getvalue()
-
-
-def markdown_image(png: bytes, alt: str) -> str:
-    """Markdown that embeds a PNG inline (the Dagster UI renders it in asset metadata)."""
-    return f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dp_platform.privacy.noise import Draw, NoiseSource, SeededNoise
+from dp_platform.privacy.noise import NoiseSource, SeededNoise
+from dp_platform.privacy.noise_check import Draw
 
 pytest_plugins = ("tests.time_budget",)  # every run lists its slowest files and their ceiling
 

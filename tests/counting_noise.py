@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dp_platform.privacy.noise import Draw, SeededIntegerNoise, SeededNoise
+from dp_platform.privacy.noise import SeededIntegerNoise, SeededNoise
+from dp_platform.privacy.noise_check import Draw
 
 
 class CountingNoise(SeededNoise):

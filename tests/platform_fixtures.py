@@ -11,7 +11,8 @@ import yaml
 
 from dp_platform.events import generate_campaign, write_events
 from dp_platform.home import Home
-from dp_platform.privacy.noise import Draw, NoiseSource, SeededNoise
+from dp_platform.privacy.noise import NoiseSource, SeededNoise
+from dp_platform.privacy.noise_check import Draw
 from dp_platform.settings import WarehouseConfig
 from dp_platform.warehouse.base import open_warehouse
 

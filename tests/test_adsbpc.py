@@ -24,8 +24,8 @@ from dp_platform.mechanisms.adsbpc import (
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.privacy.scales import wsum_closed_form
 from dp_platform.records import from_record, to_record
-from dp_platform.simulation import simulate_stream
 from dp_platform.workload import prefix_matrix
+from tests.simulation import simulate_stream
 
 
 def campaign(**overrides):

@@ -11,17 +11,23 @@ import pytest
 from dp_platform.config_loader import parse_campaign
 from dp_platform.errors import ConfigError
 from dp_platform.events.paper import paper_dataset
-from dp_platform.mechanisms import adsbpc_plus
-from dp_platform.mechanisms.adsbpc_plus import (
-    PROFILE_BINS,
+from dp_platform.mechanisms.adsbpc_plus import make_plan
+from dp_platform.mechanisms.adsbpc_plus_bound import (
     PlusChoice,
     PlusState,
     choose_bound,
     estimate_scale,
-    make_plan,
+    select_bound,
+)
+from dp_platform.mechanisms.adsbpc_plus_plan import (
+    PROFILE_BINS,
+    PROFILE_EDGES,
+    SCALE_ALPHA,
+    SCALE_Z,
 )
 from dp_platform.privacy.accounting import Rho, gaussian_rho
-from dp_platform.privacy.noise import Draw, NoiseSource, SeededNoise
+from dp_platform.privacy.noise import NoiseSource, SeededNoise
+from dp_platform.privacy.noise_check import Draw
 from dp_platform.records import from_record, to_record
 from dp_research.evaluation.plus_data import prepare_plus, run_plus
 
@@ -114,10 +120,8 @@ def test_estimate_scale_reads_the_noisy_tail_against_the_noisy_user_count():
     # z = 0: the plain rule N(>j) <= (1 - q)·K̃; the prior s0 = Λ leaves U as it is
     plain = {"sigma": 1.0, "z": 0.0, "prior": 4}
     s = estimate_scale(h, 0.99, 4, **plain)
-    assert s == pytest.approx(4 * np.sqrt(adsbpc_plus.PROFILE_EDGES[11]))
-    assert estimate_scale(h, 0.995, 4, **plain) == pytest.approx(
-        4 * np.sqrt(adsbpc_plus.PROFILE_EDGES[31])
-    )
+    assert s == pytest.approx(4 * np.sqrt(PROFILE_EDGES[11]))
+    assert estimate_scale(h, 0.995, 4, **plain) == pytest.approx(4 * np.sqrt(PROFILE_EDGES[31]))
     no_signal = np.full(PROFILE_BINS, -1.0)
     assert estimate_scale(no_signal, 0.99, 4, sigma=5.0, prior=4) == 4.0
     with pytest.raises(ValueError):
@@ -125,11 +129,11 @@ def test_estimate_scale_reads_the_noisy_tail_against_the_noisy_user_count():
 
 
 def test_the_confidence_rule_is_the_plain_rule_with_many_users_and_cautious_with_few():
-    assert pytest.approx(3.3055, abs=1e-4) == adsbpc_plus.SCALE_Z  # Bonferroni over 48 bins
-    assert pytest.approx(0.0227501, abs=1e-7) == adsbpc_plus.SCALE_ALPHA  # Φ(−2)
+    assert pytest.approx(3.3055, abs=1e-4) == SCALE_Z  # Bonferroni over 48 bins
+    assert pytest.approx(0.0227501, abs=1e-7) == SCALE_ALPHA  # Φ(−2)
     big = np.zeros(PROFILE_BINS)
     big[[10, 20, 30]] = 400_000.0, 96_000.0, 4_000.0  # 0.8 % above bin 20
-    edge = 4 * np.sqrt(adsbpc_plus.PROFILE_EDGES[21])
+    edge = 4 * np.sqrt(PROFILE_EDGES[21])
     assert estimate_scale(big, 0.99, 4, sigma=5.0, prior=4) == pytest.approx(edge)
     assert estimate_scale(big, 0.99, 4, sigma=5.0, z=0.0, prior=4) == pytest.approx(edge)
     small = big / 1000.0  # 500 users, 4 above bin 20: not resolvable with σ = 5 per bin
@@ -149,14 +153,14 @@ def test_the_scale_undershoots_the_true_quantile_at_most_as_often_as_stated():
     true[np.arange(5, 33)] = np.geomspace(60, 1, 28).round()  # 419 users, a thin tail
     tail = np.concatenate([np.cumsum(true[::-1])[::-1][1:], [0.0]])
     first = int(np.flatnonzero(tail <= 0.01 * true.sum())[0])
-    truth = 10 * np.sqrt(adsbpc_plus.PROFILE_EDGES[first + 1])
+    truth = 10 * np.sqrt(PROFILE_EDGES[first + 1])
     rng = np.random.default_rng(7)
     draws = true + rng.normal(0.0, 5.0, (4000, PROFILE_BINS))
     under = {
         z: np.mean([estimate_scale(d, 0.99, 10, sigma=5.0, z=z, prior=10) < truth for d in draws])
-        for z in (adsbpc_plus.SCALE_Z, 0.0)
+        for z in (SCALE_Z, 0.0)
     }
-    assert under[adsbpc_plus.SCALE_Z] <= adsbpc_plus.SCALE_ALPHA
+    assert under[SCALE_Z] <= SCALE_ALPHA
     assert under[0.0] > 0.3
 
 
@@ -166,13 +170,13 @@ def _thin_tail() -> tuple[np.ndarray, float]:
     true[np.arange(5, 33)] = np.geomspace(60, 1, 28).round()
     tail = np.concatenate([np.cumsum(true[::-1])[::-1][1:], [0.0]])
     first = int(np.flatnonzero(tail <= 0.01 * true.sum())[0])
-    return true, 10 * np.sqrt(adsbpc_plus.PROFILE_EDGES[first + 1])
+    return true, 10 * np.sqrt(PROFILE_EDGES[first + 1])
 
 
 def test_the_prior_is_kept_only_where_the_noisy_profile_cannot_rule_it_out():
     big = np.zeros(PROFILE_BINS)
     big[[10, 20, 30]] = 400_000.0, 96_000.0, 4_000.0  # 0.8 % above bin 20: s = edge 21
-    upper = 4 * np.sqrt(adsbpc_plus.PROFILE_EDGES[21])
+    upper = 4 * np.sqrt(PROFILE_EDGES[21])
     # many users: the interval is one bin wide, so any prior gives the data's s
     assert estimate_scale(big, 0.99, 4, sigma=5.0, prior=4.0) == pytest.approx(upper)
     assert estimate_scale(big, 0.99, 4, sigma=5.0, prior=upper * 1.5) == pytest.approx(upper)
@@ -200,7 +204,7 @@ def test_a_prior_at_or_above_the_truth_keeps_the_undershoot_guarantee():
     draws = true + rng.normal(0.0, 5.0, (4000, PROFILE_BINS))
     for prior in (truth, 5.0, 10.0):
         got = np.array([estimate_scale(d, 0.99, 10, sigma=5.0, prior=prior) for d in draws])
-        assert np.mean(got < truth) <= adsbpc_plus.SCALE_ALPHA
+        assert np.mean(got < truth) <= SCALE_ALPHA
         assert np.all(got <= max(prior, 10.0))
 
 
@@ -271,14 +275,14 @@ def test_the_scale_and_bound_see_only_the_noisy_outputs_and_public_sigma():
     assert prior == pytest.approx(0.5 * 6)  # default s0 = ψ0·Λ
     expected = estimate_scale(noisy_profile, 0.99, 6, sigma=plan.sigma_profile, prior=prior)
     assert choices[0][1] == expected
-    assert plan.to_json()["scale_z"] == adsbpc_plus.SCALE_Z
+    assert plan.to_json()["scale_z"] == SCALE_Z
 
 
 def test_bound_choice_grows_where_the_histogram_cannot_see_the_tail():
     plan = make_plan(_campaign())
     hist = np.array([0, 5000, 900, 90, 9, 1, 0])
-    sharp = adsbpc_plus.select_bound(plan, 1, np.array([5000, 900, 90, 9, 1, 0]), 0.1, None, 5)
-    blurred = adsbpc_plus.select_bound(plan, 1, np.array([5000, 900, 90, 9, 1, 0]), 50.0, None, 5)
+    sharp = select_bound(plan, 1, np.array([5000, 900, 90, 9, 1, 0]), 0.1, None, 5)
+    blurred = select_bound(plan, 1, np.array([5000, 900, 90, 9, 1, 0]), 50.0, None, 5)
     assert 1.0 <= sharp < blurred <= 6.0
     assert hist.sum() > 0
 

@@ -12,15 +12,12 @@ import pytest
 
 from dp_platform.config_loader import parse_campaign
 from dp_platform.events.paper import paper_dataset
-from dp_platform.mechanisms.adsbpc_plus import (
+from dp_platform.mechanisms.adsbpc_plus import make_plan
+from dp_platform.mechanisms.adsbpc_plus_accounting import declare, measure
+from dp_platform.mechanisms.adsbpc_plus_bound import PlusChoice, PlusState, choose_bound
+from dp_platform.mechanisms.adsbpc_plus_plan import (
     PROFILE_BINS,
-    PlusChoice,
     PlusPlan,
-    PlusState,
-    choose_bound,
-    declare,
-    make_plan,
-    measure,
     profile_cross,
     profile_top,
 )

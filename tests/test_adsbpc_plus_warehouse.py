@@ -16,19 +16,18 @@ import pytest
 from dp_platform.config_loader import parse_campaign
 from dp_platform.events import write_events
 from dp_platform.events.paper import paper_dataset
-from dp_platform.mechanisms.adsbpc_plus import (
+from dp_platform.mechanisms.adsbpc_plus import make_plan, run_stream
+from dp_platform.mechanisms.adsbpc_plus_plan import (
     PROFILE_GRID,
-    make_plan,
     profile_cross,
     profile_factors,
     profile_top,
-    run_stream,
     strategy_row,
 )
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.warehouse import Warehouse
 from dp_platform.warehouse.base import StrategyRow
-from dp_platform.warehouse.store import WarehouseError
+from dp_platform.warehouse.store_core import WarehouseError
 from dp_research.evaluation.plus_data import prepare_plus, run_plus
 from tests.conftest_data import FAR_FUTURE
 

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from dp_platform.clipping import clipped_sums, count_fraction, day_ranks, kept_weights
 from dp_platform.events.model import ConversionSet
-from dp_platform.simulation import clip_day
 from dp_research.evaluation.prepared import prepare
+from tests.simulation import clip_day
 
 bounds = st.floats(0.0, 6.0, allow_nan=False).map(lambda b: round(b, 2))
 

@@ -21,10 +21,18 @@ from dp_platform.config import AccountConfig
 from dp_platform.config_loader import parse_campaign
 from dp_platform.daily import bound_day, campaign_release, release_day
 from dp_platform.ledger import Ledger
-from dp_platform.mechanisms import adsbpc, adsbpc_plus, oneshot, reach
-from dp_platform.mechanisms.adsbpc_plus import PROFILE_BINS
+from dp_platform.mechanisms import (
+    adsbpc,
+    adsbpc_plus,
+    adsbpc_plus_accounting,
+    adsbpc_plus_bound,
+    oneshot,
+    reach,
+)
+from dp_platform.mechanisms.adsbpc_plus_plan import PROFILE_BINS
 from dp_platform.plans import campaign_plan
-from dp_platform.privacy.noise import AllotmentExceeded, SeededNoise
+from dp_platform.privacy.noise import SeededNoise
+from dp_platform.privacy.noise_check import AllotmentExceeded
 from dp_platform.registration import Registration, registered_campaign
 from tests.counting_noise import CountingIntegerNoise, CountingNoise
 
@@ -126,9 +134,9 @@ def _adsbpc_sensitivity_halved(monkeypatch) -> None:
 
 def _plus_sensitivity_halved(monkeypatch) -> None:
     """The row's ℓ2 bound the day is charged at, halved (σ_i does not depend on it here)."""
-    original = adsbpc_plus.row_sensitivity
+    original = adsbpc_plus_bound.row_sensitivity
     monkeypatch.setattr(
-        adsbpc_plus, "row_sensitivity", lambda plan, bounds: original(plan, bounds) / 2
+        adsbpc_plus_bound, "row_sensitivity", lambda plan, bounds: original(plan, bounds) / 2
     )
 
 
@@ -140,11 +148,15 @@ STREAMS = {
     "adsbpc-sensitivity": (ADSBPC, _adsbpc_sensitivity_halved, MAP),
     "plus-diagonal-sigma": (
         _plus("diagonal"),
-        lambda mp: _halve_sigma(mp, adsbpc_plus, "day_sigma"),
+        lambda mp: _halve_sigma(mp, adsbpc_plus_bound, "day_sigma"),
         MAP,
     ),
     "plus-diagonal-sensitivity": (_plus("diagonal"), _plus_sensitivity_halved, CHARGES),
-    "plus-sqrt-sigma": (_plus("sqrt"), lambda mp: _halve_sigma(mp, adsbpc_plus, "day_sigma"), MAP),
+    "plus-sqrt-sigma": (
+        _plus("sqrt"),
+        lambda mp: _halve_sigma(mp, adsbpc_plus_bound, "day_sigma"),
+        MAP,
+    ),
     "plus-sqrt-sensitivity": (_plus("sqrt"), _plus_sensitivity_halved, CHARGES),
 }
 
@@ -332,15 +344,15 @@ def test_plus_declares_the_row_norm_from_the_stored_bounds_and_refuses_short_cha
     chain = adsbpc_plus.MECHANISM.chain
     choice = ledger.bound_choice("c", 3, chain)
     state = ledger.bound_state("c", 3, chain)
-    declared = adsbpc_plus.declare(plan, choice, state)
+    declared = adsbpc_plus_accounting.declare(plan, choice, state)
     row = plan.matrix[2, :3] @ np.asarray(state.bounds)
     assert declared.sensitivity == pytest.approx(row, rel=1e-15) and row > state.bounds[-1]
     assert float(declared.loss) == pytest.approx(row**2 / (2 * choice.sigma**2), rel=1e-12)
     short = replace(state, gaussian_charged=state.gaussian_charged / 2)
     with pytest.raises(AllotmentExceeded, match="below the most"):
-        adsbpc_plus.declare(plan, choice, short)
+        adsbpc_plus_accounting.declare(plan, choice, short)
     with pytest.raises(ValueError, match="state after day 3"):
-        adsbpc_plus.declare(plan, choice, ledger.bound_state("c", 2, chain))
+        adsbpc_plus_accounting.declare(plan, choice, ledger.bound_state("c", 2, chain))
 
 
 def test_plus_histogram_noise_halved_in_the_registered_plan_is_refused_before_drawing(

@@ -14,16 +14,14 @@ from dp_platform.matching import (
     all_matchings,
     exponential_matching,
     greedy_exponential_matching,
-    greedy_law,
     laplace_matching,
     matching_weight,
     optimal_matching,
     private_matching_value,
-    theorem6_gap,
-    theorem7_gap,
 )
-from dp_platform.privacy.exponential import log_ratio_bound
-from dp_platform.privacy.noise import Amount, SeededNoise
+from dp_platform.privacy.noise import SeededNoise
+from dp_platform.privacy.noise_check import Amount
+from tests.oracles import greedy_law, log_ratio_bound, theorem6_gap, theorem7_gap
 
 
 def neighbour(rng: np.random.Generator, w: np.ndarray) -> np.ndarray:

@@ -17,24 +17,21 @@ import numpy as np
 import pytest
 
 from dp_platform.config_loader import parse_campaign
-from dp_platform.mechanisms import adsbpc, adsbpc_plus
+from dp_platform.mechanisms import adsbpc, adsbpc_plus, adsbpc_plus_bound
 from dp_platform.mechanisms.adsbpc import declare, make_plan, measure
 from dp_platform.mechanisms.reach import declare as declare_reach
 from dp_platform.mechanisms.reach import plan_reach, release_reach
 from dp_platform.privacy import svt
 from dp_platform.privacy.accounting import Rho, gaussian_rho
 from dp_platform.privacy.noise import (
-    SLACK,
-    AllotmentExceeded,
     IntegerNoiseSource,
     NoiseSource,
     SecureIntegerNoise,
     SecureNoise,
     SeededIntegerNoise,
     SeededNoise,
-    grid_k,
-    privacy_loss,
 )
+from dp_platform.privacy.noise_check import SLACK, AllotmentExceeded, grid_k, privacy_loss
 from dp_research.baselines import BIN, prefix
 from tests.counting_noise import CountingIntegerNoise, CountingNoise
 
@@ -231,12 +228,12 @@ def test_adsbpc_plus_histogram_with_a_halved_allotment_is_refused() -> None:
     histogram = np.array([0, 50, 20, 5, 1])
     source = CountingNoise(5)
     with pytest.raises(AllotmentExceeded):
-        adsbpc_plus.choose_bound(
-            halved, adsbpc_plus.PlusState(), histogram, publishers=3, noise=source
+        adsbpc_plus_bound.choose_bound(
+            halved, adsbpc_plus_bound.PlusState(), histogram, publishers=3, noise=source
         )
     _untouched(source, 5)
-    choice, _ = adsbpc_plus.choose_bound(
-        plan, adsbpc_plus.PlusState(), histogram, publishers=3, noise=SeededNoise(5)
+    choice, _ = adsbpc_plus_bound.choose_bound(
+        plan, adsbpc_plus_bound.PlusState(), histogram, publishers=3, noise=SeededNoise(5)
     )
     assert choice.day == 1
 

@@ -9,16 +9,17 @@ import pytest
 
 from dp_platform.events.model import ConversionSet
 from dp_platform.events.paper import spread
-from dp_platform.mechanisms.adsbpc_plus import PROFILE_BINS, profile_bins
-from dp_platform.privacy.noise import AllotmentExceeded, SeededNoise
+from dp_platform.mechanisms.adsbpc_plus_plan import PROFILE_BINS, profile_bins
+from dp_platform.privacy.noise import SeededNoise
+from dp_platform.privacy.noise_check import AllotmentExceeded
 from dp_platform.privacy.noisy_histogram import (
-    histogram_rho,
     histogram_sigma,
     noisy_histogram,
     tail_counts,
 )
 from dp_platform.privacy.quantile import cap_histogram
 from dp_research.evaluation.plus_data import prepare_plus
+from tests.oracles import histogram_rho
 
 
 @pytest.mark.parametrize("rho", [Fraction(1, 1000), Fraction(3, 100) / 31, Fraction(2)])

@@ -283,7 +283,7 @@ def test_one_shot_and_reach_are_released_once_through_dagster(prepared, tmp_path
 
 def _plus_library_run(direct_home, plan, campaign) -> list:
     """AdsBPC+ by the library alone on a copy of the same home (no Dagster, no ledger)."""
-    from dp_platform.mechanisms import adsbpc_plus
+    from dp_platform.mechanisms import adsbpc_plus, adsbpc_plus_plan
 
     days = campaign_days(campaign)
     bounds: list[float] = []
@@ -295,7 +295,7 @@ def _plus_library_run(direct_home, plan, campaign) -> list:
 
         def clip(number, bound, sigma):
             bounds.append(bound)
-            row = adsbpc_plus.strategy_row(plan, number)
+            row = adsbpc_plus_plan.strategy_row(plan, number)
             return warehouse.plus_clipped_vector(
                 campaign, days[number - 1], bound, sigma, plan.filter_cap, row=row
             )
@@ -307,9 +307,9 @@ def _plus_library_run(direct_home, plan, campaign) -> list:
                 days[:m],
                 bounds[:m],
                 list(factors),
-                adsbpc_plus.profile_top(plan),
-                grid=adsbpc_plus.PROFILE_GRID,
-                cross=adsbpc_plus.profile_cross(plan),
+                adsbpc_plus_plan.profile_top(plan),
+                grid=adsbpc_plus_plan.PROFILE_GRID,
+                cross=adsbpc_plus_plan.profile_cross(plan),
             )
 
         publishers = len(warehouse.campaign_publishers(campaign))
@@ -369,7 +369,7 @@ def test_a_campaign_registered_before_strategies_keeps_its_plan_and_releases(
     is not taken for an edit."""
     import yaml
 
-    from dp_platform.ledger import CampaignRecord
+    from dp_platform.ledger_records import CampaignRecord
     from dp_platform.mechanisms import adsbpc_plus
     from dp_platform.plans import campaign_plan
     from dp_platform.registration import declaration

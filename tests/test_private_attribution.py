@@ -15,17 +15,15 @@ from scipy import stats
 
 from dp_platform.attribution.private_touch import (
     attribute_private_last_touch,
-    choose_touches,
     scores,
     sensitivity,
-    theorem3_gap,
 )
 from dp_platform.config_loader import parse_campaign
 from dp_platform.privacy.discrete import SeededIntegerNoise
-from dp_platform.privacy.exponential import exponential_probabilities, log_ratio_bound
 from dp_platform.warehouse.ingest import TIE_ROOM
 from dp_platform.warehouse.store import Warehouse
 from tests.conftest_data import FAR_FUTURE, Conv, Imp, write_events
+from tests.oracles import choose_touches, exponential_probabilities, log_ratio_bound, theorem3_gap
 
 CASES = [("time", 2.0, None), ("exp_time", 0.5, None), ("inverse_gap", 1.0, 3.0)]
 

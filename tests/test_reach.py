@@ -12,7 +12,6 @@ import pytest
 from dp_platform.config_loader import parse_campaign
 from dp_platform.mechanisms.reach import (
     declare,
-    frequency_histogram,
     plan_from_config,
     plan_reach,
     release_reach,
@@ -21,6 +20,7 @@ from dp_platform.mechanisms.reach import (
 from dp_platform.privacy.discrete import SeededIntegerNoise
 from dp_platform.warehouse.store import Warehouse
 from tests.conftest_data import FAR_FUTURE, Conv, Imp, write_events
+from tests.oracles import frequency_histogram
 
 
 @pytest.mark.parametrize("adjacency", ["add_remove", "replace"])

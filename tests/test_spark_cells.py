@@ -26,7 +26,7 @@ import pytest
 from dp_platform.cells import layout_of
 from dp_platform.config_loader import parse_catalogue
 from dp_platform.errors import ConfigError
-from dp_platform.mechanisms.adsbpc_plus import PROFILE_GRID
+from dp_platform.mechanisms.adsbpc_plus_plan import PROFILE_GRID
 from dp_platform.privacy.discrete import SeededIntegerNoise
 from dp_platform.privacy.strategy import sqrt_matrix
 from dp_platform.warehouse import Warehouse

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from dp_platform.events import generate_campaign, write_events
-from dp_platform.mechanisms.adsbpc_plus import PROFILE_GRID
+from dp_platform.mechanisms.adsbpc_plus_plan import PROFILE_GRID
 from dp_platform.mechanisms.oneshot import plan_from_config
 from dp_platform.privacy.discrete import SeededIntegerNoise
 from dp_platform.privacy.strategy import sqrt_matrix

@@ -46,7 +46,6 @@ import numpy as np
 import pandas as pd
 
 from dp_platform.privacy.discrete import IntegerNoiseSource, exponentials
-from dp_platform.privacy.exponential import grouped_exponential, utility_gap
 
 if TYPE_CHECKING:
     from dp_platform.config import CampaignConfig
@@ -55,12 +54,10 @@ if TYPE_CHECKING:
 __all__ = [
     "Score",
     "attribute_private_last_touch",
-    "choose_touches",
     "race_draws",
     "race_parameters",
     "scores",
     "sensitivity",
-    "theorem3_gap",
 ]
 
 Score = Literal["time", "exp_time", "inverse_gap"]
@@ -94,34 +91,6 @@ def scores(score: Score, ages: np.ndarray, alpha: float | None = None) -> np.nda
             raise ValueError("inverse_gap needs alpha")
         return -1.0 / np.maximum(age, alpha)
     raise ValueError(f"unknown score {score!r}")
-
-
-def choose_touches(
-    group_starts: np.ndarray,
-    ages: np.ndarray,
-    *,
-    score: Score,
-    epsilon: float,
-    tau: float,
-    alpha: float | None = None,
-    noise: IntegerNoiseSource | None = None,
-) -> np.ndarray:
-    """Vectorised draw for many conversions: candidates of conversion g are
-    ages[group_starts[g]:group_starts[g+1]]; returns the chosen global index per conversion."""
-    if not (epsilon > 0 and math.isfinite(epsilon)):
-        raise ValueError("epsilon must be finite and > 0")
-    delta = sensitivity(score, tau, alpha)
-    multiplier = epsilon / (2.0 * delta)  # the race's 1/b, as the SQL applies it
-    exponents = multiplier * scores(score, ages, alpha)
-    draws = exponentials(
-        len(exponents), noise, gumbel_scale=1.0 / multiplier, sensitivity=delta, epsilon=epsilon
-    )
-    return grouped_exponential(group_starts, exponents, draws)
-
-
-def theorem3_gap(candidates: int, *, epsilon: float, tau: float, k: float) -> float:
-    """Agarwal et al. Thm 3 (score ``time``): P(s(chosen) < s_max − 2τ(ln n + k)/ε) ≤ e^{−k}."""
-    return utility_gap(candidates, epsilon=epsilon, sensitivity=tau, t=k)
 
 
 def race_parameters(campaign: CampaignConfig) -> dict[str, float | str]:

@@ -35,18 +35,15 @@ from dataclasses import dataclass, field
 from datetime import date
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dp_platform.config import (
-    MAX_BOUND_CAP,
-    MAX_REACHABLE_BOUND,
     CampaignConfig,
-    ConfigError,
-    MechanismSettings,
 )
+from dp_platform.errors import ConfigError
+from dp_platform.mechanisms.adsbpc_settings import AdsbpcSettings, BoundsConfig
 from dp_platform.mechanisms.base import BoundInputs, Chain, Measurement
 from dp_platform.privacy.accounting import (
     BudgetSplit,
@@ -84,76 +81,6 @@ __all__ = [
     "run_stream",
     "step",
 ]
-
-
-class BoundsConfig(BaseModel):
-    """Private choice of the daily contribution bound (docs/algorithm.md#bounds)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-    quantile_days: int = Field(default=7, ge=1, description="l: days chosen by PrivateQuantile")
-    p: float = Field(default=0.99, gt=0, lt=1)
-    cap: int = Field(
-        default=10, ge=1, le=MAX_BOUND_CAP, description="Λ: upper end of the quantile's range"
-    )
-    min_bound: float = Field(
-        default=0.01,
-        gt=0,
-        description="floor on every chosen bound r_i (free post-processing), so σ_i > 0 always",
-    )
-    s_up: float = 1.3
-    s_down: float = 0.8
-    t_up: float = Field(default=50.0, ge=0)
-    t_down: float = Field(default=50.0, ge=0)
-    max_reports: int = Field(default=7, ge=1, description="k: positive reports per SVT")
-
-    @field_validator("s_up")
-    @classmethod
-    def _s_up(cls, value: float) -> float:
-        if not value > 1:
-            raise ValueError("s_up must be > 1")
-        return value
-
-    @field_validator("s_down")
-    @classmethod
-    def _s_down(cls, value: float) -> float:
-        if not 0 < value < 1:
-            raise ValueError("s_down must be in (0, 1)")
-        return value
-
-    @model_validator(mode="after")
-    def _floor_below_cap(self) -> BoundsConfig:
-        if not self.min_bound <= self.cap:
-            raise ValueError(f"min_bound must be <= cap ({self.cap})")
-        # The SVT raises τ by s_up at most k times, so a bound never exceeds Λ·s_up^k (in logs:
-        # s_up^k itself may overflow a float).
-        reach = math.log(self.cap) + self.max_reports * math.log(self.s_up)
-        if reach > math.log(MAX_REACHABLE_BOUND):
-            raise ValueError(
-                f"cap·s_up^max_reports (the largest bound the SVT can reach) must be <= "
-                f"{MAX_REACHABLE_BOUND:g}; lower cap, s_up or max_reports"
-            )
-        return self
-
-
-class AdsbpcSettings(MechanismSettings):
-    """``mechanism: {kind: adsbpc, bounds: {…}}`` — the older top-level ``bounds:`` is folded in."""
-
-    kind: Literal["adsbpc"]  # required, so a dump that leaves out defaults still names it
-    bounds: BoundsConfig = BoundsConfig()
-    legacy_blocks: ClassVar[tuple[str, ...]] = ("bounds",)
-    cell_norm: ClassVar[Literal[1, 2] | None] = 2  # Gaussian noise: ℓ2 sensitivity
-
-    def check(self, campaign: CampaignConfig) -> None:
-        super().check(campaign)
-        if self.bounds.quantile_days >= campaign.days:
-            raise ValueError(
-                f"bounds.quantile_days: l must be < days (l = {self.bounds.quantile_days}, "
-                f"days = {campaign.days})"
-            )
-        split = campaign.privacy.split
-        if split.quantile == 0 or split.svt == 0:
-            raise ValueError("privacy.split: quantile and svt must be > 0 for adsbpc")
 
 
 def sensitivity_factor(campaign: CampaignConfig) -> int:

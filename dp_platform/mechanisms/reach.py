@@ -41,22 +41,11 @@ __all__ = [
     "ReachPlan",
     "ReachRelease",
     "declare",
-    "frequency_histogram",
     "plan_from_config",
     "plan_reach",
     "release_reach",
     "warehouse_histogram",
 ]
-
-
-def frequency_histogram(impressions_per_user: np.ndarray, max_frequency: int) -> np.ndarray:
-    """h[k−1] = users with exactly k impressions (k < K), h[K−1] = users with ≥ K; zeros
-    (users who saw nothing) are in no bin. Reference for the SQL and for sensitivity tests."""
-    counts = np.asarray(impressions_per_user, dtype=np.int64)
-    counts = counts[counts > 0]
-    return np.bincount(np.minimum(counts, max_frequency) - 1, minlength=max_frequency)[
-        :max_frequency
-    ]
 
 
 class ReachSettings(MechanismSettings):

@@ -33,7 +33,6 @@ __all__ = [
     "pure_dp_rho_square",
     "pure_dp_rho_tanh",
     "pure_dp_to_zcdp",
-    "zcdp_delta",
     "zcdp_epsilon",
 ]
 
@@ -246,16 +245,6 @@ REPORTED_DELTAS = (1e-5, 1e-6, 1e-9)
 def epsilon_at_deltas(rho: float) -> dict[str, float]:
     """ρ-zCDP as (ε, δ)-DP at each reported δ (Canonne–Kamath–Steinke), keyed by δ's text."""
     return {f"{delta:g}": zcdp_epsilon(rho, delta) for delta in REPORTED_DELTAS}
-
-
-def zcdp_delta(rho: float, epsilon: float) -> float:
-    """Smallest δ such that ρ-zCDP implies (ε, δ)-DP by the Canonne–Kamath–Steinke bound."""
-    if rho < 0 or epsilon < 0:
-        raise ValueError("rho and epsilon must be >= 0")
-    if rho == 0:
-        return 0.0
-    log_delta = _min_over_orders(lambda alpha: _cks_log_delta_at(alpha, rho, epsilon))
-    return float(min(1.0, math.exp(log_delta)))
 
 
 @dataclass(frozen=True)

@@ -38,12 +38,9 @@ from dp_platform.privacy.accounting import exponential_mechanism_rho, pure_dp_rh
 from dp_platform.privacy.noise import NoiseSource, resolve
 
 __all__ = [
-    "expected_utility_gap",
     "exponential_mechanism",
     "exponential_mechanism_rho",
-    "exponential_probabilities",
     "grouped_exponential",
-    "log_ratio_bound",
     "report_noisy_max",
     "report_noisy_max_rho",
     "utility_gap",
@@ -64,16 +61,6 @@ def _scores(scores: np.ndarray | list[float]) -> np.ndarray:
     if not np.all(np.isfinite(vector)):
         raise ValueError("scores must be finite")
     return vector
-
-
-def exponential_probabilities(
-    scores: np.ndarray | list[float], *, epsilon: float, sensitivity: float
-) -> np.ndarray:
-    """The exact law of :func:`exponential_mechanism`: P(y) ∝ exp(ε·s(y)/(2Δ))."""
-    _check(epsilon, sensitivity)
-    exponent = epsilon * _scores(scores) / (2.0 * sensitivity)
-    weights = np.exp(exponent - exponent.max())
-    return weights / weights.sum()
 
 
 def exponential_mechanism(
@@ -123,22 +110,6 @@ def utility_gap(candidates: int, *, epsilon: float, sensitivity: float, t: float
     if candidates < 1:
         raise ValueError("candidates must be >= 1")
     return 2.0 * sensitivity * (math.log(candidates) + t) / epsilon
-
-
-def expected_utility_gap(candidates: int, *, epsilon: float, sensitivity: float) -> float:
-    """2Δ(ln d + 1)/ε: a bound on s_max − E[s(Y)]."""
-    return utility_gap(candidates, epsilon=epsilon, sensitivity=sensitivity, t=1.0)
-
-
-def log_ratio_bound(probabilities: np.ndarray, neighbour: np.ndarray) -> float:
-    """max_y |ln P(y) − ln P′(y)|: the privacy loss of one output law against another."""
-    p, q = np.asarray(probabilities, dtype=np.float64), np.asarray(neighbour, dtype=np.float64)
-    if p.shape != q.shape:
-        raise ValueError("the two laws must be over the same candidates")
-    both = (p > 0) & (q > 0)
-    if np.any((p > 0) != (q > 0)):
-        return math.inf
-    return float(np.max(np.abs(np.log(p[both]) - np.log(q[both]))))
 
 
 def grouped_exponential(

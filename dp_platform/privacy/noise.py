@@ -20,7 +20,8 @@ applies, asks its ``map`` for the loss at the declared sensitivity and raises
 :class:`AllotmentExceeded` — drawing nothing — if that loss exceeds the allotment by more than
 a relative :data:`SLACK` (float rounding only). The check lives in the base classes
 :class:`NoiseSource` and :class:`IntegerNoiseSource`; a source implements only the raw draws,
-so the seeded test sources go through exactly the check production does.
+so the seeded test sources go through exactly the check production does. The measurements, their
+maps and the refusal are :mod:`dp_platform.privacy.noise_check`.
 
 =========================  =============================================  =====  ==========
 method                     OpenDP measurement (what the map is asked of)  loss   allotment
@@ -62,23 +63,28 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from fractions import Fraction
 from functools import lru_cache
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dp_platform.privacy.accounting import Rho
+from dp_platform.privacy.noise_check import (
+    Amount,
+    Draw,
+    bounded_range_allotment,
+    declared_amount,
+    declared_sensitivity,
+    float_domain,
+    grid_k,
+    opendp_prelude,
+    privacy_loss,
+    refuse_above,
+)
 
 if TYPE_CHECKING:
-    from opendp.mod import Measurement
+    pass
 
 __all__ = [
-    "SLACK",
-    "AllotmentExceeded",
-    "Amount",
-    "Draw",
     "IntegerNoiseSource",
     "NoiseSource",
     "SecureIntegerNoise",
@@ -86,179 +92,11 @@ __all__ = [
     "SeededIntegerNoise",
     "SeededNoise",
     "exponentials",
-    "grid_k",
-    "privacy_loss",
     "resolve",
     "resolve_integer",
 ]
 
-SLACK = 1e-12  # relative room for float rounding between a declared allotment and the map
-GRID_MARGIN_BITS = 46  # the grid's rounding adds at most 2^-46 of the declared sensitivity
-_FINEST_K = -1074  # the smallest subnormal double: no finer grid exists
 _EXP_GRID_K = -100  # Exp(1) draws on a 2^-100 grid: far below the float rounding of the race
-
-Amount = Rho | Fraction | float | int
-"""A declared allotment: ρ (a :class:`Rho`, a Fraction or a float) or ε (a float)."""
-
-Kind = Literal[
-    "gaussian",
-    "laplace",
-    "gumbel_max",
-    "exponential_max",
-    "discrete_laplace",
-    "discrete_gaussian",
-]
-
-_DESCRIPTION: dict[str, str] = {
-    "gaussian": "Gaussian mechanism",
-    "laplace": "Laplace mechanism",
-    "gumbel_max": "exponential mechanism (Gumbel report-noisy-max)",
-    "exponential_max": "report-noisy-max with exponential noise",
-    "discrete_laplace": "discrete Laplace mechanism",
-    "discrete_gaussian": "discrete Gaussian mechanism",
-}
-
-
-class AllotmentExceeded(ValueError):
-    """A draw whose loss by OpenDP's privacy map is above what its caller declared.
-
-    Raised before anything is drawn. The message names the mechanism, the map's loss and the
-    allotment only: privacy parameters, never data.
-    """
-
-
-# -- OpenDP measurements and their maps ----------------------------------------------------
-
-
-@lru_cache(maxsize=1)
-def _opendp():  # type: ignore[no-untyped-def]
-    import opendp.prelude as dp
-
-    dp.enable_features("contrib")
-    return dp
-
-
-@lru_cache(maxsize=64)
-def _float_domain(size: int | None):  # type: ignore[no-untyped-def]
-    dp = _opendp()
-    return dp.vector_domain(dp.atom_domain(T=float, nan=False), size=size)
-
-
-def grid_k(sensitivity: float, scale: float, spread: float) -> int:
-    """The coarsest grid exponent k with spread·2^k ≤ 2^−46·Δ (the rounding OpenDP adds to the
-    sensitivity: spread = √n in ℓ2, n in ℓ1); from the scale instead when Δ = 0."""
-    reference = sensitivity if sensitivity > 0 else scale
-    _, exponent = math.frexp(reference / spread)  # reference/spread ∈ [2^(e−1), 2^e)
-    return max(exponent - 1 - GRID_MARGIN_BITS, _FINEST_K)
-
-
-@lru_cache(maxsize=1024)
-def _measurement(
-    kind: Kind, scale: float, size: int | None, k: int | None, monotonic: bool
-) -> Measurement:
-    """The exact OpenDP measurement of one draw (cached: daily scales repeat)."""
-    dp = _opendp()
-    if kind == "gaussian":
-        domain = _float_domain(size)
-        return dp.m.make_gaussian(domain, dp.l2_distance(T=float), scale=scale, k=k)
-    if kind == "laplace":
-        domain = _float_domain(size)
-        return dp.m.make_laplace(domain, dp.l1_distance(T=float), scale=scale, k=k)
-    if kind == "gumbel_max":
-        metric = dp.linf_distance(T=float)
-        return dp.m.make_noisy_max(
-            _float_domain(None), metric, dp.zero_concentrated_divergence(), scale=scale
-        )
-    if kind == "exponential_max":
-        metric = dp.linf_distance(T=float, monotonic=monotonic)
-        return dp.m.make_noisy_max(_float_domain(None), metric, dp.max_divergence(), scale=scale)
-    integers = dp.vector_domain(dp.atom_domain(T="i64"))
-    if kind == "discrete_laplace":
-        return dp.m.make_laplace(integers, dp.l1_distance(T=float), scale=scale)
-    if kind == "discrete_gaussian":
-        return dp.m.make_gaussian(integers, dp.l2_distance(T=float), scale=scale)
-    raise ValueError(f"unknown mechanism kind {kind!r}")
-
-
-@lru_cache(maxsize=4096)
-def _mapped(
-    kind: Kind, scale: float, size: int | None, k: int | None, monotonic: bool, sensitivity: float
-) -> float:
-    return float(_measurement(kind, scale, size, k, monotonic).map(sensitivity))
-
-
-def privacy_loss(
-    kind: Kind,
-    scale: float,
-    sensitivity: float,
-    *,
-    size: int | None = None,
-    k: int | None = None,
-    monotonic: bool = False,
-) -> float:
-    """OpenDP's map of the measurement at ``sensitivity``: ρ for zCDP kinds, ε for pure ones.
-
-    Scale 0 is no noise: free at sensitivity 0, infinitely expensive otherwise.
-    """
-    if scale == 0:
-        return 0.0 if sensitivity == 0 else math.inf
-    return _mapped(kind, scale, size, k, monotonic, sensitivity)
-
-
-def _amount(value: Amount, name: str) -> Fraction:
-    if isinstance(value, Rho):
-        return value.value
-    if isinstance(value, Fraction | int):
-        amount = Fraction(value)
-    else:
-        number = float(value)
-        if not math.isfinite(number):
-            raise ValueError(f"{name} must be finite, got {value!r}")
-        amount = Fraction(number)
-    if amount < 0:
-        raise ValueError(f"{name} must be >= 0, got {float(amount)!r}")
-    return amount
-
-
-def _sensitivity(value: float, name: str) -> float:
-    number = float(value)
-    if not (number >= 0 and math.isfinite(number)):
-        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
-    return number
-
-
-def _refuse_above(
-    kind: Kind, loss: float, allotment: Fraction, unit: str, allotment_name: str | None = None
-) -> None:
-    """Raise unless loss ≤ allotment·(1 + SLACK); the message carries no data value."""
-    if math.isinf(loss) or Fraction(loss) > allotment * (1 + Fraction(SLACK)):
-        raise AllotmentExceeded(
-            f"{_DESCRIPTION[kind]}: OpenDP's privacy map gives {unit} = {loss:.17g} at the "
-            f"declared sensitivity, above the declared allotment {allotment_name or unit} = "
-            f"{float(allotment):.17g}; nothing was drawn"
-        )
-
-
-@dataclass(frozen=True)
-class Draw:
-    """A draw the check has allowed: its scale and the OpenDP measurement the map was asked of
-    (``None`` at scale 0, where nothing is drawn)."""
-
-    scale: float
-    kind: Kind
-    size: int | None = None
-    k: int | None = None
-    monotonic: bool = False
-
-    @property
-    def measurement(self) -> Measurement:
-        return _measurement(self.kind, self.scale, self.size, self.k, self.monotonic)
-
-
-def _bounded_range_allotment(epsilon: Amount) -> Fraction:
-    """ε of an exponential mechanism as the ρ its map is compared with: ε²/8 (bounded range)."""
-    eps = _amount(epsilon, "epsilon")
-    return eps * eps / 8
 
 
 # -- real-valued noise ----------------------------------------------------------------------
@@ -292,11 +130,11 @@ class NoiseSource(ABC):
         """``values + N(0, scale²)`` element-wise, if ρ-zCDP at ℓ2 sensitivity Δ by OpenDP's map
         (ρ = Δ²/(2·scale²), plus the grid's ≤ 3·10⁻¹⁴ relative)."""
         vector, scale = _as_vector(values), _check_scale(scale)
-        delta = _sensitivity(l2_sensitivity, "l2_sensitivity")
+        delta = declared_sensitivity(l2_sensitivity, "l2_sensitivity")
         k = grid_k(delta, scale, math.sqrt(vector.size)) if scale else None
         draw = Draw(scale, "gaussian", vector.size, k)
         loss = privacy_loss("gaussian", scale, delta, size=vector.size, k=k)
-        _refuse_above("gaussian", loss, _amount(rho, "rho"), "ρ")
+        refuse_above("gaussian", loss, declared_amount(rho, "rho"), "ρ")
         return self._gaussian(vector, draw) if scale else vector.copy()
 
     def add_laplace(
@@ -305,11 +143,11 @@ class NoiseSource(ABC):
         """``values + Lap(scale)`` element-wise, if ε-DP at ℓ1 sensitivity Δ by OpenDP's map
         (ε = Δ/scale, plus the grid's ≤ 1.5·10⁻¹⁴ relative)."""
         vector, scale = _as_vector(values), _check_scale(scale)
-        delta = _sensitivity(l1_sensitivity, "l1_sensitivity")
+        delta = declared_sensitivity(l1_sensitivity, "l1_sensitivity")
         k = grid_k(delta, scale, float(vector.size)) if scale else None
         draw = Draw(scale, "laplace", vector.size, k)
         loss = privacy_loss("laplace", scale, delta, size=vector.size, k=k)
-        _refuse_above("laplace", loss, _amount(epsilon, "epsilon"), "ε")
+        refuse_above("laplace", loss, declared_amount(epsilon, "epsilon"), "ε")
         return self._laplace(vector, draw) if scale else vector.copy()
 
     def exponential_index(
@@ -319,9 +157,9 @@ class NoiseSource(ABC):
         the exponential mechanism, ε-DP for ε = 2Δ/scale with Δ the scores' sensitivity;
         checked as OpenDP's ρ = (2Δ/scale)²/8 against ε²/8."""
         vector, scale = _as_vector(scores), _check_scale(scale)
-        delta = _sensitivity(sensitivity, "sensitivity")
+        delta = declared_sensitivity(sensitivity, "sensitivity")
         loss = privacy_loss("gumbel_max", scale, delta)
-        _refuse_above("gumbel_max", loss, _bounded_range_allotment(epsilon), "ρ", "ε²/8")
+        refuse_above("gumbel_max", loss, bounded_range_allotment(epsilon), "ρ", "ε²/8")
         if scale == 0:
             return int(np.argmax(vector))
         return self._gumbel_max(vector, Draw(scale, "gumbel_max"))
@@ -339,9 +177,9 @@ class NoiseSource(ABC):
         law as permute-and-flip): ε-DP for ε = 2Δ/scale, Δ/scale if every score moves in the
         same direction between neighbours (``monotonic``); checked by OpenDP's pure-DP map."""
         vector, scale = _as_vector(scores), _check_scale(scale)
-        delta = _sensitivity(sensitivity, "sensitivity")
+        delta = declared_sensitivity(sensitivity, "sensitivity")
         loss = privacy_loss("exponential_max", scale, delta, monotonic=monotonic)
-        _refuse_above("exponential_max", loss, _amount(epsilon, "epsilon"), "ε")
+        refuse_above("exponential_max", loss, declared_amount(epsilon, "epsilon"), "ε")
         if scale == 0:
             return int(np.argmax(vector))
         draw = Draw(scale, "exponential_max", monotonic=monotonic)
@@ -371,7 +209,7 @@ class SecureNoise(NoiseSource):
     """OpenDP-backed exact samplers over the OS's secure RNG. Cannot be seeded, by design."""
 
     def __init__(self) -> None:
-        _opendp()
+        opendp_prelude()
 
     def _gaussian(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
         return _opendp_draw(vector, draw)
@@ -396,7 +234,7 @@ class SecureNoise(NoiseSource):
 @lru_cache(maxsize=1)
 def _unit_uniform():  # type: ignore[no-untyped-def]
     """OpenDP's uniform float sampler on [0, 1), as it imputes a missing value."""
-    dp = _opendp()
+    dp = opendp_prelude()
     nan_floats = dp.vector_domain(dp.atom_domain(T=float, nan=True))
     return dp.t.make_impute_uniform_float(nan_floats, dp.symmetric_distance(), bounds=(0.0, 1.0))
 
@@ -469,9 +307,9 @@ class IntegerNoiseSource(ABC):
         """``values + DLap(scale)`` element-wise, P(z) ∝ exp(−|z|/scale), z ∈ ℤ; ε-DP at ℓ1
         sensitivity Δ for ε = Δ/scale (OpenDP's map, checked)."""
         vector, scale = _integers(values), _check_scale(scale)
-        delta = _sensitivity(l1_sensitivity, "l1_sensitivity")
+        delta = declared_sensitivity(l1_sensitivity, "l1_sensitivity")
         loss = privacy_loss("discrete_laplace", scale, delta)
-        _refuse_above("discrete_laplace", loss, _amount(epsilon, "epsilon"), "ε")
+        refuse_above("discrete_laplace", loss, declared_amount(epsilon, "epsilon"), "ε")
         if scale == 0:
             return vector.copy()
         return self._discrete_laplace(vector, Draw(scale, "discrete_laplace"))
@@ -482,9 +320,9 @@ class IntegerNoiseSource(ABC):
         """``values + N_ℤ(0, scale²)`` element-wise, P(z) ∝ exp(−z²/(2·scale²)); ρ-zCDP at ℓ2
         sensitivity Δ for ρ = Δ²/(2·scale²) (Canonne–Kamath–Steinke; OpenDP's map, checked)."""
         vector, scale = _integers(values), _check_scale(scale)
-        delta = _sensitivity(l2_sensitivity, "l2_sensitivity")
+        delta = declared_sensitivity(l2_sensitivity, "l2_sensitivity")
         loss = privacy_loss("discrete_gaussian", scale, delta)
-        _refuse_above("discrete_gaussian", loss, _amount(rho, "rho"), "ρ")
+        refuse_above("discrete_gaussian", loss, declared_amount(rho, "rho"), "ρ")
         if scale == 0:
             return vector.copy()
         return self._discrete_gaussian(vector, Draw(scale, "discrete_gaussian"))
@@ -503,9 +341,9 @@ class IntegerNoiseSource(ABC):
         each group (each group is its own mechanism).
         """
         scale = _check_scale(gumbel_scale)
-        delta = _sensitivity(sensitivity, "sensitivity")
+        delta = declared_sensitivity(sensitivity, "sensitivity")
         loss = privacy_loss("gumbel_max", scale, delta)
-        _refuse_above("gumbel_max", loss, _bounded_range_allotment(epsilon), "ρ", "ε²/8")
+        refuse_above("gumbel_max", loss, bounded_range_allotment(epsilon), "ρ", "ε²/8")
         if size <= 0:
             return np.zeros(0, dtype=np.float64)
         return self._exponentials(int(size))
@@ -524,7 +362,7 @@ class SecureIntegerNoise(IntegerNoiseSource):
     """OpenDP's exact integer samplers over the OS's secure RNG. Cannot be seeded, by design."""
 
     def __init__(self) -> None:
-        _opendp()
+        opendp_prelude()
 
     def _discrete_laplace(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
         return np.asarray(draw.measurement(vector.tolist()), dtype=np.int64)
@@ -535,9 +373,9 @@ class SecureIntegerNoise(IntegerNoiseSource):
     def _exponentials(self, size: int) -> np.ndarray:
         # |Lap(1)| is exactly Exp(1); OpenDP draws it exactly on the 2^-100 grid and rounds once
         # to float, so the race's keys ln E carry float rounding only (the grid is far finer).
-        dp = _opendp()
+        dp = opendp_prelude()
         laplace = dp.m.make_laplace(
-            _float_domain(size), dp.l1_distance(T=float), scale=1.0, k=_EXP_GRID_K
+            float_domain(size), dp.l1_distance(T=float), scale=1.0, k=_EXP_GRID_K
         )
         draws = np.abs(np.asarray(laplace([0.0] * size), dtype=np.float64))
         # |Lap(1)| = 0 has probability ~2^-100 on the grid; the race needs E > 0.

@@ -17,10 +17,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from dp_platform.privacy.accounting import gaussian_rho, gaussian_sigma
-from dp_platform.privacy.noise import Amount, NoiseSource, resolve
+from dp_platform.privacy.accounting import gaussian_sigma
+from dp_platform.privacy.noise import NoiseSource, resolve
+from dp_platform.privacy.noise_check import Amount
 
-__all__ = ["SENSITIVITY", "histogram_rho", "histogram_sigma", "noisy_histogram", "tail_counts"]
+__all__ = ["SENSITIVITY", "histogram_sigma", "noisy_histogram", "tail_counts"]
 
 SENSITIVITY = 1.0  # add/remove one user: one bin moves by one
 
@@ -28,11 +29,6 @@ SENSITIVITY = 1.0  # add/remove one user: one bin moves by one
 def histogram_sigma(rho: Fraction) -> float:
     """Smallest float σ with 1/(2σ²) ≤ ρ exactly."""
     return gaussian_sigma(SENSITIVITY, rho)
-
-
-def histogram_rho(sigma: float) -> Fraction:
-    """Exact zCDP cost of one noisy histogram with per-bin noise σ: 1/(2σ²)."""
-    return gaussian_rho(SENSITIVITY, sigma)
 
 
 def noisy_histogram(

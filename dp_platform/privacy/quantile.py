@@ -25,7 +25,7 @@ import numpy as np
 
 from dp_platform.privacy.noise import NoiseSource, resolve
 
-__all__ = ["cap_histogram", "interval_probabilities", "private_quantile", "unit_utilities"]
+__all__ = ["cap_histogram", "private_quantile", "unit_utilities"]
 
 UTILITY_SENSITIVITY = 1.0
 
@@ -55,13 +55,6 @@ def unit_utilities(histogram: np.ndarray, p: float, cap: int) -> np.ndarray:
     active = int(capped.sum())
     at_or_below = np.cumsum(capped)[:cap]  # F(v) for v = 0..Λ−1
     return -np.abs(at_or_below.astype(np.float64) - p * active)
-
-
-def interval_probabilities(histogram: np.ndarray, p: float, cap: int, epsilon: float) -> np.ndarray:
-    """Exact probability of each unit interval (for tests and for the docs' worked examples)."""
-    scores = epsilon * unit_utilities(histogram, p, cap) / (2.0 * UTILITY_SENSITIVITY)
-    weights = np.exp(scores - scores.max())
-    return weights / weights.sum()
 
 
 def private_quantile(

@@ -33,7 +33,6 @@ Objective = Literal["wsum", "maxvar", "min_budget"]
 __all__ = [
     "Objective",
     "ScalePlan",
-    "expected_query_std",
     "maxvar_scales",
     "min_budget_scales",
     "solve_scales",
@@ -205,8 +204,3 @@ def solve_scales(
         rho1=rho1,
         rho1_needed=needed if needed is None else float(needed),
     )
-
-
-def expected_query_std(matrix: np.ndarray, sigmas: np.ndarray) -> np.ndarray:
-    """√Var_j = √(Σ_i Q_ji² σ_i²) for the σ actually used (any bounds)."""
-    return np.sqrt((matrix**2) @ (np.asarray(sigmas) ** 2))

@@ -33,7 +33,7 @@ weighted AS (
     JOIN params AS p ON p.day = d.day
     GROUP BY d.user_key
 ),
--- a correlated strategy's cross-day term (adsbpc_plus.profile_cross): $cross times
+-- a correlated strategy's cross-day term (adsbpc_plus_plan.profile_cross): $cross times
 -- ‖Σ_d kept_d‖² − Σ_d ‖kept_d‖², over entries the user reached on two or more of the days
 per_entry AS (
     SELECT user_key, sum(value) AS total, sum(value * value) AS squares

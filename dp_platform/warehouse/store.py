@@ -17,123 +17,41 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
-import duckdb
 import numpy as np
 import pandas as pd
 
-from dp_platform.cells import CellLayout, dimension_keys, layout_of
-from dp_platform.config import CampaignConfig, ConfigError
+from dp_platform.config import CampaignConfig
 from dp_platform.faults import fault_point
 from dp_platform.privacy.filter import RESIDUAL
 from dp_platform.settings import WarehouseConfig
 from dp_platform.warehouse.base import StrategyRow
 from dp_platform.warehouse.ingest import TIE_ROOM, IngestReport, ingest_files
-from dp_platform.warehouse.runner import SqlRunner
+from dp_platform.warehouse.store_core import (
+    ATTRIBUTED,
+    CLIPPED,
+    CONTRIBUTIONS,
+    FRAME_TABLES,
+    US_PER_DAY,
+    WarehouseCore,
+    WarehouseError,
+    days_between,
+)
 
 if TYPE_CHECKING:
     from dp_platform.home import Home
     from dp_platform.privacy.discrete import IntegerNoiseSource
     from dp_platform.warehouse.base import PeriodBound, ProfileGrid
 
-__all__ = ["FRAME_TABLES", "SCHEMA_VERSION", "Warehouse", "WarehouseError", "open_at_home"]
-
-SCHEMA_VERSION = "1"
-WAREHOUSE_FILE = "warehouse.duckdb"
-_ATTRIBUTED = "attributed_conversions"
-_CONTRIBUTIONS = "user_day_contributions"
-_CLIPPED = "clipped_daily_vectors"
-_US_PER_DAY = 86_400_000_000
-FRAME_TABLES = (
-    "impressions",
-    "conversions",
-    "quarantine",
-    "attributed",
-    "contributions",
-    "clipped",
-)
+__all__ = ["Warehouse", "open_at_home"]
 
 
-class WarehouseError(ConfigError):
-    """A step was asked for before its input exists (or after its input changed)."""
-
-
-def _days(first: date, last: date) -> list[date]:
-    return [first + timedelta(days=i) for i in range((last - first).days + 1)]
-
-
-class Warehouse:
-    """One DuckDB file; the schema is created idempotently on open (unless read-only).
-
-    ``threads`` and ``memory_limit`` are passed to DuckDB (e.g. ``2`` and ``"3GB"``); DuckDB
-    spills to ``<file>.tmp`` beyond the limit. By default DuckDB uses every core and 80% of RAM.
-    """
+class Warehouse(WarehouseCore):
+    """The DuckDB warehouse (:class:`~dp_platform.warehouse.base.WarehouseEngine`): every step's
+    SQL on the file, scope and partitions of :class:`~.store_core.WarehouseCore`."""
 
     engine = "duckdb"
-
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        read_only: bool = False,
-        threads: int | None = None,
-        memory_limit: str | None = None,
-    ) -> None:
-        self.path = Path(path)
-        in_memory = str(path) == ":memory:"  # tests and throw-away experiments
-        if read_only and not self.path.is_file():
-            raise FileNotFoundError(f"warehouse {self.path}: not found")
-        if not read_only and not in_memory:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        config: dict[str, str | int] = {}
-        if threads is not None:
-            config["threads"] = threads
-        if memory_limit is not None:
-            config["memory_limit"] = memory_limit
-        self.con = duckdb.connect(str(self.path), read_only=read_only, config=config)
-        self.con.execute("SET TimeZone = 'UTC'")
-        self.sql = SqlRunner(self.con)
-        if not read_only:
-            self.sql.run("schema")
-            self.sql.query("DELETE FROM meta WHERE key = 'schema_version'")
-            self.sql.query("INSERT INTO meta VALUES ('schema_version', $v)", v=SCHEMA_VERSION)
-            self.sql.query(  # created once; a copied or moved file keeps it
-                "INSERT INTO meta SELECT 'warehouse_id', CAST(uuid() AS VARCHAR) "
-                "WHERE NOT EXISTS (SELECT 1 FROM meta WHERE key = 'warehouse_id')"
-            )
-
-    @classmethod
-    def at_home(cls, home: str | Path, **options: object) -> Warehouse:
-        """The platform's warehouse: ``<home>/warehouse.duckdb``."""
-        return cls(Path(home) / WAREHOUSE_FILE, **options)  # type: ignore[arg-type]
-
-    @property
-    def identity(self) -> str:
-        """This warehouse's identity (a random UUID stored in its ``meta`` table when it was
-        first opened for writing): what the ledger binds a campaign with per-user state to."""
-        row = self.con.execute("SELECT value FROM meta WHERE key = 'warehouse_id'").fetchone()
-        if row is None:
-            raise WarehouseError(
-                f"warehouse {self.path}: has no identity yet; open it once for writing "
-                "(`dp-platform ingest` or `run`)"
-            )
-        return str(row[0])
-
-    def close(self) -> None:
-        self.con.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- loading -------------------------------------------------------------------------
 
@@ -168,9 +86,9 @@ class Warehouse:
             "users",
             "publishers",
             "advertisers",
-            _ATTRIBUTED,
-            _CONTRIBUTIONS,
-            _CLIPPED,
+            ATTRIBUTED,
+            CONTRIBUTIONS,
+            CLIPPED,
         }:
             raise ValueError(f"unknown table {table!r}")
         return int(self.con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
@@ -195,169 +113,6 @@ class Warehouse:
             frame["day"] = pd.to_datetime(frame["day"]).dt.date
         return frame
 
-    # -- campaign scope ------------------------------------------------------------------
-
-    def advertiser_publishers(self, advertiser: str) -> list[str]:
-        """Every publisher that has shown an impression of the advertiser, sorted by id.
-
-        Read once, when a ``publishers: all`` campaign registers: the keys are then frozen in
-        the ledger (dp_platform/registration.py). Assumes the advertiser's set of publishers is
-        public (its media plan): the vector's length and order must not depend on users.
-        """
-        rows = self.sql.run("advertiser_publishers", advertiser=advertiser)
-        return [row[0] for row in rows]
-
-    def campaign_publishers(self, campaign: CampaignConfig) -> list[str]:
-        """The release's publishers, in vector order.
-
-        A registered campaign's config carries its frozen key list, used as given. ``all`` (a
-        catalogue entry not yet registered — library use and tests) reads the advertiser's
-        publishers now, which can grow as impressions are loaded; the platform never releases
-        from it.
-        """
-        if isinstance(campaign.publishers, list):
-            return list(campaign.publishers)
-        return self.advertiser_publishers(campaign.advertiser)
-
-    def _scope(self, campaign: CampaignConfig, publishers: list[str] | None = None) -> list[str]:
-        """Put the vector's publishers in scope (temp table campaign_pubs); ``None``: the
-        campaign's current list."""
-        if publishers is None:
-            publishers = self.campaign_publishers(campaign)
-        publishers = list(publishers)
-        self.sql.run("campaign_publishers", publisher_ids=publishers or [""])
-        if not publishers:
-            self.con.execute("DELETE FROM campaign_pubs")
-        return publishers
-
-    def _cell_scope(
-        self, campaign: CampaignConfig, publishers: list[str] | None = None
-    ) -> CellLayout:
-        """Put the campaign's released vector in scope: its publishers (campaign_pubs) and the
-        table macro ``cell_rows`` (cell_rows_plain.sql for a count-only campaign without
-        breakdown, cell_rows.sql with its layout tables otherwise)."""
-        layout = layout_of(campaign, self._scope(campaign, publishers))
-        if layout.plain:
-            self.sql.run("cell_rows_plain")
-            return layout
-        keys = dimension_keys(campaign, layout, "conversions")
-        self.sql.run(
-            "cell_layout",
-            dimensions=len({name for name, *_ in keys}),
-            combinations=layout.combinations,
-            measures=len(layout.measures),
-            value_cap=float(layout.value_cap or 1.0),
-            measure_index=list(range(len(layout.measures))),
-            value_part=[m == "value" for m in layout.measures],
-            scales=[layout.scale(m) for m in layout.measures],
-            dim_names=[k[0] for k in keys] or [""],
-            dim_values=[k[1] for k in keys] or [""],
-            dim_idx=[k[2] for k in keys] or [0],
-            dim_strides=[k[3] for k in keys] or [0],
-        )
-        self.sql.run("cell_rows", cells_per_publisher=layout.combinations * len(layout.measures))
-        return layout
-
-    def _touch_scope(self, campaign: CampaignConfig) -> None:
-        """With impression dimensions in the breakdown, attribution records the credited
-        impression's touch (attribution_touch.sql); without, touch_of stays the constant 0."""
-        keys = dimension_keys(campaign, layout_of(campaign, []), "impressions")
-        if not keys:
-            return
-        self.sql.run(
-            "attribution_touch",
-            touch_dimensions=len({name for name, *_ in keys}),
-            dim_names=[k[0] for k in keys],
-            dim_values=[k[1] for k in keys],
-            dim_idx=[k[2] for k in keys],
-            dim_strides=[k[3] for k in keys],
-        )
-
-    def publisher_sums(
-        self,
-        campaign: CampaignConfig,
-        query: str,
-        /,
-        publishers: list[str] | None = None,
-        cells_query: str | None = None,
-        **params: object,
-    ) -> tuple[list[str], np.ndarray]:
-        """Run ``query`` (rows of (vector position, sum)) with the campaign's released vector in
-        scope (``None``: the campaign's publishers); returns each entry's publisher and the
-        vector — per publisher, or per cell (dp_platform/cells.py) — zeros where no row.
-        ``cells_query``: the same sums written for a layout with cells, run instead of ``query``
-        when the campaign has them. Call inside a transaction, with whatever the query reads."""
-        layout = self._cell_scope(campaign, publishers)
-        if cells_query is not None and not layout.plain:
-            query = cells_query
-        vector = np.zeros(layout.size, dtype=np.float64)
-        sums = self.sql.frame(query, **params)  # columnar: 10⁵ cells are no Python loop
-        vector[sums.iloc[:, 0].to_numpy(dtype=np.int64)] = sums.iloc[:, 1].to_numpy(np.float64)
-        return layout.cell_publishers(), vector
-
-    @staticmethod
-    def _check_range(campaign: CampaignConfig, first: date, last: date) -> None:
-        campaign.day_index(first)
-        campaign.day_index(last)
-        if last < first:
-            raise ConfigError(f"day range {first}..{last} is empty")
-
-    # -- partitions ----------------------------------------------------------------------
-
-    def _record(
-        self, asset: str, campaign: CampaignConfig, first: date, last: date, inputs: str | None
-    ) -> None:
-        """Mark days first..last of ``asset`` as materialised (also the empty ones)."""
-        table = _ATTRIBUTED if asset == _ATTRIBUTED else _CONTRIBUTIONS
-        self.sql.query(
-            "DELETE FROM partitions WHERE asset = $asset AND campaign = $campaign "
-            "AND day BETWEEN $first AND $last",
-            asset=asset,
-            campaign=campaign.name,
-            first=first,
-            last=last,
-        )
-        self.sql.query(
-            "INSERT INTO partitions "
-            "SELECT $asset, $campaign, d.day, nextval('partition_versions'), u.version, "
-            "coalesce(n.rows, 0), now()::TIMESTAMP "
-            "FROM (SELECT CAST(unnest(generate_series(CAST($first AS DATE), CAST($last AS DATE), "
-            "INTERVAL 1 DAY)) AS DATE) AS day) AS d "
-            f"LEFT JOIN (SELECT day, count(*) AS rows FROM {table} WHERE campaign = $campaign "
-            "AND day BETWEEN $first AND $last GROUP BY day) AS n ON n.day = d.day "
-            "LEFT JOIN (SELECT day, version FROM partitions WHERE asset = $inputs "
-            "AND campaign = $campaign) AS u ON u.day = d.day",
-            asset=asset,
-            campaign=campaign.name,
-            first=first,
-            last=last,
-            inputs=inputs or "",
-        )
-
-    def _version(self, asset: str, campaign: CampaignConfig, day: date) -> tuple[int, int | None]:
-        rows = self.sql.query(
-            "SELECT version, input_version FROM partitions "
-            "WHERE asset = $asset AND campaign = $campaign AND day = $day",
-            asset=asset,
-            campaign=campaign.name,
-            day=day,
-        )
-        if not rows:
-            raise WarehouseError(
-                f"{asset} of campaign {campaign.name} for {day} is not materialised yet"
-            )
-        return int(rows[0][0]), rows[0][1]
-
-    def _require_current(self, campaign: CampaignConfig, day: date) -> None:
-        """Contributions of ``day`` exist and were built from the current attribution."""
-        attributed, _ = self._version(_ATTRIBUTED, campaign, day)
-        _, source = self._version(_CONTRIBUTIONS, campaign, day)
-        if source != attributed:
-            raise WarehouseError(
-                f"{_CONTRIBUTIONS} of campaign {campaign.name} for {day} is stale "
-                "(attribution was re-run); materialise it again"
-            )
-
     # -- attribution and contributions ---------------------------------------------------
 
     def attribute_days(
@@ -380,7 +135,7 @@ class Warehouse:
             self.sql.run("attribution_scope")
             self._touch_scope(campaign)
             self.sql.query(
-                f"DELETE FROM {_ATTRIBUTED} WHERE campaign = $campaign "
+                f"DELETE FROM {ATTRIBUTED} WHERE campaign = $campaign "
                 "AND day BETWEEN $first AND $last",
                 campaign=campaign.name,
                 first=first,
@@ -397,7 +152,9 @@ class Warehouse:
                 script = f"attribute_{rule}" if single_touch else "attribute_touches"
                 # One ASOF join covers the whole range; a multi-touch join (every candidate of
                 # every conversion) goes day by day so its intermediate stays a day's size.
-                spans = [(first, last)] if single_touch else [(d, d) for d in _days(first, last)]
+                spans = (
+                    [(first, last)] if single_touch else [(d, d) for d in days_between(first, last)]
+                )
                 for span_first, span_last in spans:
                     self.sql.run(
                         script,
@@ -408,13 +165,13 @@ class Warehouse:
                         lookback_days=campaign.attribution.lookback_days,
                         tie_room=TIE_ROOM,
                         rule=rule,
-                        half_life_us=campaign.attribution.half_life_days * _US_PER_DAY,
+                        half_life_us=campaign.attribution.half_life_days * US_PER_DAY,
                     )
-            self._record(_ATTRIBUTED, campaign, first, last, None)
+            self._record(ATTRIBUTED, campaign, first, last, None)
             single = rule in {"lta", "fta", "private_last_touch"}  # one row per conversion
             stats = self.sql.query(
                 f"SELECT {'count(*)' if single else 'count(DISTINCT conversion_key)'}, "
-                f"count(*) FROM {_ATTRIBUTED} "
+                f"count(*) FROM {ATTRIBUTED} "
                 "WHERE campaign = $campaign AND day BETWEEN $first AND $last",
                 campaign=campaign.name,
                 first=first,
@@ -447,20 +204,20 @@ class Warehouse:
     def contributions_days(self, campaign: CampaignConfig, first: date, last: date) -> dict:
         """(Re)materialise user_day_contributions for days first..last from the attribution."""
         self._check_range(campaign, first, last)
-        for day in _days(first, last):
-            self._version(_ATTRIBUTED, campaign, day)
+        for day in days_between(first, last):
+            self._version(ATTRIBUTED, campaign, day)
         with self.sql.transaction():
             self.sql.query(
-                f"DELETE FROM {_CONTRIBUTIONS} WHERE campaign = $campaign "
+                f"DELETE FROM {CONTRIBUTIONS} WHERE campaign = $campaign "
                 "AND day BETWEEN $first AND $last",
                 campaign=campaign.name,
                 first=first,
                 last=last,
             )
             self.sql.run("contributions", campaign=campaign.name, first=first, last=last)
-            self._record(_CONTRIBUTIONS, campaign, first, last, _ATTRIBUTED)
+            self._record(CONTRIBUTIONS, campaign, first, last, ATTRIBUTED)
             users, conversions = self.sql.query(
-                f"SELECT count(*), coalesce(sum(conversions), 0) FROM {_CONTRIBUTIONS} "
+                f"SELECT count(*), coalesce(sum(conversions), 0) FROM {CONTRIBUTIONS} "
                 "WHERE campaign = $campaign AND day BETWEEN $first AND $last",
                 campaign=campaign.name,
                 first=first,
@@ -518,7 +275,7 @@ class Warehouse:
         if not (bound > 0 and np.isfinite(bound)):
             raise ValueError("bound must be a finite number > 0")
         campaign.day_index(day)
-        self._version(_ATTRIBUTED, campaign, day)
+        self._version(ATTRIBUTED, campaign, day)
         whole = int(np.floor(bound))
         with self.sql.transaction():
             publishers, vector = self.publisher_sums(
@@ -544,7 +301,7 @@ class Warehouse:
     ) -> None:
         """Replace the (campaign, day) partition of the clipped-vector table (schema checks)."""
         self.sql.query(
-            f"DELETE FROM {_CLIPPED} WHERE campaign = $campaign AND day = $day",
+            f"DELETE FROM {CLIPPED} WHERE campaign = $campaign AND day = $day",
             campaign=campaign.name,
             day=day,
         )
@@ -556,7 +313,7 @@ class Warehouse:
             self.con.register("clipped_entries", frame)
             try:
                 self.con.execute(
-                    f"INSERT INTO {_CLIPPED} "
+                    f"INSERT INTO {CLIPPED} "
                     "SELECT $campaign, $day, $bound, v.position, cp.publisher_id, v.value "
                     "FROM clipped_entries AS v "
                     "JOIN campaign_pubs AS cp ON cp.position = v.position // $per",
@@ -596,7 +353,7 @@ class Warehouse:
         if not (bound > 0 and sigma > 0 and cap > 0 and np.isfinite([bound, sigma, cap]).all()):
             raise ValueError("bound, sigma and cap must be finite numbers > 0")
         index = campaign.day_index(day)
-        self._version(_ATTRIBUTED, campaign, day)
+        self._version(ATTRIBUTED, campaign, day)
         whole = int(np.floor(bound))
         with self.sql.transaction():
             self.sql.run("plus_schema")
@@ -659,7 +416,7 @@ class Warehouse:
 
     def _stored_vector(self, campaign: CampaignConfig, day: date) -> np.ndarray:
         rows = self.sql.query(
-            f"SELECT position, value FROM {_CLIPPED} WHERE campaign = $c AND day = $d "
+            f"SELECT position, value FROM {CLIPPED} WHERE campaign = $c AND day = $d "
             "ORDER BY position",
             c=campaign.name,
             d=day,
@@ -679,12 +436,12 @@ class Warehouse:
         cross: float = 0.0,
     ) -> np.ndarray:
         """Users per profile bin (``grid``, × cap²) of T_u = Σ_d φ_d‖clip(c)‖² (+ ``cross`` ×
-        the cross-day term of a correlated strategy, adsbpc_plus.profile_cross)."""
+        the cross-day term of a correlated strategy, adsbpc_plus_plan.profile_cross)."""
         if not (len(days) == len(bounds) == len(factors)) or not days:
             raise ValueError("need one bound and one factor per day, and at least one day")
         for day in days:
             campaign.day_index(day)
-            self._version(_ATTRIBUTED, campaign, day)
+            self._version(ATTRIBUTED, campaign, day)
         whole = [int(np.floor(b)) for b in bounds]
         hist = np.zeros(grid.bins, dtype=np.int64)
         with self.sql.transaction():
@@ -730,14 +487,14 @@ class Warehouse:
         done = self.sql.query(
             "SELECT count(DISTINCT day) FROM partitions WHERE asset = $asset "
             "AND campaign = $campaign AND day BETWEEN $first AND $last",
-            asset=_ATTRIBUTED,
+            asset=ATTRIBUTED,
             campaign=campaign.name,
             first=campaign.start,
             last=campaign.end,
         )[0][0]
         if int(done) != campaign.days:
             raise WarehouseError(
-                f"one-shot release of {campaign.name} needs {_ATTRIBUTED} for all "
+                f"one-shot release of {campaign.name} needs {ATTRIBUTED} for all "
                 f"{campaign.days} days ({int(done)} materialised)"
             )
         whole = int(np.floor(bounding.bound))

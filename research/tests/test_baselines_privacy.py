@@ -15,7 +15,8 @@ import itertools
 import numpy as np
 import pytest
 
-from dp_platform.privacy.noise import Amount, SeededNoise
+from dp_platform.privacy.noise import SeededNoise
+from dp_platform.privacy.noise_check import Amount
 from dp_research.baselines import BIN, IPA, MMBPC, UMM, Stream, prefix, prefix_weights, sliding
 from dp_research.baselines import tree as tr
 from dp_research.baselines.contributions import Conversions

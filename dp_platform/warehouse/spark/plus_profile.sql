@@ -29,7 +29,7 @@ weighted AS (
     JOIN params AS p ON p.day = d.day
     GROUP BY d.user_key
 ),
--- a correlated strategy's cross-day term (adsbpc_plus.profile_cross; as DuckDB's)
+-- a correlated strategy's cross-day term (adsbpc_plus_plan.profile_cross; as DuckDB's)
 per_entry AS (
     SELECT user_key, sum(value) AS total, sum(value * value) AS squares
     FROM kept

@@ -21,24 +21,33 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from dp_platform.cells import CellLayout, dimension_keys, layout_of
-from dp_platform.config import CampaignConfig, ConfigError
+from dp_platform.cells import CellLayout
+from dp_platform.config import CampaignConfig
 from dp_platform.file_lock import exclusive
 from dp_platform.privacy.filter import RESIDUAL
 from dp_platform.settings import WarehouseConfig
 from dp_platform.warehouse.base import StrategyRow
-from dp_platform.warehouse.ingest import TIE_ROOM, IngestReport
+from dp_platform.warehouse.ingest import IngestReport
 from dp_platform.warehouse.spark.catalog import Catalog
 from dp_platform.warehouse.spark.files import TableFiles
 from dp_platform.warehouse.spark.ingest import ingest_files, recover
 from dp_platform.warehouse.spark.runner import SparkSqlRunner
 from dp_platform.warehouse.spark.session import private_session
-from dp_platform.warehouse.store import FRAME_TABLES, WarehouseError
+from dp_platform.warehouse.spark.store_core import SPEND, TABLES, VALUES, SparkWarehouseCore
+from dp_platform.warehouse.store_core import (
+    ATTRIBUTED,
+    CLIPPED,
+    CONTRIBUTIONS,
+    FRAME_TABLES,
+    US_PER_DAY,
+    WarehouseError,
+    days_between,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,38 +56,10 @@ if TYPE_CHECKING:
     from dp_platform.privacy.discrete import IntegerNoiseSource
     from dp_platform.warehouse.base import PeriodBound, ProfileGrid
 
-__all__ = ["TABLES", "SparkWarehouse", "open_at_home"]
-
-_ATTRIBUTED = "attributed_conversions"
-_CONTRIBUTIONS = "user_day_contributions"
-_CLIPPED = "clipped_daily_vectors"
-_SPEND = "plus_user_spend"
-_VALUES = "plus_user_values"
-_US_PER_DAY = 86_400_000_000
-TABLES = (
-    "users",
-    "publishers",
-    "advertisers",
-    "advertiser_publishers",
-    "impressions",
-    "conversions",
-    "quarantine",
-    "dimension_values",
-    "conversion_dimensions",
-    "impression_dimensions",
-    _ATTRIBUTED,
-    _CONTRIBUTIONS,
-    _CLIPPED,
-    _SPEND,
-    "private_touch_choices",
-)
+__all__ = ["SparkWarehouse", "open_at_home"]
 
 
-def _days(first: date, last: date) -> list[date]:
-    return [first + timedelta(days=i) for i in range((last - first).days + 1)]
-
-
-class SparkWarehouse:
+class SparkWarehouse(SparkWarehouseCore):
     """Parquet tables under ``root`` (any Hadoop file system URI or a local path) and their
     catalog at ``catalog``; the schema is created idempotently on open."""
 
@@ -98,39 +79,6 @@ class SparkWarehouse:
         self.refresh()
         recover(self)
         self._drop_uncommitted_touches()
-
-    def _use(self) -> None:
-        """This warehouse's tables are the session's current database."""
-        self.spark.catalog.setCurrentDatabase(self.database)
-
-    def _add_touch_columns(self) -> None:
-        """Tables defined before touches existed (a persistent session catalog keeps their old
-        definition) get the column; their files read it as NULL (cell_rows.sql)."""
-        for table in (_ATTRIBUTED, "private_touch_choices"):
-            if "touch" not in self.spark.table(table).columns:
-                self.spark.sql(f"ALTER TABLE {table} ADD COLUMNS (touch INT)")
-
-    def refresh(self) -> None:
-        """Forget cached file listings (after files changed outside Spark's writers)."""
-        self._use()
-        for table in TABLES:
-            self.spark.catalog.refreshTable(table)
-
-    @property
-    def identity(self) -> str:
-        """This warehouse's identity, kept in its catalog (catalog.py): what the ledger binds
-        a campaign with per-user state to."""
-        return self.catalog.identity()
-
-    def close(self) -> None:
-        self.sql.release()
-        self.catalog.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- loading -------------------------------------------------------------------------
 
@@ -184,174 +132,7 @@ class SparkWarehouse:
             frame["day"] = pd.to_datetime(frame["day"]).dt.date
         return frame
 
-    # -- campaign scope ------------------------------------------------------------------
-
-    def advertiser_publishers(self, advertiser: str) -> list[str]:
-        """Every publisher that has shown an impression of the advertiser, sorted by id (read
-        once, when a ``publishers: all`` campaign registers; as DuckDB's)."""
-        self._use()
-        return [row[0] for row in self.sql.run("advertiser_publishers", advertiser=advertiser)]
-
-    def campaign_publishers(self, campaign: CampaignConfig) -> list[str]:
-        """The release's publishers, in vector order (as DuckDB's ``campaign_publishers``)."""
-        if isinstance(campaign.publishers, list):
-            return list(campaign.publishers)
-        return self.advertiser_publishers(campaign.advertiser)
-
-    def _scope(self, campaign: CampaignConfig, publishers: list[str] | None = None) -> list[str]:
-        """Register view campaign_pubs for the vector's publishers (``None``: the campaign's)."""
-        self._use()
-        chosen = self.campaign_publishers(campaign) if publishers is None else list(publishers)
-        listed = pd.DataFrame({"position": np.arange(len(chosen), dtype=np.int32)})
-        listed["publisher_id"] = pd.Series(chosen, dtype=object)
-        self.spark.createDataFrame(
-            listed, schema="position INT, publisher_id STRING"
-        ).createOrReplaceTempView("publisher_list")
-        self.sql.run("campaign_publishers")
-        return chosen
-
-    def _cell_scope(
-        self,
-        campaign: CampaignConfig,
-        publishers: list[str] | None,
-        first: date,
-        last: date,
-    ) -> CellLayout:
-        """Put the campaign's released vector for days first..last in scope (DuckDB's
-        ``_cell_scope``): campaign_pubs, view ``cell_rows`` (its attributed rows as vector
-        entries: cell_rows_plain.sql for a count-only campaign without breakdown, cell_rows.sql
-        with the layout views otherwise) and view ``cell_positions``. The layout is the
-        registered config's (public); it reaches Spark as small views, never as literals."""
-        layout = layout_of(campaign, self._scope(campaign, publishers))
-        days = {"campaign": campaign.name, "first": first, "last": last}
-        if layout.plain:
-            self.sql.run("cell_rows_plain", **days)
-            return layout
-        measures = pd.DataFrame(
-            {
-                "measure": np.arange(len(layout.measures), dtype=np.int32),
-                "value_part": [m == "value" for m in layout.measures],
-                "scale": [layout.scale(m) for m in layout.measures],
-            }
-        )
-        self.spark.createDataFrame(
-            measures, schema="measure INT, value_part BOOLEAN, scale DOUBLE"
-        ).createOrReplaceTempView("campaign_measures")
-        keys = dimension_keys(campaign, layout, "conversions")
-        self._dimension_list("campaign_dim_list", keys)
-        self.sql.run("cell_layout")
-        self.spark.range(layout.size).selectExpr(
-            "id AS cell_key", "id AS position"
-        ).createOrReplaceTempView("cell_positions")
-        self.sql.run(
-            "cell_rows",
-            dimensions=len({name for name, *_ in keys}),
-            touched=bool(dimension_keys(campaign, layout, "impressions")),
-            combinations=layout.combinations,
-            measures=len(layout.measures),
-            value_cap=float(layout.value_cap or 1.0),
-            **days,
-        )
-        return layout
-
-    def _dimension_list(self, view: str, keys: list[tuple[str, str, int, int]]) -> None:
-        """Register ``keys`` (dimension, value, idx, stride: public, from the registered
-        config) as the small view ``view``."""
-        frame = pd.DataFrame(keys, columns=["dimension", "value", "idx", "stride"])
-        self.spark.createDataFrame(
-            frame.astype({"idx": np.int64, "stride": np.int64}),
-            schema="dimension STRING, value STRING, idx BIGINT, stride BIGINT",
-        ).createOrReplaceTempView(view)
-
-    def _cell_sums(
-        self, layout: CellLayout, query: str, cells_query: str | None = None, **params: object
-    ) -> np.ndarray:
-        """Run ``query`` (rows of (vector position, sum)) with :meth:`_cell_scope` in scope:
-        the vector of ``layout``, zeros where no row; ``cells_query`` instead for a layout with
-        cells (DuckDB's ``publisher_sums``). Columnar: 10⁵ cells are no Python loop."""
-        if cells_query is not None and not layout.plain:
-            query = cells_query
-        vector = np.zeros(layout.size, dtype=np.float64)
-        sums = self.sql.frame(query, **params)
-        vector[sums.iloc[:, 0].to_numpy(dtype=np.int64)] = sums.iloc[:, 1].to_numpy(np.float64)
-        return vector
-
-    @staticmethod
-    def _check_range(campaign: CampaignConfig, first: date, last: date) -> None:
-        campaign.day_index(first)
-        campaign.day_index(last)
-        if last < first:
-            raise ConfigError(f"day range {first}..{last} is empty")
-
-    # -- partitions ----------------------------------------------------------------------
-
-    def _clear(self, table: str, campaign: CampaignConfig, days: list[date]) -> None:
-        """Forget the days (catalog first), then drop their directories."""
-        if table in (_ATTRIBUTED, _CONTRIBUTIONS):
-            self.catalog.forget(table, campaign.name, days)
-        for day in days:
-            self.files.delete(f"{self.root}/{table}/campaign={campaign.name}/day={day}")
-        self.spark.catalog.refreshTable(table)
-
-    def _day_rows(self, table: str, campaign: CampaignConfig, first: date, last: date) -> dict:
-        counts = dict.fromkeys(_days(first, last), 0)
-        for day, rows in self.sql.query(
-            f"SELECT day, count(*) FROM {table} WHERE campaign = :campaign "
-            "AND day BETWEEN :first AND :last GROUP BY day",
-            campaign=campaign.name,
-            first=first,
-            last=last,
-        ):
-            counts[day] = int(rows)
-        return counts
-
-    def _version(self, asset: str, campaign: CampaignConfig, day: date) -> tuple[int, int | None]:
-        found = self.catalog.version(asset, campaign.name, day)
-        if found is None:
-            raise WarehouseError(
-                f"{asset} of campaign {campaign.name} for {day} is not materialised yet"
-            )
-        return found
-
-    def _require_current(self, campaign: CampaignConfig, day: date) -> None:
-        attributed, _ = self._version(_ATTRIBUTED, campaign, day)
-        _, source = self._version(_CONTRIBUTIONS, campaign, day)
-        if source != attributed:
-            raise WarehouseError(
-                f"{_CONTRIBUTIONS} of campaign {campaign.name} for {day} is stale "
-                "(attribution was re-run); materialise it again"
-            )
-
     # -- attribution and contributions ---------------------------------------------------
-
-    def _scope_params(self, campaign: CampaignConfig, first: date, last: date) -> dict:
-        return {
-            "advertiser": campaign.advertiser,
-            "first": first,
-            "last": last,
-            "lookback_days": campaign.attribution.lookback_days,
-            "tie_room": TIE_ROOM,
-        }
-
-    @staticmethod
-    def _touch_keys(campaign: CampaignConfig) -> list[tuple[str, str, int, int]]:
-        """The breakdown's impression dimensions as layout rows (none: every touch is 0)."""
-        return dimension_keys(campaign, layout_of(campaign, []), "impressions")
-
-    def _attribution_scope(self, campaign: CampaignConfig, first: date, last: date) -> None:
-        """attribution_scope.sql's views for days first..last, its impressions carrying their
-        touch (DuckDB's ``_touch_scope``): attribution_touch.sql with the campaign's impression
-        dimensions (view campaign_touch_list), else the constant 0 (no dimension table read)."""
-        params = self._scope_params(campaign, first, last)
-        keys = self._touch_keys(campaign)
-        if keys:
-            self._dimension_list("campaign_touch_list", keys)
-            self.sql.run(
-                "attribution_touch", touch_dimensions=len({name for name, *_ in keys}), **params
-            )
-        else:
-            self.sql.run("impression_touches_plain")
-        self.sql.run("attribution_scope", **params)
 
     def attribute_days(
         self,
@@ -366,7 +147,7 @@ class SparkWarehouse:
         self._check_range(campaign, first, last)
         rule = campaign.attribution.rule
         chosen = self._scope(campaign, publishers)
-        self._clear(_ATTRIBUTED, campaign, _days(first, last))
+        self._clear(ATTRIBUTED, campaign, days_between(first, last))
         try:
             if rule == "private_last_touch":
                 self._attribute_private(campaign, first, last, noise)
@@ -375,24 +156,26 @@ class SparkWarehouse:
                 script = f"attribute_{rule}" if single_touch else "attribute_touches"
                 # The single-touch stream covers the range in one pass; a multi-touch range
                 # join goes day by day so its intermediate stays a day's size.
-                spans = [(first, last)] if single_touch else [(d, d) for d in _days(first, last)]
+                spans = (
+                    [(first, last)] if single_touch else [(d, d) for d in days_between(first, last)]
+                )
                 for span_first, span_last in spans:
                     self._attribution_scope(campaign, span_first, span_last)
                     self.sql.run(
                         script,
                         campaign=campaign.name,
                         rule=rule,
-                        half_life_us=campaign.attribution.half_life_days * _US_PER_DAY,
+                        half_life_us=campaign.attribution.half_life_days * US_PER_DAY,
                     )
         finally:
             self.sql.release()
         self.catalog.record(
-            _ATTRIBUTED, campaign.name, self._day_rows(_ATTRIBUTED, campaign, first, last), None
+            ATTRIBUTED, campaign.name, self._day_rows(ATTRIBUTED, campaign, first, last), None
         )
         single = rule in {"lta", "fta", "private_last_touch"}
         attributed, rows = self.sql.query(
             f"SELECT {'count(*)' if single else 'count(DISTINCT conversion_key)'}, count(*) "
-            f"FROM {_ATTRIBUTED} WHERE campaign = :campaign AND day BETWEEN :first AND :last",
+            f"FROM {ATTRIBUTED} WHERE campaign = :campaign AND day BETWEEN :first AND :last",
             campaign=campaign.name,
             first=first,
             last=last,
@@ -482,19 +265,19 @@ class SparkWarehouse:
     def contributions_days(self, campaign: CampaignConfig, first: date, last: date) -> dict:
         """(Re)materialise user_day_contributions for days first..last from the attribution."""
         self._check_range(campaign, first, last)
-        for day in _days(first, last):
-            self._version(_ATTRIBUTED, campaign, day)
+        for day in days_between(first, last):
+            self._version(ATTRIBUTED, campaign, day)
         self._use()
-        self._clear(_CONTRIBUTIONS, campaign, _days(first, last))
+        self._clear(CONTRIBUTIONS, campaign, days_between(first, last))
         self.sql.run("contributions", campaign=campaign.name, first=first, last=last)
         self.catalog.record(
-            _CONTRIBUTIONS,
+            CONTRIBUTIONS,
             campaign.name,
-            self._day_rows(_CONTRIBUTIONS, campaign, first, last),
-            _ATTRIBUTED,
+            self._day_rows(CONTRIBUTIONS, campaign, first, last),
+            ATTRIBUTED,
         )
         users, conversions = self.sql.query(
-            f"SELECT count(*), coalesce(sum(conversions), 0) FROM {_CONTRIBUTIONS} "
+            f"SELECT count(*), coalesce(sum(conversions), 0) FROM {CONTRIBUTIONS} "
             "WHERE campaign = :campaign AND day BETWEEN :first AND :last",
             campaign=campaign.name,
             first=first,
@@ -549,7 +332,7 @@ class SparkWarehouse:
         if not (bound > 0 and np.isfinite(bound)):
             raise ValueError("bound must be a finite number > 0")
         campaign.day_index(day)
-        self._version(_ATTRIBUTED, campaign, day)
+        self._version(ATTRIBUTED, campaign, day)
         whole = int(np.floor(bound))
         layout = self._cell_scope(campaign, publishers, day, day)
         vector = self._cell_sums(
@@ -567,7 +350,7 @@ class SparkWarehouse:
         vector: np.ndarray,
     ) -> None:
         """Replace the (campaign, day) partition of the clipped-vector table (schema checks)."""
-        self._clear(_CLIPPED, campaign, [day])
+        self._clear(CLIPPED, campaign, [day])
         if layout.publishers:  # campaign_pubs holds these publishers (the caller's scope)
             values = pd.DataFrame(
                 {"position": np.arange(len(vector), dtype=np.int32), "value": vector}
@@ -602,7 +385,7 @@ class SparkWarehouse:
         if not (bound > 0 and sigma > 0 and cap > 0 and np.isfinite([bound, sigma, cap]).all()):
             raise ValueError("bound, sigma and cap must be finite numbers > 0")
         index = campaign.day_index(day)
-        self._version(_ATTRIBUTED, campaign, day)
+        self._version(ATTRIBUTED, campaign, day)
         self._use()
         stored = self.catalog.spend_day(campaign.name, day)
         if stored is not None:
@@ -620,9 +403,9 @@ class SparkWarehouse:
             )
         whole = int(np.floor(bound))
         layout = self._cell_scope(campaign, publishers, day, day)
-        self._clear(_SPEND, campaign, [day])  # leftovers of a run that did not commit
+        self._clear(SPEND, campaign, [day])  # leftovers of a run that did not commit
         self.sql.run("plus_values_schema")
-        self._clear(_VALUES, campaign, [day])
+        self._clear(VALUES, campaign, [day])
         earlier = [campaign.start + timedelta(days=i) for i in range(index - 1)]
         strategy = (row or StrategyRow.identity(index - 1)).sql_parameters(earlier)
         try:
@@ -641,7 +424,7 @@ class SparkWarehouse:
         finally:
             self.sql.release()
         top = self.sql.query(
-            f"SELECT coalesce(max(spend), 0.0D) FROM {_SPEND} WHERE campaign = :c AND day = :d",
+            f"SELECT coalesce(max(spend), 0.0D) FROM {SPEND} WHERE campaign = :c AND day = :d",
             c=campaign.name,
             d=day,
         )[0][0]
@@ -653,7 +436,7 @@ class SparkWarehouse:
 
     def _stored_vector(self, campaign: CampaignConfig, day: date) -> np.ndarray:
         rows = self.sql.query(
-            f"SELECT position, value FROM {_CLIPPED} WHERE campaign = :c AND day = :d "
+            f"SELECT position, value FROM {CLIPPED} WHERE campaign = :c AND day = :d "
             "ORDER BY position",
             c=campaign.name,
             d=day,
@@ -678,7 +461,7 @@ class SparkWarehouse:
             raise ValueError("need one bound and one factor per day, and at least one day")
         for day in days:
             campaign.day_index(day)
-            self._version(_ATTRIBUTED, campaign, day)
+            self._version(ATTRIBUTED, campaign, day)
         whole = [int(np.floor(b)) for b in bounds]
         self._cell_scope(campaign, publishers, min(days), max(days))
         rows = self.sql.run(
@@ -702,7 +485,7 @@ class SparkWarehouse:
         if not days:
             return {"days": 0, "users": 0, "max_spend": 0.0}
         users, top = self.sql.query(
-            f"SELECT count(DISTINCT user_key), coalesce(max(spend), 0.0D) FROM {_SPEND} "
+            f"SELECT count(DISTINCT user_key), coalesce(max(spend), 0.0D) FROM {SPEND} "
             "WHERE campaign = :c AND array_contains(:days, day)",
             c=campaign.name,
             days=days,
@@ -721,11 +504,11 @@ class SparkWarehouse:
         """True per-publisher (or per-cell: oneshot_sums_cells.sql) sums of the period after the
         plan's bounding (as DuckDB's)."""
         done = self.catalog.materialised_days(
-            _ATTRIBUTED, campaign.name, campaign.start, campaign.end
+            ATTRIBUTED, campaign.name, campaign.start, campaign.end
         )
         if done != campaign.days:
             raise WarehouseError(
-                f"one-shot release of {campaign.name} needs {_ATTRIBUTED} for all "
+                f"one-shot release of {campaign.name} needs {ATTRIBUTED} for all "
                 f"{campaign.days} days ({done} materialised)"
             )
         whole = int(np.floor(bounding.bound))

@@ -1,4 +1,4 @@
-"""An in-memory conversion stream for demos and tests of the mechanism (no warehouse needed).
+"""An in-memory conversion stream for tests of the mechanism (no warehouse needed).
 
 Each simulated conversion is already attributed to one publisher (weight 1), so a user's count on
 a day is their number of conversions, and clipping (dp_platform/clipping.py) keeps the first ⌊r⌋

@@ -1,0 +1,294 @@
+"""AdsBPC+'s plan: its settings, its budget split and everything else fixed before day 1.
+
+All of it is public and data-independent (shown and audited before any data is read). The
+derivation of the budget and of the profile grid is in docs/algorithm.md#adsbpc-plus; the
+mechanism is :mod:`dp_platform.mechanisms.adsbpc_plus`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from statistics import NormalDist
+from typing import ClassVar, Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from dp_platform.config import (
+    MAX_BOUND_CAP,
+    SHARE_FLOOR,
+    CampaignConfig,
+    MechanismSettings,
+)
+from dp_platform.errors import ConfigError
+from dp_platform.privacy.accounting import Rho, epsilon_at_deltas
+from dp_platform.warehouse.base import ProfileGrid, StrategyRow
+from dp_platform.workload import query_ends
+
+__all__ = [
+    "PROFILE_BINS",
+    "PROFILE_EDGES",
+    "PROFILE_GRID",
+    "PROFILE_LOW",
+    "SCALE_ALPHA",
+    "SCALE_Z",
+    "PlusBudget",
+    "PlusPlan",
+    "PlusSettings",
+    "check_sigma_range",
+    "profile_bins",
+    "profile_cross",
+    "profile_edge",
+    "profile_factors",
+    "profile_top",
+    "strategy_row",
+]
+
+
+class PlusSettings(MechanismSettings):
+    """AdsBPC+ (``mechanism: {kind: adsbpc_plus, …}``): individual filter, cheap bounds.
+
+    Shares of ρ: ``histogram`` for the n daily noisy count histograms, ``profile`` for the one
+    noisy profile histogram after ``profile_days``; the rest (ρ1) is each user's filter budget.
+    """
+
+    kind: Literal["adsbpc_plus"]  # required, so a dump that leaves out defaults still names it
+    cell_norm: ClassVar[Literal[1, 2] | None] = 2  # Gaussian noise: ℓ2 sensitivity
+    histogram_share: float = Field(default=0.03, ge=SHARE_FLOOR, lt=1)
+    profile_share: float = Field(default=0.02, ge=0, lt=1)
+    profile_days: int = Field(default=7, ge=0, description="m: days the profile is read from")
+    quantile: float = Field(default=0.99, gt=0, lt=1, description="q of the per-user profile")
+    prior_scale: float = Field(
+        default=0.5, gt=0, le=1, description="ψ0: σ_i = σ̄_i·ψ0·r_i on days 1..m (public prior)"
+    )
+    cap: int = Field(default=10, ge=1, le=MAX_BOUND_CAP, description="Λ: largest daily bound r_i")
+    pool_days: int = Field(default=7, ge=1, description="noisy histograms pooled for r_i")
+    scale_prior: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "s0: profile scale kept when the noisy profile cannot rule it out "
+            "(default ψ0·Λ; set Λ to fall back on cutting nobody)"
+        ),
+    )
+    strategy: Literal["auto", "diagonal", "sqrt"] = Field(
+        default="auto",
+        description=(
+            "noise strategy C (rows C·x + N(0, σ²)): diagonal = independent noise per day, "
+            "sqrt = the square-root factorization of prefix sums (correlated noise); auto = "
+            "the one with the lower planned error for the workload"
+        ),
+    )
+
+    @property
+    def profile_prior(self) -> float:
+        """s0 in conversions: the configured prior, or ψ0·Λ (the scale days 1..m plan for)."""
+        return self.scale_prior if self.scale_prior is not None else self.prior_scale * self.cap
+
+    @model_validator(mode="after")
+    def _shares(self) -> PlusSettings:
+        if self.scale_prior is not None and self.scale_prior > self.cap:
+            raise ValueError(f"scale_prior must be <= cap ({self.cap})")
+        if self.histogram_share + self.profile_share >= 1:
+            raise ValueError("histogram_share + profile_share must be < 1 (rho1 needs a share)")
+        if 0 < self.profile_share < SHARE_FLOOR:
+            raise ValueError(f"profile_share is 0 or at least {SHARE_FLOOR:g}")
+        if (self.profile_days == 0) != (self.profile_share == 0):
+            raise ValueError("profile_share must be > 0 exactly when profile_days > 0")
+        return self
+
+    def check(self, campaign: CampaignConfig) -> None:
+        super().check(campaign)
+        if campaign.privacy.adjacency == "replace":
+            raise ValueError(
+                "privacy.adjacency: adsbpc_plus supports add_remove only (its individual filter "
+                "bounds each user's own loss; under replace a pair of users can lose up to 4x "
+                "rho1); use add_remove or mechanism adsbpc"
+            )
+        if self.profile_days >= campaign.days:
+            raise ValueError(
+                f"adsbpc_plus.profile_days: m must be < days (m = {self.profile_days}, "
+                f"days = {campaign.days})"
+            )
+
+
+PROFILE_LOW = 1e-4
+PROFILE_BINS = 48
+PROFILE_EDGES = np.geomspace(PROFILE_LOW, 1.0, PROFILE_BINS + 1)  # × Λ²: public edges
+PROFILE_GRID = ProfileGrid(PROFILE_LOW, PROFILE_BINS)  # the same edges, as engines take them
+SCALE_ALPHA = NormalDist().cdf(-2.0)  # ≈ 2.3 %: allowed chance that s undershoots (2σ level)
+SCALE_Z = NormalDist().inv_cdf(1.0 - SCALE_ALPHA / PROFILE_BINS)  # Bonferroni, 48 bins: ≈ 3.31
+
+
+def profile_bins(values: np.ndarray, cap: float) -> np.ndarray:
+    """Bin of profiles T ∈ (0, Λ²] on the public edges Λ²·PROFILE_EDGES (same rule as SQL)."""
+    low = PROFILE_LOW * cap * cap
+    t = np.maximum(np.asarray(values, dtype=np.float64), low)
+    step = math.log(1.0 / PROFILE_LOW) / PROFILE_BINS
+    return np.clip(np.floor(np.log(t / low) / step), 0, PROFILE_BINS - 1).astype(np.int64)
+
+
+def profile_edge(cap: float, index: int) -> float:
+    """√ of the public profile edge ``index`` in conversions: Λ·√PROFILE_EDGES[index]."""
+    return float(cap * math.sqrt(PROFILE_EDGES[index]))
+
+
+@dataclass(frozen=True)
+class PlusBudget:
+    """ρ = ρ1 + n·ρ_h + ρ_p, exact; ``quantile_days``/``rho2``/``rho3`` do not exist here."""
+
+    rho: Rho
+    rho1: Rho
+    histogram_day: Rho
+    profile: Rho
+    days: int
+
+    @classmethod
+    def from_config(cls, campaign: CampaignConfig) -> PlusBudget:
+        cfg = campaign.mechanism
+        total = Rho.of(campaign.privacy.rho)
+        hist = total * Fraction(repr(cfg.histogram_share)) / campaign.days
+        profile = total * Fraction(repr(cfg.profile_share))
+        rho1 = total - hist * campaign.days - profile
+        return cls(total, rho1, hist, profile, campaign.days)
+
+    @property
+    def total(self) -> Rho:
+        return self.rho1 + self.histogram_day * self.days + self.profile
+
+
+@dataclass(frozen=True)
+class PlusPlan:
+    """Everything fixed before day 1 (public): split, σ̄ shape, weights, histogram noise."""
+
+    campaign: str
+    days: int
+    budget: PlusBudget
+    config: PlusSettings
+    allotments: tuple[Fraction, ...]  # AdsBPC's per-day shares of ρ1 (shape of σ̄)
+    sigma_bar: tuple[float, ...]  # Σ_i 1/(2σ̄_i²) ≤ ρ1
+    day_weights: tuple[float, ...]  # w_i = g_i/ρ1, Σ = 1: a day's share of a flat profile
+    variance_weights: tuple[float, ...]  # a_i
+    bias_weights: tuple[float, ...]  # α_i
+    sigma_histogram: float
+    sigma_profile: float | None
+    filter_cap: float
+    queries: np.ndarray = field(repr=False)
+    adjacency: str = "add_remove"
+    factor: int = 1
+    # A plan registered before strategies existed has none of the three below: it reads back
+    # as the diagonal strategy (C = I, κ = 0), exactly what it ran with.
+    strategy_kind: str = "diagonal"
+    strategy: np.ndarray | None = field(default=None, repr=False)  # C; None = the identity
+    cross_weight: float = 0.0  # κ (privacy/strategy.py): 0 for the diagonal strategy
+
+    @property
+    def query_ends(self) -> np.ndarray:
+        return query_ends(self.queries)
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """The strategy C (n × n, lower-triangular): the identity for the diagonal strategy."""
+        return np.eye(self.days) if self.strategy is None else np.asarray(self.strategy)
+
+    @property
+    def correlated(self) -> bool:
+        """True when a day's row carries earlier days (C has entries below the diagonal)."""
+        return self.strategy is not None and bool(np.any(np.tril(self.strategy, -1) != 0))
+
+    @property
+    def total(self) -> Rho:
+        """Everything the stream can charge: ρ1 + n·ρ_h + ρ_p."""
+        return self.budget.total
+
+    @property
+    def profile_day(self) -> int | None:
+        """The day whose bound choice reads (and pays for) the profile histogram: m + 1."""
+        return self.config.profile_days + 1 if self.config.profile_days > 0 else None
+
+    def needs_profile(self, day: int) -> bool:
+        return day == self.profile_day
+
+    def bound_charges(self, day: int) -> dict[str, Rho]:
+        """What the bound phase of ``day`` charges (the Gaussian part comes with the choice)."""
+        charges = {"histogram": self.budget.histogram_day}
+        if self.needs_profile(day):
+            charges["profile"] = self.budget.profile
+        return charges
+
+    def to_json(self) -> dict:
+        cfg = self.config
+        return {
+            "mechanism": "adsbpc_plus",
+            "rho": float(self.budget.rho),
+            "rho1": float(self.budget.rho1),
+            "rho_histogram_per_day": float(self.budget.histogram_day),
+            "rho_profile": float(self.budget.profile),
+            "adjacency": self.adjacency,
+            "sigma_bar": list(self.sigma_bar),
+            "sigma_histogram": self.sigma_histogram,
+            "sigma_profile": self.sigma_profile,
+            "profile_days": cfg.profile_days,
+            "quantile": cfg.quantile,
+            "prior_scale": cfg.prior_scale,
+            "scale_prior": cfg.profile_prior,
+            "scale_z": SCALE_Z,
+            "cap": cfg.cap,
+            "strategy": self.strategy_kind,
+            "cross_weight": self.cross_weight,
+            "epsilon_at_delta": epsilon_at_deltas(float(self.budget.total)),
+        }
+
+
+def check_sigma_range(cfg: PlusSettings, sigma_bar: tuple[float, ...]) -> None:
+    """Every σ_i the plan can choose — σ̄_i·ψ0·r (r ∈ [1, Λ]) before the profile, σ̄_i·min(s, r)
+    after, s ≥ the lowest profile edge — must be a positive finite float: refused at plan time,
+    before anything is reserved, if the budget makes it underflow or overflow."""
+    lowest = min(cfg.prior_scale, profile_edge(cfg.cap, 0), 1.0)
+    for day, unit in enumerate(sigma_bar, start=1):
+        if not (unit * lowest > 0 and math.isfinite(unit * cfg.cap)):
+            raise ConfigError(
+                f"privacy.rho: day {day}'s noise σ̄·r is not a positive finite number for every "
+                f"bound in [1, {cfg.cap}] (σ̄ = {unit:g}); choose a rho that gives finite noise"
+            )
+
+
+def profile_factors(plan: PlusPlan) -> tuple[float, ...]:
+    """φ_i = w_i/W_m for days 1..m: T_u = Σ_i φ_i ‖clip_{r_i}(c_{u,i})‖₂², a weighted mean of
+    the user's squared daily contribution (≤ Λ²), read as the profile of the whole campaign."""
+    weights = plan.day_weights[: plan.config.profile_days]
+    total = sum(weights)
+    return tuple(w / total for w in weights)
+
+
+def profile_cross(plan: PlusPlan) -> float:
+    """The factor of a user's cross-day term in their profile, κ/(m(m − 1)) (0 without one).
+
+    A correlated strategy charges a user Σ_jk X̃_jk ⟨c_j, c_k⟩: days that share a publisher
+    (or cell) cost more than days that do not. Read as exchangeable days, days 1..m estimate
+    the mean of ⟨c_j, c_k⟩ over j ≠ k by O_u = (‖Σ_{j≤m} c_j‖² − Σ_{j≤m} ‖c_j‖²)/(m(m − 1)), and
+    the whole campaign costs ρ1·(D_u + κ·O_u) at unit scale, D_u the weighted mean of
+    :func:`profile_factors`. So T_u = D_u + κ·O_u; this returns κ/(m(m − 1)), the factor of
+    ‖Σ_j c_j‖² − Σ_j ‖c_j‖² (with m < 2 there is no pair of days to read: 0)."""
+    m = plan.config.profile_days
+    if plan.cross_weight == 0.0 or m < 2:
+        return 0.0
+    return plan.cross_weight / (m * (m - 1))
+
+
+def strategy_row(plan: PlusPlan, day: int) -> StrategyRow | None:
+    """Row ``day`` of a correlated strategy as the warehouse takes it; None for the diagonal
+    strategy (the day's filtered vector is its row)."""
+    if not plan.correlated:
+        return None
+    c = plan.matrix[day - 1]
+    return StrategyRow(float(c[day - 1]), tuple(float(v) for v in c[: day - 1]))
+
+
+def profile_top(plan: PlusPlan) -> float:
+    """The top of the profile's public range in conversions, Λ·√(1 + κ): the most a user at the
+    cap every day on one publisher can show (Λ for the diagonal strategy)."""
+    cap = plan.config.cap
+    return float(cap) if plan.cross_weight == 0.0 else cap * math.sqrt(1.0 + plan.cross_weight)

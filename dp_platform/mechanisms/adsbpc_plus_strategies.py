@@ -1,0 +1,75 @@
+"""AdsBPC+'s noise strategy: the square-root factorization C and the public rule that picks it.
+
+Day i releases row i of C·x̄ + N(0, diag(σ²)); the diagonal strategy (C = I) is the plan
+:func:`~dp_platform.mechanisms.adsbpc_plus.make_plan` starts from, and ``auto`` keeps whichever
+of the two plans the lower error for the campaign's workload (docs/algorithm.md#adsbpc-plus).
+Everything here is data-independent: it runs before day 1.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from fractions import Fraction
+
+import numpy as np
+
+from dp_platform.config import CampaignConfig
+from dp_platform.mechanisms.adsbpc_plus_plan import PlusPlan, check_sigma_range
+from dp_platform.privacy.accounting import gaussian_sigma
+from dp_platform.privacy.strategy import column_weights, cross_weight, planned_error, sqrt_matrix
+from dp_platform.workload import query_weights
+
+__all__ = ["auto_strategy", "with_sqrt_strategy"]
+
+
+def _objective(campaign: CampaignConfig, plan: PlusPlan, matrix: np.ndarray, sigma: tuple) -> float:
+    objective = campaign.objective
+    weights = query_weights(objective, plan.queries.shape[0]) if objective.kind == "wsum" else None
+    kind = "maxvar" if objective.kind == "maxvar" else "wsum"
+    return planned_error(plan.queries, matrix, np.asarray(sigma), objective=kind, weights=weights)
+
+
+def auto_strategy(campaign: CampaignConfig, plan: PlusPlan) -> str:
+    """``sqrt`` when it plans a lower error than ``diagonal`` for the campaign's workload and
+    objective (wsum or maxvar) at the same reference user (privacy/strategy.py): public, fixed
+    before day 1, the same rule for every campaign. ``min_budget`` keeps the diagonal."""
+    if campaign.objective.kind == "min_budget":
+        return "diagonal"
+    diagonal = _objective(campaign, plan, np.eye(plan.days), plan.sigma_bar)
+    sqrt = with_sqrt_strategy(campaign, plan)
+    return (
+        "sqrt" if _objective(campaign, sqrt, sqrt.matrix, sqrt.sigma_bar) < diagonal else "diagonal"
+    )
+
+
+def with_sqrt_strategy(campaign: CampaignConfig, plan: PlusPlan) -> PlusPlan:
+    """The plan with the square-root strategy: one σ̄ for every row, Σ_t ‖C_t‖²/(2σ̄²) ≤ ρ1
+    (the normalisation of privacy/strategy.py), row shares g_t ∝ ‖C_t‖² summing to ρ1 exactly,
+    w_j and κ from X̃, a_t = Σ_q γ_q² (QC⁻¹)_qt²."""
+    rho1 = plan.budget.rho1.value
+    c = sqrt_matrix(plan.days)
+    rows = [Fraction(float(v)) for v in (c**2).sum(axis=1)]
+    total = sum(rows, Fraction(0))
+    allotments = tuple(rho1 * r / total for r in rows)
+    sigma = gaussian_sigma(math.sqrt(float(total)), rho1)
+    sigma_bar = (sigma,) * plan.days
+    check_sigma_range(plan.config, sigma_bar)
+    objective = campaign.objective
+    gamma2 = (
+        query_weights(objective, plan.queries.shape[0])
+        if objective.kind == "wsum"
+        else np.ones(plan.queries.shape[0])
+    )
+    decoder = np.linalg.solve(c.T, plan.queries.T).T  # Q C⁻¹
+    variance = (gamma2[:, None] * decoder**2).sum(axis=0)
+    return replace(
+        plan,
+        allotments=allotments,
+        sigma_bar=sigma_bar,
+        day_weights=tuple(float(w) for w in column_weights(c, np.asarray(sigma_bar))),
+        variance_weights=tuple(float(v) for v in variance),
+        strategy_kind="sqrt",
+        strategy=c,
+        cross_weight=cross_weight(c, np.asarray(sigma_bar)),
+    )

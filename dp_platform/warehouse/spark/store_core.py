@@ -1,0 +1,267 @@
+"""The Spark warehouse's ground floor: its database in the session, the campaign's released
+vector put in scope for a query, and the partitions the catalog records.
+
+:class:`~dp_platform.warehouse.spark.store.SparkWarehouse` opens it and builds every step on it
+(attribution, contributions, histograms, clipping, the AdsBPC+ filter, campaign-level sums).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import TYPE_CHECKING, Self
+
+import numpy as np
+import pandas as pd
+
+from dp_platform.cells import CellLayout, dimension_keys, layout_of
+from dp_platform.config import CampaignConfig
+from dp_platform.errors import ConfigError
+from dp_platform.warehouse.ingest import TIE_ROOM
+from dp_platform.warehouse.spark.catalog import Catalog
+from dp_platform.warehouse.spark.files import TableFiles
+from dp_platform.warehouse.spark.runner import SparkSqlRunner
+from dp_platform.warehouse.store_core import (
+    ATTRIBUTED,
+    CLIPPED,
+    CONTRIBUTIONS,
+    WarehouseError,
+    days_between,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["SPEND", "TABLES", "VALUES", "SparkWarehouseCore"]
+
+SPEND = "plus_user_spend"
+VALUES = "plus_user_values"
+US_PER_DAY = 86_400_000_000
+TABLES = (
+    "users",
+    "publishers",
+    "advertisers",
+    "advertiser_publishers",
+    "impressions",
+    "conversions",
+    "quarantine",
+    "dimension_values",
+    "conversion_dimensions",
+    "impression_dimensions",
+    ATTRIBUTED,
+    CONTRIBUTIONS,
+    CLIPPED,
+    SPEND,
+    "private_touch_choices",
+)
+
+
+class SparkWarehouseCore:
+    """The session, root, catalog and runner :class:`~.store.SparkWarehouse` opens, and what
+    every step stands on: the current database, scope and partitions."""
+
+    spark: SparkSession
+    root: str
+    catalog: Catalog
+    files: TableFiles
+    sql: SparkSqlRunner
+    database: str
+
+    def _use(self) -> None:
+        """This warehouse's tables are the session's current database."""
+        self.spark.catalog.setCurrentDatabase(self.database)
+
+    def _add_touch_columns(self) -> None:
+        """Tables defined before touches existed (a persistent session catalog keeps their old
+        definition) get the column; their files read it as NULL (cell_rows.sql)."""
+        for table in (ATTRIBUTED, "private_touch_choices"):
+            if "touch" not in self.spark.table(table).columns:
+                self.spark.sql(f"ALTER TABLE {table} ADD COLUMNS (touch INT)")
+
+    def refresh(self) -> None:
+        """Forget cached file listings (after files changed outside Spark's writers)."""
+        self._use()
+        for table in TABLES:
+            self.spark.catalog.refreshTable(table)
+
+    @property
+    def identity(self) -> str:
+        """This warehouse's identity, kept in its catalog (catalog.py): what the ledger binds
+        a campaign with per-user state to."""
+        return self.catalog.identity()
+
+    def close(self) -> None:
+        self.sql.release()
+        self.catalog.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- campaign scope ------------------------------------------------------------------
+
+    def advertiser_publishers(self, advertiser: str) -> list[str]:
+        """Every publisher that has shown an impression of the advertiser, sorted by id (read
+        once, when a ``publishers: all`` campaign registers; as DuckDB's)."""
+        self._use()
+        return [row[0] for row in self.sql.run("advertiser_publishers", advertiser=advertiser)]
+
+    def campaign_publishers(self, campaign: CampaignConfig) -> list[str]:
+        """The release's publishers, in vector order (as DuckDB's ``campaign_publishers``)."""
+        if isinstance(campaign.publishers, list):
+            return list(campaign.publishers)
+        return self.advertiser_publishers(campaign.advertiser)
+
+    def _scope(self, campaign: CampaignConfig, publishers: list[str] | None = None) -> list[str]:
+        """Register view campaign_pubs for the vector's publishers (``None``: the campaign's)."""
+        self._use()
+        chosen = self.campaign_publishers(campaign) if publishers is None else list(publishers)
+        listed = pd.DataFrame({"position": np.arange(len(chosen), dtype=np.int32)})
+        listed["publisher_id"] = pd.Series(chosen, dtype=object)
+        self.spark.createDataFrame(
+            listed, schema="position INT, publisher_id STRING"
+        ).createOrReplaceTempView("publisher_list")
+        self.sql.run("campaign_publishers")
+        return chosen
+
+    def _cell_scope(
+        self,
+        campaign: CampaignConfig,
+        publishers: list[str] | None,
+        first: date,
+        last: date,
+    ) -> CellLayout:
+        """Put the campaign's released vector for days first..last in scope (DuckDB's
+        ``_cell_scope``): campaign_pubs, view ``cell_rows`` (its attributed rows as vector
+        entries: cell_rows_plain.sql for a count-only campaign without breakdown, cell_rows.sql
+        with the layout views otherwise) and view ``cell_positions``. The layout is the
+        registered config's (public); it reaches Spark as small views, never as literals."""
+        layout = layout_of(campaign, self._scope(campaign, publishers))
+        days = {"campaign": campaign.name, "first": first, "last": last}
+        if layout.plain:
+            self.sql.run("cell_rows_plain", **days)
+            return layout
+        measures = pd.DataFrame(
+            {
+                "measure": np.arange(len(layout.measures), dtype=np.int32),
+                "value_part": [m == "value" for m in layout.measures],
+                "scale": [layout.scale(m) for m in layout.measures],
+            }
+        )
+        self.spark.createDataFrame(
+            measures, schema="measure INT, value_part BOOLEAN, scale DOUBLE"
+        ).createOrReplaceTempView("campaign_measures")
+        keys = dimension_keys(campaign, layout, "conversions")
+        self._dimension_list("campaign_dim_list", keys)
+        self.sql.run("cell_layout")
+        self.spark.range(layout.size).selectExpr(
+            "id AS cell_key", "id AS position"
+        ).createOrReplaceTempView("cell_positions")
+        self.sql.run(
+            "cell_rows",
+            dimensions=len({name for name, *_ in keys}),
+            touched=bool(dimension_keys(campaign, layout, "impressions")),
+            combinations=layout.combinations,
+            measures=len(layout.measures),
+            value_cap=float(layout.value_cap or 1.0),
+            **days,
+        )
+        return layout
+
+    def _dimension_list(self, view: str, keys: list[tuple[str, str, int, int]]) -> None:
+        """Register ``keys`` (dimension, value, idx, stride: public, from the registered
+        config) as the small view ``view``."""
+        frame = pd.DataFrame(keys, columns=["dimension", "value", "idx", "stride"])
+        self.spark.createDataFrame(
+            frame.astype({"idx": np.int64, "stride": np.int64}),
+            schema="dimension STRING, value STRING, idx BIGINT, stride BIGINT",
+        ).createOrReplaceTempView(view)
+
+    def _cell_sums(
+        self, layout: CellLayout, query: str, cells_query: str | None = None, **params: object
+    ) -> np.ndarray:
+        """Run ``query`` (rows of (vector position, sum)) with :meth:`_cell_scope` in scope:
+        the vector of ``layout``, zeros where no row; ``cells_query`` instead for a layout with
+        cells (DuckDB's ``publisher_sums``). Columnar: 10⁵ cells are no Python loop."""
+        if cells_query is not None and not layout.plain:
+            query = cells_query
+        vector = np.zeros(layout.size, dtype=np.float64)
+        sums = self.sql.frame(query, **params)
+        vector[sums.iloc[:, 0].to_numpy(dtype=np.int64)] = sums.iloc[:, 1].to_numpy(np.float64)
+        return vector
+
+    @staticmethod
+    def _check_range(campaign: CampaignConfig, first: date, last: date) -> None:
+        campaign.day_index(first)
+        campaign.day_index(last)
+        if last < first:
+            raise ConfigError(f"day range {first}..{last} is empty")
+
+    def _scope_params(self, campaign: CampaignConfig, first: date, last: date) -> dict:
+        return {
+            "advertiser": campaign.advertiser,
+            "first": first,
+            "last": last,
+            "lookback_days": campaign.attribution.lookback_days,
+            "tie_room": TIE_ROOM,
+        }
+
+    @staticmethod
+    def _touch_keys(campaign: CampaignConfig) -> list[tuple[str, str, int, int]]:
+        """The breakdown's impression dimensions as layout rows (none: every touch is 0)."""
+        return dimension_keys(campaign, layout_of(campaign, []), "impressions")
+
+    def _attribution_scope(self, campaign: CampaignConfig, first: date, last: date) -> None:
+        """attribution_scope.sql's views for days first..last, its impressions carrying their
+        touch (DuckDB's ``_touch_scope``): attribution_touch.sql with the campaign's impression
+        dimensions (view campaign_touch_list), else the constant 0 (no dimension table read)."""
+        params = self._scope_params(campaign, first, last)
+        keys = self._touch_keys(campaign)
+        if keys:
+            self._dimension_list("campaign_touch_list", keys)
+            self.sql.run(
+                "attribution_touch", touch_dimensions=len({name for name, *_ in keys}), **params
+            )
+        else:
+            self.sql.run("impression_touches_plain")
+        self.sql.run("attribution_scope", **params)
+
+    # -- partitions ----------------------------------------------------------------------
+
+    def _clear(self, table: str, campaign: CampaignConfig, days: list[date]) -> None:
+        """Forget the days (catalog first), then drop their directories."""
+        if table in (ATTRIBUTED, CONTRIBUTIONS):
+            self.catalog.forget(table, campaign.name, days)
+        for day in days:
+            self.files.delete(f"{self.root}/{table}/campaign={campaign.name}/day={day}")
+        self.spark.catalog.refreshTable(table)
+
+    def _day_rows(self, table: str, campaign: CampaignConfig, first: date, last: date) -> dict:
+        counts = dict.fromkeys(days_between(first, last), 0)
+        for day, rows in self.sql.query(
+            f"SELECT day, count(*) FROM {table} WHERE campaign = :campaign "
+            "AND day BETWEEN :first AND :last GROUP BY day",
+            campaign=campaign.name,
+            first=first,
+            last=last,
+        ):
+            counts[day] = int(rows)
+        return counts
+
+    def _version(self, asset: str, campaign: CampaignConfig, day: date) -> tuple[int, int | None]:
+        found = self.catalog.version(asset, campaign.name, day)
+        if found is None:
+            raise WarehouseError(
+                f"{asset} of campaign {campaign.name} for {day} is not materialised yet"
+            )
+        return found
+
+    def _require_current(self, campaign: CampaignConfig, day: date) -> None:
+        attributed, _ = self._version(ATTRIBUTED, campaign, day)
+        _, source = self._version(CONTRIBUTIONS, campaign, day)
+        if source != attributed:
+            raise WarehouseError(
+                f"{CONTRIBUTIONS} of campaign {campaign.name} for {day} is stale "
+                "(attribution was re-run); materialise it again"
+            )

@@ -1,0 +1,291 @@
+"""The DuckDB warehouse's ground floor: the file and its schema, the campaign's released vector
+put in scope for a query, and the record of which (asset, campaign, day) partitions exist.
+
+:class:`~dp_platform.warehouse.store.Warehouse` builds every step on it (attribution,
+contributions, histograms, clipping, the AdsBPC+ filter, campaign-level sums).
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import duckdb
+import numpy as np
+
+from dp_platform.cells import CellLayout, dimension_keys, layout_of
+from dp_platform.config import CampaignConfig
+from dp_platform.errors import ConfigError
+from dp_platform.warehouse.runner import SqlRunner
+
+__all__ = [
+    "ATTRIBUTED",
+    "CLIPPED",
+    "CONTRIBUTIONS",
+    "FRAME_TABLES",
+    "SCHEMA_VERSION",
+    "US_PER_DAY",
+    "WAREHOUSE_FILE",
+    "WarehouseCore",
+    "WarehouseError",
+    "days_between",
+]
+
+SCHEMA_VERSION = "1"
+WAREHOUSE_FILE = "warehouse.duckdb"
+ATTRIBUTED = "attributed_conversions"
+CONTRIBUTIONS = "user_day_contributions"
+CLIPPED = "clipped_daily_vectors"
+US_PER_DAY = 86_400_000_000
+FRAME_TABLES = (
+    "impressions",
+    "conversions",
+    "quarantine",
+    "attributed",
+    "contributions",
+    "clipped",
+)
+
+
+class WarehouseError(ConfigError):
+    """A step was asked for before its input exists (or after its input changed)."""
+
+
+def days_between(first: date, last: date) -> list[date]:
+    """Every day from ``first`` to ``last``, both included."""
+    return [first + timedelta(days=i) for i in range((last - first).days + 1)]
+
+
+class WarehouseCore:
+    """One DuckDB file; the schema is created idempotently on open (unless read-only).
+
+    ``threads`` and ``memory_limit`` are passed to DuckDB (e.g. ``2`` and ``"3GB"``); DuckDB
+    spills to ``<file>.tmp`` beyond the limit. By default DuckDB uses every core and 80% of RAM.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        read_only: bool = False,
+        threads: int | None = None,
+        memory_limit: str | None = None,
+    ) -> None:
+        self.path = Path(path)
+        in_memory = str(path) == ":memory:"  # tests and throw-away experiments
+        if read_only and not self.path.is_file():
+            raise FileNotFoundError(f"warehouse {self.path}: not found")
+        if not read_only and not in_memory:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        config: dict[str, str | int] = {}
+        if threads is not None:
+            config["threads"] = threads
+        if memory_limit is not None:
+            config["memory_limit"] = memory_limit
+        self.con = duckdb.connect(str(self.path), read_only=read_only, config=config)
+        self.con.execute("SET TimeZone = 'UTC'")
+        self.sql = SqlRunner(self.con)
+        if not read_only:
+            self.sql.run("schema")
+            self.sql.query("DELETE FROM meta WHERE key = 'schema_version'")
+            self.sql.query("INSERT INTO meta VALUES ('schema_version', $v)", v=SCHEMA_VERSION)
+            self.sql.query(  # created once; a copied or moved file keeps it
+                "INSERT INTO meta SELECT 'warehouse_id', CAST(uuid() AS VARCHAR) "
+                "WHERE NOT EXISTS (SELECT 1 FROM meta WHERE key = 'warehouse_id')"
+            )
+
+    @classmethod
+    def at_home(cls, home: str | Path, **options: object) -> Self:
+        """The platform's warehouse: ``<home>/warehouse.duckdb``."""
+        return cls(Path(home) / WAREHOUSE_FILE, **options)  # type: ignore[arg-type]
+
+    @property
+    def identity(self) -> str:
+        """This warehouse's identity (a random UUID stored in its ``meta`` table when it was
+        first opened for writing): what the ledger binds a campaign with per-user state to."""
+        row = self.con.execute("SELECT value FROM meta WHERE key = 'warehouse_id'").fetchone()
+        if row is None:
+            raise WarehouseError(
+                f"warehouse {self.path}: has no identity yet; open it once for writing "
+                "(`dp-platform ingest` or `run`)"
+            )
+        return str(row[0])
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- campaign scope ------------------------------------------------------------------
+
+    def advertiser_publishers(self, advertiser: str) -> list[str]:
+        """Every publisher that has shown an impression of the advertiser, sorted by id.
+
+        Read once, when a ``publishers: all`` campaign registers: the keys are then frozen in
+        the ledger (dp_platform/registration.py). Assumes the advertiser's set of publishers is
+        public (its media plan): the vector's length and order must not depend on users.
+        """
+        rows = self.sql.run("advertiser_publishers", advertiser=advertiser)
+        return [row[0] for row in rows]
+
+    def campaign_publishers(self, campaign: CampaignConfig) -> list[str]:
+        """The release's publishers, in vector order.
+
+        A registered campaign's config carries its frozen key list, used as given. ``all`` (a
+        catalogue entry not yet registered — library use and tests) reads the advertiser's
+        publishers now, which can grow as impressions are loaded; the platform never releases
+        from it.
+        """
+        if isinstance(campaign.publishers, list):
+            return list(campaign.publishers)
+        return self.advertiser_publishers(campaign.advertiser)
+
+    def _scope(self, campaign: CampaignConfig, publishers: list[str] | None = None) -> list[str]:
+        """Put the vector's publishers in scope (temp table campaign_pubs); ``None``: the
+        campaign's current list."""
+        if publishers is None:
+            publishers = self.campaign_publishers(campaign)
+        publishers = list(publishers)
+        self.sql.run("campaign_publishers", publisher_ids=publishers or [""])
+        if not publishers:
+            self.con.execute("DELETE FROM campaign_pubs")
+        return publishers
+
+    def _cell_scope(
+        self, campaign: CampaignConfig, publishers: list[str] | None = None
+    ) -> CellLayout:
+        """Put the campaign's released vector in scope: its publishers (campaign_pubs) and the
+        table macro ``cell_rows`` (cell_rows_plain.sql for a count-only campaign without
+        breakdown, cell_rows.sql with its layout tables otherwise)."""
+        layout = layout_of(campaign, self._scope(campaign, publishers))
+        if layout.plain:
+            self.sql.run("cell_rows_plain")
+            return layout
+        keys = dimension_keys(campaign, layout, "conversions")
+        self.sql.run(
+            "cell_layout",
+            dimensions=len({name for name, *_ in keys}),
+            combinations=layout.combinations,
+            measures=len(layout.measures),
+            value_cap=float(layout.value_cap or 1.0),
+            measure_index=list(range(len(layout.measures))),
+            value_part=[m == "value" for m in layout.measures],
+            scales=[layout.scale(m) for m in layout.measures],
+            dim_names=[k[0] for k in keys] or [""],
+            dim_values=[k[1] for k in keys] or [""],
+            dim_idx=[k[2] for k in keys] or [0],
+            dim_strides=[k[3] for k in keys] or [0],
+        )
+        self.sql.run("cell_rows", cells_per_publisher=layout.combinations * len(layout.measures))
+        return layout
+
+    def _touch_scope(self, campaign: CampaignConfig) -> None:
+        """With impression dimensions in the breakdown, attribution records the credited
+        impression's touch (attribution_touch.sql); without, touch_of stays the constant 0."""
+        keys = dimension_keys(campaign, layout_of(campaign, []), "impressions")
+        if not keys:
+            return
+        self.sql.run(
+            "attribution_touch",
+            touch_dimensions=len({name for name, *_ in keys}),
+            dim_names=[k[0] for k in keys],
+            dim_values=[k[1] for k in keys],
+            dim_idx=[k[2] for k in keys],
+            dim_strides=[k[3] for k in keys],
+        )
+
+    def publisher_sums(
+        self,
+        campaign: CampaignConfig,
+        query: str,
+        /,
+        publishers: list[str] | None = None,
+        cells_query: str | None = None,
+        **params: object,
+    ) -> tuple[list[str], np.ndarray]:
+        """Run ``query`` (rows of (vector position, sum)) with the campaign's released vector in
+        scope (``None``: the campaign's publishers); returns each entry's publisher and the
+        vector — per publisher, or per cell (dp_platform/cells.py) — zeros where no row.
+        ``cells_query``: the same sums written for a layout with cells, run instead of ``query``
+        when the campaign has them. Call inside a transaction, with whatever the query reads."""
+        layout = self._cell_scope(campaign, publishers)
+        if cells_query is not None and not layout.plain:
+            query = cells_query
+        vector = np.zeros(layout.size, dtype=np.float64)
+        sums = self.sql.frame(query, **params)  # columnar: 10⁵ cells are no Python loop
+        vector[sums.iloc[:, 0].to_numpy(dtype=np.int64)] = sums.iloc[:, 1].to_numpy(np.float64)
+        return layout.cell_publishers(), vector
+
+    @staticmethod
+    def _check_range(campaign: CampaignConfig, first: date, last: date) -> None:
+        campaign.day_index(first)
+        campaign.day_index(last)
+        if last < first:
+            raise ConfigError(f"day range {first}..{last} is empty")
+
+    # -- partitions ----------------------------------------------------------------------
+
+    def _record(
+        self, asset: str, campaign: CampaignConfig, first: date, last: date, inputs: str | None
+    ) -> None:
+        """Mark days first..last of ``asset`` as materialised (also the empty ones)."""
+        table = ATTRIBUTED if asset == ATTRIBUTED else CONTRIBUTIONS
+        self.sql.query(
+            "DELETE FROM partitions WHERE asset = $asset AND campaign = $campaign "
+            "AND day BETWEEN $first AND $last",
+            asset=asset,
+            campaign=campaign.name,
+            first=first,
+            last=last,
+        )
+        self.sql.query(
+            "INSERT INTO partitions "
+            "SELECT $asset, $campaign, d.day, nextval('partition_versions'), u.version, "
+            "coalesce(n.rows, 0), now()::TIMESTAMP "
+            "FROM (SELECT CAST(unnest(generate_series(CAST($first AS DATE), CAST($last AS DATE), "
+            "INTERVAL 1 DAY)) AS DATE) AS day) AS d "
+            f"LEFT JOIN (SELECT day, count(*) AS rows FROM {table} WHERE campaign = $campaign "
+            "AND day BETWEEN $first AND $last GROUP BY day) AS n ON n.day = d.day "
+            "LEFT JOIN (SELECT day, version FROM partitions WHERE asset = $inputs "
+            "AND campaign = $campaign) AS u ON u.day = d.day",
+            asset=asset,
+            campaign=campaign.name,
+            first=first,
+            last=last,
+            inputs=inputs or "",
+        )
+
+    def _version(self, asset: str, campaign: CampaignConfig, day: date) -> tuple[int, int | None]:
+        rows = self.sql.query(
+            "SELECT version, input_version FROM partitions "
+            "WHERE asset = $asset AND campaign = $campaign AND day = $day",
+            asset=asset,
+            campaign=campaign.name,
+            day=day,
+        )
+        if not rows:
+            raise WarehouseError(
+                f"{asset} of campaign {campaign.name} for {day} is not materialised yet"
+            )
+        return int(rows[0][0]), rows[0][1]
+
+    def _require_current(self, campaign: CampaignConfig, day: date) -> None:
+        """Contributions of ``day`` exist and were built from the current attribution."""
+        attributed, _ = self._version(ATTRIBUTED, campaign, day)
+        _, source = self._version(CONTRIBUTIONS, campaign, day)
+        if source != attributed:
+            raise WarehouseError(
+                f"{CONTRIBUTIONS} of campaign {campaign.name} for {day} is stale "
+                "(attribution was re-run); materialise it again"
+            )
