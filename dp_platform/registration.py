@@ -28,7 +28,8 @@ from pathlib import Path
 from dp_platform.config import AccountConfig, CampaignConfig
 from dp_platform.config_loader import parse_campaign
 from dp_platform.errors import ConfigError
-from dp_platform.ledger import CampaignRecord, Ledger, LedgerError, PlanMismatch
+from dp_platform.ledger import Ledger, LedgerError, PlanMismatch
+from dp_platform.ledger_records import CampaignRecord
 from dp_platform.plans import CampaignPlan
 from dp_platform.records import JsonValue
 from dp_platform.warehouse_binding import require_warehouse

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from dp_platform.ledger import Ledger
     from dp_platform.plans import CampaignPlan
 
-__all__ = ["Registered", "needs_one_warehouse", "require_warehouse", "warehouse_state"]
+__all__ = ["Registered", "require_warehouse", "warehouse_state"]
 
 
 class Registered(Protocol):
@@ -55,11 +55,6 @@ def warehouse_state(registration: Registered) -> str | None:
     if registration.config.attribution.keeps_draws_in_warehouse:
         return "touch draws"
     return None
-
-
-def needs_one_warehouse(registration: Registered) -> bool:
-    """True when the campaign keeps per-user privacy state in the warehouse."""
-    return warehouse_state(registration) is not None
 
 
 def require_warehouse(
