@@ -18,12 +18,11 @@ from dp_platform.events.model import ConversionSet
 from dp_platform.events.paper import spread
 from dp_platform.privacy.filter import (
     budget_fraction,
-    clip_unit_rows,
     filter_cap,
     remaining,
     worst_case_charge,
 )
-from dp_research.evaluation.plus_data import filter_day, prepare_plus
+from dp_research.evaluation.plus_data import clip_unit_rows, filter_day, prepare_plus
 
 RHO1 = Fraction(9, 10)
 BOUNDS = [2.5, 3.0, 1.7, 4.0, 2.2, 3.3]

@@ -30,13 +30,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from dp_platform.clipping import count_fraction
-
 __all__ = [
     "CAP_SLACK",
     "RESIDUAL",
     "budget_fraction",
-    "clip_unit_rows",
     "filter_cap",
     "remaining",
     "worst_case_charge",
@@ -72,27 +69,6 @@ def budget_fraction(
         root = room / (b + np.sqrt(np.maximum(b * b + a * room, 0.0)))
     part = np.where(room > 0, np.clip(root, 0.0, 1.0), 0.0)
     return np.where(full | (a == 0), 1.0, part)
-
-
-def clip_unit_rows(
-    rank: np.ndarray,
-    same_before: np.ndarray,
-    sq_before: np.ndarray,
-    allowed: np.ndarray,
-    bound: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Kept fraction and squared-norm increment of unit-weight rows (one publisher each).
-
-    For the conversion-level data of the evaluation: a row's w is a unit vector, so a = 1 and
-    b = ``same_before`` (earlier conversions of the same user, day and publisher); ``sq_before``
-    is ‖C‖² of the user's earlier conversions of the day, ``allowed`` = 2σ²(cap − s_u) per row.
-    Returns (f, 2fb + f²): the increments sum per user to ‖c̄_{u,i}‖₂² exactly as released.
-    """
-    j = np.asarray(same_before, dtype=np.float64)
-    keep = np.minimum(
-        count_fraction(rank, bound), budget_fraction(sq_before, np.ones_like(j), j, allowed)
-    )
-    return keep, keep * (2.0 * j + keep)
 
 
 def worst_case_charge(spent: Fraction, day_cost: Fraction, rho1: Fraction) -> Fraction:

@@ -52,7 +52,6 @@ __all__ = [
     "DailyRun",
     "campaign_for",
     "given_bounds_run",
-    "planned_sigma_bar",
     "plus_campaign_for",
     "quantile_every_day",
     "run_adsbpc",
@@ -171,11 +170,6 @@ def quantile_every_day(rho_per_day: float) -> BoundRule:
         return choice, BoundState(day=day, bounds=(*state.bounds, bound))
 
     return rule
-
-
-def planned_sigma_bar(campaign: CampaignConfig, rho_measure: float) -> np.ndarray:
-    """σ̄ (at r̄ = 1) for the campaign's workload and objective at ρ1 = ρ_measure (cached)."""
-    return _planned(campaign.model_dump_json(), rho_measure)[0].copy()
 
 
 @lru_cache(maxsize=64)

@@ -7,7 +7,7 @@ user's day, how many earlier conversions of that user-day went to the same publi
 ‖C‖² of the user's earlier conversions of the day (Σ (2j + 1): unit weights, one publisher per
 row, as the paper's datasets are attributed). All of it is bound-independent, computed once with
 two sorts; a day of a repeat is then a handful of vectorised passes over that day's rows
-(:func:`dp_platform.privacy.filter.clip_unit_rows`) — no Python loop over users or events.
+(:func:`clip_unit_rows`) — no Python loop over users or events.
 
 A correlated strategy C (:mod:`dp_platform.privacy.strategy`) makes day t's row of a user
 Σ_{j≤t} C_tj k_{u,j} (k the kept amounts), so its norm involves the user's earlier days: only
@@ -48,7 +48,7 @@ from dp_platform.mechanisms.adsbpc_plus import (
     profile_top,
 )
 from dp_platform.mechanisms.base import Measurement
-from dp_platform.privacy.filter import budget_fraction, clip_unit_rows, filter_cap, remaining
+from dp_platform.privacy.filter import budget_fraction, filter_cap, remaining
 from dp_platform.privacy.noise import NoiseSource
 from dp_platform.privacy.quantile import cap_histogram
 
@@ -57,6 +57,7 @@ __all__ = [
     "PlusData",
     "PlusRun",
     "RowFilter",
+    "clip_unit_rows",
     "filter_day",
     "oracle_plan",
     "prepare_plus",
@@ -500,3 +501,24 @@ def _cross_norms(data: PlusData, bounds: tuple[float, ...], m: int) -> np.ndarra
     total = np.bincount(pairs.cell_pair[:end], kept, minlength=pairs.pairs)
     squares = np.bincount(pairs.cell_pair[:end], kept**2, minlength=pairs.pairs)
     return np.bincount(pairs.pair_user, total**2 - squares, minlength=data.n_users)
+
+
+def clip_unit_rows(
+    rank: np.ndarray,
+    same_before: np.ndarray,
+    sq_before: np.ndarray,
+    allowed: np.ndarray,
+    bound: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Kept fraction and squared-norm increment of unit-weight rows (one publisher each).
+
+    For the conversion-level data of the evaluation: a row's w is a unit vector, so a = 1 and
+    b = ``same_before`` (earlier conversions of the same user, day and publisher); ``sq_before``
+    is ‖C‖² of the user's earlier conversions of the day, ``allowed`` = 2σ²(cap − s_u) per row.
+    Returns (f, 2fb + f²): the increments sum per user to ‖c̄_{u,i}‖₂² exactly as released.
+    """
+    j = np.asarray(same_before, dtype=np.float64)
+    keep = np.minimum(
+        count_fraction(rank, bound), budget_fraction(sq_before, np.ones_like(j), j, allowed)
+    )
+    return keep, keep * (2.0 * j + keep)
