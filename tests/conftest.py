@@ -46,10 +46,6 @@ def _uses_spark(item: pytest.Item) -> bool:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         spark = _uses_spark(item)
-        # `make test` runs `--dist loadgroup`: every Spark test on one worker (one JVM for the
-        # run: its start costs 20-35 s and its heap and JIT threads a core's share), every
-        # other test with the rest of its file (its module fixtures are built once).
-        item.add_marker(pytest.mark.xdist_group("spark" if spark else item.nodeid.split("::")[0]))
         if not Path(item.fspath).resolve().is_relative_to(_HERE):  # research/tests: its own
             continue
         system = (

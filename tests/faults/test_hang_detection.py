@@ -111,8 +111,10 @@ def test_a_group_holding_the_warehouse_lock_is_told_from_one_that_does_not(tmp_p
     assert not holds_lock(lock, holder.pid)
 
 
-def test_a_stranger_given_the_groups_number_is_no_member() -> None:
+def test_a_stranger_given_the_groups_number_is_no_member(monkeypatch) -> None:
     """After a group empties, its number may go to an unrelated group leader: never killed."""
+    # orphans go to init here, whatever a fault test run earlier in this worker made itself
+    monkeypatch.setattr("tests.faults.harness._ORPHANS_GO_TO", {1})
     orphan = Proc(pid=200, state="S", ppid=1, pgid=100, cpu=0.0, start=5)  # leader 100 died
     worker = Proc(pid=201, state="S", ppid=200, pgid=100, cpu=0.0, start=6)
     stranger = Proc(pid=100, state="S", ppid=77, pgid=100, cpu=0.0, start=9)
