@@ -38,21 +38,13 @@ from dp_platform.mechanisms.adsbpc_plus_bound import (
     PlusChoice,
     PlusState,
     choose_bound,
-    decide,
-    estimate_scale,
-    select_bound,
 )
 from dp_platform.mechanisms.adsbpc_plus_plan import (
-    PROFILE_BINS,
-    PROFILE_EDGES,
     PROFILE_GRID,
-    SCALE_ALPHA,
-    SCALE_Z,
     PlusBudget,
     PlusPlan,
     PlusSettings,
     check_sigma_range,
-    profile_bins,
     profile_cross,
     profile_factors,
     profile_top,
@@ -75,37 +67,7 @@ from dp_platform.workload import (
 if TYPE_CHECKING:
     from dp_platform.warehouse.base import WarehouseEngine
 
-# The names the research package (dp_research, research/) imports from here are listed too;
-# the library's own modules import them from where they are defined.
-__all__ = [
-    "MECHANISM",
-    "PROFILE_BINS",
-    "PROFILE_EDGES",
-    "PROFILE_GRID",
-    "SCALE_ALPHA",
-    "SCALE_Z",
-    "PlusBudget",
-    "PlusChoice",
-    "PlusMechanism",
-    "PlusPlan",
-    "PlusRelease",
-    "PlusSettings",
-    "PlusState",
-    "choose_bound",
-    "decide",
-    "declare",
-    "estimate_scale",
-    "make_plan",
-    "measure",
-    "profile_bins",
-    "profile_cross",
-    "profile_factors",
-    "profile_top",
-    "run_stream",
-    "select_bound",
-    "step",
-    "strategy_row",
-]
+__all__ = ["MECHANISM", "PlusMechanism", "PlusRelease", "make_plan", "run_stream", "step"]
 
 
 def _workload_weights(

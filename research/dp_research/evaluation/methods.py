@@ -34,7 +34,7 @@ import numpy as np
 
 from dp_platform.config import CampaignConfig
 from dp_platform.mechanisms.adsbpc import AdsbpcPlan
-from dp_platform.mechanisms.adsbpc_plus import PlusPlan
+from dp_platform.mechanisms.adsbpc_plus_plan import PlusPlan
 from dp_platform.privacy.noise import NoiseSource
 from dp_research.baselines import (
     BIN,

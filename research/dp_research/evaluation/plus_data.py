@@ -32,16 +32,17 @@ import numpy as np
 
 from dp_platform.clipping import count_fraction
 from dp_platform.events.model import MS_PER_DAY, ConversionSet
-from dp_platform.mechanisms.adsbpc_plus import (
-    PROFILE_BINS,
+from dp_platform.mechanisms.adsbpc_plus_accounting import declare, measure
+from dp_platform.mechanisms.adsbpc_plus_bound import (
     PlusChoice,
-    PlusPlan,
     PlusState,
     choose_bound,
     decide,
-    declare,
     estimate_scale,
-    measure,
+)
+from dp_platform.mechanisms.adsbpc_plus_plan import (
+    PROFILE_BINS,
+    PlusPlan,
     profile_bins,
     profile_cross,
     profile_factors,

@@ -21,15 +21,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dp_platform.mechanisms.adsbpc_plus import (
+from dp_platform.mechanisms.adsbpc_plus_bound import PlusChoice, PlusState, decide, estimate_scale
+from dp_platform.mechanisms.adsbpc_plus_plan import (
     PROFILE_BINS,
     PROFILE_EDGES,
     SCALE_Z,
-    PlusChoice,
     PlusPlan,
-    PlusState,
-    decide,
-    estimate_scale,
     profile_top,
 )
 from dp_platform.privacy.noise import NoiseSource
