@@ -41,7 +41,7 @@ test: $(BIN)/dp-platform browser postgres $(VENV)/.spark
 	$(BIN)/pytest -q -n 2 --dist loadfile  # both cores; a file on one worker (docs/testing.md)
 
 # The development loop: unit tests only (no Dagster, subprocess, Spark or browser; markers set
-# in tests/conftest.py), on both cores. `make test` still runs everything.
+# in the root conftest.py), on both cores. `make test` still runs everything.
 test-fast: $(BIN)/dp-platform
 	$(BIN)/pytest -q -m "unit and not slow" -n 2
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
-from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -13,45 +12,6 @@ import pytest
 
 from dp_platform.privacy.noise import NoiseSource, SeededNoise
 from dp_platform.privacy.noise_check import Draw
-
-pytest_plugins = ("tests.time_budget",)  # every run lists its slowest files and their ceiling
-
-# A test module is a *system* test when it drives what an operator runs — the Dagster layer,
-# a subprocess (the CLI, a killed run), Spark or a browser — and a *unit* test otherwise. The
-# marker follows from what the module imports, so a new test file is classified without a list.
-_SYSTEM = re.compile(
-    r"^(from assets\b|import assets\b|import dagster\b|from dagster\b|import subprocess\b"
-    r"|from tests\.spark_fixtures\b|from tests\.platform_fixtures\b)",
-    re.MULTILINE,
-)
-
-
-_HERE = Path(__file__).resolve().parent
-
-
-@cache
-def _is_system(path: Path) -> bool:
-    return "browser" in path.parts or bool(_SYSTEM.search(path.read_text()))
-
-
-def _uses_spark(item: pytest.Item) -> bool:
-    """A JVM test: it asks for the ``spark`` session, or is the Spark case of an engine
-    parameter (whose fixtures start the session on demand)."""
-    callspec = getattr(item, "callspec", None)
-    params = callspec.params.values() if callspec is not None else ()
-    engines = {value for value in params if isinstance(value, str)}
-    return "spark" in getattr(item, "fixturenames", ()) or "spark" in engines
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        spark = _uses_spark(item)
-        if not Path(item.fspath).resolve().is_relative_to(_HERE):  # research/tests: its own
-            continue
-        system = (
-            item.get_closest_marker("system") is not None or _is_system(Path(item.fspath)) or spark
-        )
-        item.add_marker(pytest.mark.system if system else pytest.mark.unit)
 
 
 @pytest.fixture

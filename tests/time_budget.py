@@ -5,7 +5,7 @@ file over a ceiling — so a slow new test is seen when it lands, not when CI ru
 The ceiling (``DP_PLATFORM_FILE_CEILING_S``, default :data:`DEFAULT_CEILING_S`; ``0`` turns it
 off) is docs/testing.md's: a file over it is split or shortened, not the ceiling raised.
 
-Loaded by tests/conftest.py; a plugin module so a test can run it on a suite of its own
+Loaded by the root conftest.py; a plugin module so a test can run it on a suite of its own
 (``pytest -p tests.time_budget``). Under pytest-xdist the controller receives every worker's
 reports, so the sums cover the whole run.
 """

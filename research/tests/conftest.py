@@ -1,42 +1,17 @@
 """The research package's tests (run by `make test` through the root pyproject's testpaths).
 
 This directory is not a package, so its modules import as top-level names and cannot clash with
-the platform's ``tests`` package. Each test directory's conftest classifies its own tests (the
-platform's in tests/conftest.py), here by the same rule: a *system* test drives what an operator
-runs (a subprocess, Dagster), anything else is a *unit* test (``make test-fast`` runs
-``-m "unit and not slow"``).
+the platform's ``tests`` package. Markers and the time budget are the repository's (conftest.py
+at the root).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-_SYSTEM = re.compile(
-    r"^(from assets\b|import assets\b|import dagster\b|from dagster\b|import subprocess\b)",
-    re.MULTILINE,
-)
-_HERE = Path(__file__).resolve().parent
-
-
-@cache
-def _is_system(path: Path) -> bool:
-    return bool(_SYSTEM.search(path.read_text()))
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        path = Path(item.fspath).resolve()
-        if not path.is_relative_to(_HERE):  # the platform's: tests/conftest.py
-            continue
-        system = item.get_closest_marker("system") is not None or _is_system(path)
-        item.add_marker(pytest.mark.system if system else pytest.mark.unit)
-
 
 _FACEBOOK_HEADER = (
     "ad_id,xyz_campaign_id,fb_campaign_id,age,gender,interest,Impressions,Clicks,Spent,"
