@@ -37,6 +37,7 @@ from dp_platform.warehouse.store_core import (
     WarehouseCore,
     WarehouseError,
     days_between,
+    require_current,
 )
 
 if TYPE_CHECKING:
@@ -240,7 +241,7 @@ class Warehouse(WarehouseCore):
         """h[c] = users whose count of attributed conversions on ``day`` is exactly c (c >= 1);
         h[0] = 0; not capped; length max count + 1 (at least 1)."""
         campaign.day_index(day)
-        self._require_current(campaign, day)
+        require_current(self._version, campaign, day)
         rows = self.sql.run("histogram", campaign=campaign.name, day=day)
         size = (max(c for c, _ in rows) + 1) if rows else 1
         hist = np.zeros(size, dtype=np.int64)
@@ -253,7 +254,7 @@ class Warehouse(WarehouseCore):
         if cap < 1:
             raise ValueError("cap must be >= 1")
         campaign.day_index(day)
-        self._require_current(campaign, day)
+        require_current(self._version, campaign, day)
         hist = np.zeros(cap + 1, dtype=np.int64)
         for count, users in self.sql.run(
             "capped_histogram", campaign=campaign.name, day=day, cap=cap

@@ -7,6 +7,7 @@ contributions, histograms, clipping, the AdsBPC+ filter, campaign-level sums).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
 from types import TracebackType
@@ -31,6 +32,7 @@ __all__ = [
     "WarehouseCore",
     "WarehouseError",
     "days_between",
+    "require_current",
 ]
 
 SCHEMA_VERSION = "1"
@@ -280,12 +282,19 @@ class WarehouseCore:
             )
         return int(rows[0][0]), rows[0][1]
 
-    def _require_current(self, campaign: CampaignConfig, day: date) -> None:
-        """Contributions of ``day`` exist and were built from the current attribution."""
-        attributed, _ = self._version(ATTRIBUTED, campaign, day)
-        _, source = self._version(CONTRIBUTIONS, campaign, day)
-        if source != attributed:
-            raise WarehouseError(
-                f"{CONTRIBUTIONS} of campaign {campaign.name} for {day} is stale "
-                "(attribution was re-run); materialise it again"
-            )
+
+Versions = Callable[[str, CampaignConfig, date], tuple[int, int | None]]
+"""(asset, campaign, day) → (its partition's version, the version of the input it was built
+from): each engine's record of its partitions."""
+
+
+def require_current(version: Versions, campaign: CampaignConfig, day: date) -> None:
+    """Contributions of ``day`` exist and were built from the current attribution (a stale one
+    is refused, on either engine: re-running attribution invalidates what was built on it)."""
+    attributed, _ = version(ATTRIBUTED, campaign, day)
+    _, source = version(CONTRIBUTIONS, campaign, day)
+    if source != attributed:
+        raise WarehouseError(
+            f"{CONTRIBUTIONS} of campaign {campaign.name} for {day} is stale "
+            "(attribution was re-run); materialise it again"
+        )

@@ -47,6 +47,7 @@ from dp_platform.warehouse.store_core import (
     US_PER_DAY,
     WarehouseError,
     days_between,
+    require_current,
 )
 
 if TYPE_CHECKING:
@@ -297,7 +298,7 @@ class SparkWarehouse(SparkWarehouseCore):
     def day_histogram(self, campaign: CampaignConfig, day: date) -> np.ndarray:
         """h[c] = users with exactly c attributed conversions on ``day`` (as DuckDB's)."""
         campaign.day_index(day)
-        self._require_current(campaign, day)
+        require_current(self._version, campaign, day)
         self._use()
         rows = self.sql.run("histogram", campaign=campaign.name, day=day)
         hist = np.zeros((max(c for c, _ in rows) + 1) if rows else 1, dtype=np.int64)
@@ -310,7 +311,7 @@ class SparkWarehouse(SparkWarehouseCore):
         if cap < 1:
             raise ValueError("cap must be >= 1")
         campaign.day_index(day)
-        self._require_current(campaign, day)
+        require_current(self._version, campaign, day)
         self._use()
         hist = np.zeros(cap + 1, dtype=np.int64)
         for count, users in self.sql.run(

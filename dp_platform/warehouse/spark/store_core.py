@@ -256,12 +256,3 @@ class SparkWarehouseCore:
                 f"{asset} of campaign {campaign.name} for {day} is not materialised yet"
             )
         return found
-
-    def _require_current(self, campaign: CampaignConfig, day: date) -> None:
-        attributed, _ = self._version(ATTRIBUTED, campaign, day)
-        _, source = self._version(CONTRIBUTIONS, campaign, day)
-        if source != attributed:
-            raise WarehouseError(
-                f"{CONTRIBUTIONS} of campaign {campaign.name} for {day} is stale "
-                "(attribution was re-run); materialise it again"
-            )
