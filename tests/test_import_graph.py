@@ -1,4 +1,5 @@
-"""The library's modules form no import circle, and the product never imports the research code.
+"""The library's and the Dagster layer's modules form no import circle, and the product never
+imports the research code.
 
 A circle makes import order matter (a name is missing while its module is half-loaded) and
 ties modules so that none can be understood, tested or moved alone. Type-only
@@ -109,8 +110,11 @@ def _describe(component: list[str], graph: dict[str, set[str]]) -> str:
     return f"{len(component)} modules: {edges}"
 
 
-def test_the_library_has_no_import_circle() -> None:
-    graph = import_graph()
+@pytest.mark.parametrize("package", [PACKAGE, "assets"])
+def test_no_import_circle(package: str) -> None:
+    """The library, and the Dagster layer above it (e.g. a command module and the module it
+    runs must not import each other, even inside functions)."""
+    graph = import_graph(package)
     found = [_describe(component, graph) for component in cycles(graph)]
     assert not found, "import circles:\n" + "\n".join(found)
 
