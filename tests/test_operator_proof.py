@@ -29,7 +29,7 @@ from dp_platform.mechanisms import adsbpc, adsbpc_plus
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.registration import load_registration
 from dp_platform.warehouse import Warehouse
-from tests.platform_fixtures import START, copy_home, make_home
+from tests.platform_fixtures import DAILY_ASSETS, START, copy_home, make_home
 
 TODAY = date(2026, 11, 22)
 DAYS = 10
@@ -51,14 +51,7 @@ CAMPAIGNS = [
     {**BASE, "name": "final", "mechanism": {"kind": "one_shot"}, "reach": {"rho": 0.1}},
 ]
 CATALOGUE = {"accounts": [{"name": "acme-users", "rho_cap": 5.0}], "campaigns": CAMPAIGNS}
-STREAM_ASSETS = (
-    "attributed_conversions",
-    "user_day_contributions",
-    "contribution_bound",
-    "clipped_daily_vector",
-    "noisy_daily_release",
-    "cumulative_query_answers",
-)
+STREAM_ASSETS = DAILY_ASSETS[2:]  # a campaign's own: the raw event assets are shared
 FINAL_ASSETS = ("one_shot_release", "reach_and_frequency")
 
 
