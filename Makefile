@@ -38,7 +38,7 @@ demo: $(BIN)/dp-platform
 test: $(BIN)/dp-platform browser postgres $(VENV)/.spark
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest -q -n 2 --dist loadfile  # both cores; a file on one worker (docs/testing.md)
+	$(BIN)/pytest -q -n 2 --dist loadgroup  # both cores; a file (all Spark files) on one worker: docs/testing.md
 
 # The development loop: unit tests only (no Dagster, subprocess, Spark or browser; markers set
 # in the root conftest.py), on both cores. `make test` still runs everything.

@@ -1,4 +1,4 @@
-"""Every test directory's rules (tests/, research/tests/): markers and the time budget.
+"""Every test directory's rules (tests/, research/tests/): markers, the time budget, worker groups.
 
 A test module is a *system* test when it drives what an operator runs — the Dagster layer, a
 subprocess (the CLI, a killed run), Spark or a browser — and a *unit* test otherwise
@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ("tests.time_budget",)  # every run lists its slowest files and their ceiling
+# every run lists its slowest files and their ceiling; a file (every Spark file: one group) runs
+# whole on one xdist worker
+pytest_plugins = ("tests.time_budget", "tests.worker_groups")
 
 _SYSTEM = re.compile(
     r"^(from assets\b|import assets\b|import dagster\b|from dagster\b|import subprocess\b"
