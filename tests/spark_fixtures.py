@@ -16,7 +16,17 @@ from dp_platform.settings import SparkSettings
 
 TEST_SETTINGS = SparkSettings(
     master="local[2]",
-    conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
+    conf={
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        # Test-sized data (tens of rows): compiling each query's generated Java code and
+        # re-planning it adaptively cost more than they save. Paired on one session, the
+        # cross-user-ids workload took 61-67 s without them against 111-129 s with them
+        # (docs/testing.md); the platform's own sessions keep Spark's defaults.
+        "spark.sql.codegen.wholeStage": "false",
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+        "spark.sql.adaptive.enabled": "false",
+    },
 )
 
 
