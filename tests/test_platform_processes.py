@@ -20,23 +20,26 @@ from dagster._serdes import serialize_value
 from assets.runner import instance_for
 from dp_platform.ledger import Ledger
 from dp_platform.warehouse import Warehouse
-from tests.platform_fixtures import DAYS, START, catalogue, copy_home, make_home
+from tests.platform_fixtures import START, catalogue, copy_home, make_home
 
 CLI = [sys.executable, "-m", "dp_platform.cli"]
 
 
-SPARK_DAYS = 8  # the shortest campaign with 7 quantile days (each day is a few Spark jobs)
+# The shortest campaign with 7 quantile days: what these tests show (concurrent runs, kills,
+# restarts, what reaches Dagster) does not depend on the length, and every day is a few
+# Dagster steps (and on Spark a few Spark jobs).
+DAYS = 8
 
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
-    return make_home(tmp_path_factory.mktemp("prepared") / "home", seed=5, users=1200)
+    return make_home(tmp_path_factory.mktemp("prepared") / "home", seed=5, users=1200, days=DAYS)
 
 
 @pytest.fixture(scope="module")
 def prepared_spark(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("prepared_spark") / "home"
-    return make_home(root, seed=5, users=150, days=SPARK_DAYS, engine="spark")
+    return make_home(root, seed=5, users=150, days=DAYS, engine="spark")
 
 
 def start_run(home) -> subprocess.Popen:
@@ -63,13 +66,13 @@ def ledger_counts(home) -> tuple[int, int]:
     return bounds, released
 
 
-def assert_complete_and_charged_once(home, days: int = DAYS) -> None:
+def assert_complete_and_charged_once(home) -> None:
     with Ledger.at_home(home.root) as ledger:
         budget = ledger.campaign_budget("spring")
-        assert [r.day for r in ledger.releases("spring")] == list(range(1, days + 1))
+        assert [r.day for r in ledger.releases("spring")] == list(range(1, DAYS + 1))
         assert budget.spent == budget.planned  # exactly the plan: no day charged twice
         parts = sum(len(p) for p in budget.per_day.values())
-        assert parts == days + 7 + 1  # a gaussian per day + 7 quantile + 1 svt charges
+        assert parts == DAYS + 7 + 1  # a gaussian per day + 7 quantile + 1 svt charges
 
 
 def test_two_runs_started_together_release_once(prepared, tmp_path) -> None:
@@ -133,13 +136,12 @@ def test_a_run_whose_worker_is_killed_fails_in_one_line_and_the_next_run_finishe
 @pytest.mark.parametrize("engine", ["duckdb", "spark"])
 def test_run_killed_mid_way_then_restarted_charges_nothing_twice(engine, request, tmp_path) -> None:
     prepared_home = request.getfixturevalue("prepared" if engine == "duckdb" else "prepared_spark")
-    days = DAYS if engine == "duckdb" else SPARK_DAYS
     home = copy_home(prepared_home, tmp_path / "home")
     run = start_run(home)
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         bounds, released = ledger_counts(home)
-        if bounds > 0 and released < days:
+        if bounds > 0 and released < DAYS:
             break
         assert run.poll() is None, "the run ended before it could be killed mid-way"
         time.sleep(0.02)
@@ -147,11 +149,11 @@ def test_run_killed_mid_way_then_restarted_charges_nothing_twice(engine, request
     run.wait(60)
     assert run.returncode == -signal.SIGKILL
     bounds, released = ledger_counts(home)
-    assert released < days  # it really died part-way
+    assert released < DAYS  # it really died part-way
     again = start_run(home)
     _, err = again.communicate(timeout=900)
     assert again.returncode == 0, err[-2000:]
-    assert_complete_and_charged_once(home, days)
+    assert_complete_and_charged_once(home)
 
 
 SENTINEL_USERS = 4321  # a true count planted in the data; it must never reach the UI or logs
@@ -194,7 +196,7 @@ def test_true_values_and_svt_thresholds_never_reach_dagster(prepared, tmp_path) 
     plant_sentinel(home)
     # Also a one-shot campaign with reach & frequency over the same data: its true sum for
     # pub_sentinel is exactly the planted count (one conversion per sentinel user, bound 1).
-    base = catalogue()["campaigns"][0]
+    base = catalogue(days=DAYS)["campaigns"][0]
     # ρ = 0.01 gives Laplace scale ≈ 7: the noisy sum, rounded to its noise for display, equals
     # the planted count about one run in 14 — which is why every displayed release value is
     # verified against the ledger's DP outputs and kept out of the search below.
