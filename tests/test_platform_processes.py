@@ -36,12 +36,6 @@ def prepared(tmp_path_factory):
     return make_home(tmp_path_factory.mktemp("prepared") / "home", seed=5, users=1200, days=DAYS)
 
 
-@pytest.fixture(scope="module")
-def prepared_spark(spark, tmp_path_factory):
-    root = tmp_path_factory.mktemp("prepared_spark") / "home"
-    return make_home(root, seed=5, users=150, days=DAYS, engine="spark")
-
-
 def start_run(home) -> subprocess.Popen:
     return subprocess.Popen(
         [*CLI, "run", "--home", str(home.root), "--config", str(home.root / "campaigns.yaml")],
@@ -133,10 +127,9 @@ def test_a_run_whose_worker_is_killed_fails_in_one_line_and_the_next_run_finishe
     assert_complete_and_charged_once(home)
 
 
-@pytest.mark.parametrize("engine", ["duckdb", "spark"])
-def test_run_killed_mid_way_then_restarted_charges_nothing_twice(engine, request, tmp_path) -> None:
-    prepared_home = request.getfixturevalue("prepared" if engine == "duckdb" else "prepared_spark")
-    home = copy_home(prepared_home, tmp_path / "home")
+def kill_mid_way_and_restart(home) -> None:
+    """SIGKILL a run's process group between its first bound and its last release, run again:
+    every day released, each charged once."""
     run = start_run(home)
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
@@ -154,6 +147,10 @@ def test_run_killed_mid_way_then_restarted_charges_nothing_twice(engine, request
     _, err = again.communicate(timeout=900)
     assert again.returncode == 0, err[-2000:]
     assert_complete_and_charged_once(home)
+
+
+def test_run_killed_mid_way_then_restarted_charges_nothing_twice(prepared, tmp_path) -> None:
+    kill_mid_way_and_restart(copy_home(prepared, tmp_path / "home"))  # Spark: test_spark_processes
 
 
 SENTINEL_USERS = 4321  # a true count planted in the data; it must never reach the UI or logs

@@ -1,0 +1,25 @@
+"""`dp-platform run` on the Spark engine as a real process: SIGKILLed mid-run with its JVM,
+then run again, every day charged once (the DuckDB twin is in test_platform_processes.py).
+
+A file of its own so that it runs on the test worker that holds the run's Spark session
+(tests/worker_groups.py), which prepares the home; the runs start their own JVMs.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.platform_fixtures import copy_home, make_home
+from tests.test_platform_processes import DAYS, kill_mid_way_and_restart
+
+
+@pytest.fixture(scope="module")
+def prepared_spark(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("prepared_spark") / "home"
+    return make_home(root, seed=5, users=150, days=DAYS, engine="spark")
+
+
+def test_spark_run_killed_mid_way_then_restarted_charges_nothing_twice(
+    prepared_spark, tmp_path
+) -> None:
+    kill_mid_way_and_restart(copy_home(prepared_spark, tmp_path / "home"))
