@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -40,6 +39,7 @@ from dp_platform.warehouse import Warehouse
 from tests.dagster_runs import listed_on_job_page, worker_pid
 from tests.platform_fixtures import START, catalogue, make_home
 from tests.postgres_server import postgres_binaries, throwaway_postgres
+from tests.process_runs import ledger_counts
 
 REPO = Path(__file__).resolve().parents[1]
 TODAY = date(2026, 11, 22)  # every campaign day is complete, whatever the wall clock says
@@ -301,20 +301,6 @@ def test_two_hosts_on_one_postgres_ledger_run_adsbpc_plus_from_the_first_only(
         assert warehouse.plus_spend_summary(parse_campaign(config["campaigns"][0]))["days"] == 0
 
 
-def ledger_progress(home: Path) -> tuple[int, int]:
-    """(bound choices, releases) stored so far, read without taking the ledger's lock."""
-    path = home / "ledger.sqlite"
-    if not path.exists():
-        return 0, 0
-    try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1) as db:
-            bounds = db.execute("SELECT count(*) FROM bound_choices").fetchone()[0]
-            released = db.execute("SELECT count(*) FROM releases").fetchone()[0]
-    except sqlite3.OperationalError:  # not created yet
-        return 0, 0
-    return bounds, released
-
-
 def test_parallel_runs_killed_mid_way_release_every_day_once_on_the_next_run(
     prepared, tmp_path
 ) -> None:
@@ -323,14 +309,14 @@ def test_parallel_runs_killed_mid_way_release_every_day_once_on_the_next_run(
     run = start_host(home, "--parallel")
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
-        bounds, released = ledger_progress(home)
+        bounds, released = ledger_counts(home)
         if bounds > 0 and released < len(CAMPAIGNS) * DAYS:
             break
         assert run.poll() is None, "the run ended before it could be killed mid-way"
         time.sleep(0.05)
     os.killpg(run.pid, signal.SIGKILL)  # the run and its worker processes
     run.wait(60)
-    assert ledger_progress(home)[1] < len(CAMPAIGNS) * DAYS  # it really died part-way
+    assert ledger_counts(home)[1] < len(CAMPAIGNS) * DAYS  # it really died part-way
 
     again = start_host(home, "--parallel")
     _, err = again.communicate(timeout=900)

@@ -6,10 +6,7 @@ import csv
 import json
 import os
 import re
-import signal
-import sqlite3
 import subprocess
-import sys
 import time
 from datetime import datetime, timedelta
 
@@ -21,52 +18,19 @@ from assets.runner import instance_for
 from dp_platform.ledger import Ledger
 from dp_platform.warehouse import Warehouse
 from tests.platform_fixtures import START, catalogue, copy_home, make_home
-
-CLI = [sys.executable, "-m", "dp_platform.cli"]
-
-
-# The shortest campaign with 7 quantile days: what these tests show (concurrent runs, kills,
-# restarts, what reaches Dagster) does not depend on the length, and every day is a few
-# Dagster steps (and on Spark a few Spark jobs).
-DAYS = 8
+from tests.process_runs import (
+    CLI,
+    DAYS,
+    assert_complete_and_charged_once,
+    kill_mid_way_and_restart,
+    ledger_counts,
+    start_run,
+)
 
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
     return make_home(tmp_path_factory.mktemp("prepared") / "home", seed=5, users=1200, days=DAYS)
-
-
-def start_run(home) -> subprocess.Popen:
-    return subprocess.Popen(
-        [*CLI, "run", "--home", str(home.root), "--config", str(home.root / "campaigns.yaml")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-        start_new_session=True,  # its own process group: a kill takes the JVM along
-    )
-
-
-def ledger_counts(home) -> tuple[int, int]:
-    path = home.root / "ledger.sqlite"
-    if not path.exists():
-        return 0, 0
-    try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1) as db:
-            bounds = db.execute("SELECT count(*) FROM bound_choices").fetchone()[0]
-            released = db.execute("SELECT count(*) FROM releases").fetchone()[0]
-    except sqlite3.OperationalError:  # not created yet
-        return 0, 0
-    return bounds, released
-
-
-def assert_complete_and_charged_once(home) -> None:
-    with Ledger.at_home(home.root) as ledger:
-        budget = ledger.campaign_budget("spring")
-        assert [r.day for r in ledger.releases("spring")] == list(range(1, DAYS + 1))
-        assert budget.spent == budget.planned  # exactly the plan: no day charged twice
-        parts = sum(len(p) for p in budget.per_day.values())
-        assert parts == DAYS + 7 + 1  # a gaussian per day + 7 quantile + 1 svt charges
 
 
 def test_two_runs_started_together_release_once(prepared, tmp_path) -> None:
@@ -101,7 +65,7 @@ def test_a_step_waiting_for_the_warehouse_lock_names_its_holder_in_the_runs_log(
                 messages = [entry.user_message for entry in instance.all_logs(record.run_id)]
                 seen = seen or any(waiting in message for message in messages)
             time.sleep(0.5)
-        assert ledger_counts(home)[1] == 1  # nothing released while it waited
+        assert ledger_counts(home.root)[1] == 1  # nothing released while it waited
     _, err = run.communicate(timeout=300)
     assert run.returncode == 0, err[-2000:]
     assert_complete_and_charged_once(home)
@@ -121,31 +85,9 @@ def test_a_run_whose_worker_is_killed_fails_in_one_line_and_the_next_run_finishe
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "Spring_daily" in lines[0] and "signal 9" in lines[0], lines[0]
-    assert ledger_counts(home)[1] < DAYS  # it died part-way
+    assert ledger_counts(home.root)[1] < DAYS  # it died part-way
     again = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-2000:]
-    assert_complete_and_charged_once(home)
-
-
-def kill_mid_way_and_restart(home) -> None:
-    """SIGKILL a run's process group between its first bound and its last release, run again:
-    every day released, each charged once."""
-    run = start_run(home)
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        bounds, released = ledger_counts(home)
-        if bounds > 0 and released < DAYS:
-            break
-        assert run.poll() is None, "the run ended before it could be killed mid-way"
-        time.sleep(0.02)
-    os.killpg(run.pid, signal.SIGKILL)  # the run and its JVM, if it started one
-    run.wait(60)
-    assert run.returncode == -signal.SIGKILL
-    bounds, released = ledger_counts(home)
-    assert released < DAYS  # it really died part-way
-    again = start_run(home)
-    _, err = again.communicate(timeout=900)
-    assert again.returncode == 0, err[-2000:]
     assert_complete_and_charged_once(home)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.platform_fixtures import copy_home, make_home
-from tests.test_platform_processes import DAYS, kill_mid_way_and_restart
+from tests.process_runs import DAYS, kill_mid_way_and_restart
 
 
 @pytest.fixture(scope="module")

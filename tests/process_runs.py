@@ -1,0 +1,80 @@
+"""`dp-platform run` as a real process on a prepared home (tests/platform_fixtures.py), for the
+tests that race, kill and restart runs: starting one, reading the ledger's progress from
+outside, and the check that a campaign ended complete with every day charged once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from dp_platform.home import Home
+from dp_platform.ledger import Ledger
+
+CLI = [sys.executable, "-m", "dp_platform.cli"]
+
+# The shortest campaign with 7 quantile days: what these tests show (concurrent runs, kills,
+# restarts, what reaches Dagster) does not depend on the length, and every day is a few
+# Dagster steps (and on Spark a few Spark jobs).
+DAYS = 8
+
+
+def start_run(home: Home) -> subprocess.Popen:
+    return subprocess.Popen(
+        [*CLI, "run", "--home", str(home.root), "--config", str(home.root / "campaigns.yaml")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        start_new_session=True,  # its own process group: a kill takes the JVM along
+    )
+
+
+def ledger_counts(root: Path) -> tuple[int, int]:
+    """(bound choices, releases) stored so far in the home's SQLite ledger, read without
+    taking the ledger's lock."""
+    path = root / "ledger.sqlite"
+    if not path.exists():
+        return 0, 0
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1) as db:
+            bounds = db.execute("SELECT count(*) FROM bound_choices").fetchone()[0]
+            released = db.execute("SELECT count(*) FROM releases").fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0, 0
+    return bounds, released
+
+
+def assert_complete_and_charged_once(home: Home) -> None:
+    with Ledger.at_home(home.root) as ledger:
+        budget = ledger.campaign_budget("spring")
+        assert [r.day for r in ledger.releases("spring")] == list(range(1, DAYS + 1))
+        assert budget.spent == budget.planned  # exactly the plan: no day charged twice
+        parts = sum(len(p) for p in budget.per_day.values())
+        assert parts == DAYS + 7 + 1  # a gaussian per day + 7 quantile + 1 svt charges
+
+
+def kill_mid_way_and_restart(home: Home) -> None:
+    """SIGKILL a run's process group between its first bound and its last release, run again:
+    every day released, each charged once."""
+    run = start_run(home)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        bounds, released = ledger_counts(home.root)
+        if bounds > 0 and released < DAYS:
+            break
+        assert run.poll() is None, "the run ended before it could be killed mid-way"
+        time.sleep(0.02)
+    os.killpg(run.pid, signal.SIGKILL)  # the run and its JVM, if it started one
+    run.wait(60)
+    assert run.returncode == -signal.SIGKILL
+    bounds, released = ledger_counts(home.root)
+    assert released < DAYS  # it really died part-way
+    again = start_run(home)
+    _, err = again.communicate(timeout=900)
+    assert again.returncode == 0, err[-2000:]
+    assert_complete_and_charged_once(home)
