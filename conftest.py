@@ -31,10 +31,12 @@ def _is_system(path: Path) -> bool:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    from tests.worker_groups import uses_spark  # a plugin (above): imported once registered
+
     for item in items:
         system = (
             item.get_closest_marker("system") is not None
             or _is_system(Path(item.fspath))
-            or "spark" in getattr(item, "fixturenames", ())
+            or uses_spark(item)
         )
         item.add_marker(pytest.mark.system if system else pytest.mark.unit)

@@ -45,6 +45,15 @@ def test_beside_spark(n):
     pass
 """
 
+ENGINE_FILE = """
+import pytest
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "spark"])
+def test_on_either_engine(engine):
+    pass  # its Spark case would start the session on demand (request.getfixturevalue)
+"""
+
 PLAIN_FILE = """
 import pytest
 
@@ -62,6 +71,7 @@ def test_spark_files_share_one_worker_and_other_files_stay_whole(tmp_path: Path)
     for n in range(3):
         (suite / f"test_spark_{n}.py").write_text(SPARK_FILE)
         (suite / f"test_plain_{n}.py").write_text(PLAIN_FILE)
+    (suite / "test_spark_engines.py").write_text(ENGINE_FILE)
     log = tmp_path / "workers.log"
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     command += ["-p", "tests.worker_groups", "-n", "2", "--dist", "loadgroup", str(suite)]
@@ -82,6 +92,6 @@ def test_spark_files_share_one_worker_and_other_files_stay_whole(tmp_path: Path)
         file = nodeid.split("::", 1)[0]
         workers["spark" if "test_spark_" in file else file].add(worker)
         tests += 1
-    assert tests == 3 * 12 + 3 * 6
+    assert tests == 3 * 12 + 3 * 6 + 2
     assert set(workers) == {"spark", *(f"test_plain_{n}.py" for n in range(3))}
     assert all(len(used) == 1 for used in workers.values()), dict(workers)
