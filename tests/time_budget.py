@@ -18,7 +18,7 @@ from collections import defaultdict
 import pytest
 
 CEILING_ENV = "DP_PLATFORM_FILE_CEILING_S"
-DEFAULT_CEILING_S = 1800.0
+DEFAULT_CEILING_S = 900.0
 SLOWEST_SHOWN = 10
 
 
