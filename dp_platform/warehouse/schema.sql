@@ -161,7 +161,7 @@ CREATE TABLE IF NOT EXISTS partitions (
     campaign VARCHAR NOT NULL,
     day DATE NOT NULL,
     version BIGINT NOT NULL,         -- from partition_versions: increases on every rewrite
-    input_version BIGINT,            -- version of the upstream partition it was built from
+    input_version BIGINT,            -- the last load it was built from (store_core.require_current)
     rows BIGINT NOT NULL,
     materialized_at TIMESTAMP NOT NULL
 );

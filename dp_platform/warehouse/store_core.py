@@ -241,7 +241,9 @@ class WarehouseCore:
     def _record(
         self, asset: str, campaign: CampaignConfig, first: date, last: date, inputs: str | None
     ) -> None:
-        """Mark days first..last of ``asset`` as materialised (also the empty ones)."""
+        """Mark days first..last of ``asset`` as materialised (also the empty ones), each with
+        the loads it was built from (:func:`require_current`): the loads committed now when it
+        reads them itself (``inputs`` None), else those its ``inputs`` partition was built from."""
         table = ATTRIBUTED if asset == ATTRIBUTED else CONTRIBUTIONS
         self.sql.query(
             "DELETE FROM partitions WHERE asset = $asset AND campaign = $campaign "
@@ -251,21 +253,26 @@ class WarehouseCore:
             first=first,
             last=last,
         )
+        # the loads it was built from: those committed now, or those of its input partition
+        built_from = (
+            "(SELECT coalesce(max(load_id), 0) FROM loads)"
+            if inputs is None
+            else "(SELECT p.input_version FROM partitions AS p WHERE p.asset = $inputs "
+            "AND p.campaign = $campaign AND p.day = d.day)"
+        )
         self.sql.query(
             "INSERT INTO partitions "
-            "SELECT $asset, $campaign, d.day, nextval('partition_versions'), u.version, "
+            f"SELECT $asset, $campaign, d.day, nextval('partition_versions'), {built_from}, "
             "coalesce(n.rows, 0), now()::TIMESTAMP "
             "FROM (SELECT CAST(unnest(generate_series(CAST($first AS DATE), CAST($last AS DATE), "
             "INTERVAL 1 DAY)) AS DATE) AS day) AS d "
             f"LEFT JOIN (SELECT day, count(*) AS rows FROM {table} WHERE campaign = $campaign "
-            "AND day BETWEEN $first AND $last GROUP BY day) AS n ON n.day = d.day "
-            "LEFT JOIN (SELECT day, version FROM partitions WHERE asset = $inputs "
-            "AND campaign = $campaign) AS u ON u.day = d.day",
+            "AND day BETWEEN $first AND $last GROUP BY day) AS n ON n.day = d.day",
             asset=asset,
             campaign=campaign.name,
             first=first,
             last=last,
-            inputs=inputs or "",
+            **({} if inputs is None else {"inputs": inputs}),
         )
 
     def _version(self, asset: str, campaign: CampaignConfig, day: date) -> tuple[int, int | None]:
@@ -284,17 +291,20 @@ class WarehouseCore:
 
 
 Versions = Callable[[str, CampaignConfig, date], tuple[int, int | None]]
-"""(asset, campaign, day) → (its partition's version, the version of the input it was built
-from): each engine's record of its partitions."""
+"""(asset, campaign, day) → (its partition's version, the last load it was built from): each
+engine's record of its partitions."""
 
 
 def require_current(version: Versions, campaign: CampaignConfig, day: date) -> None:
-    """Contributions of ``day`` exist and were built from the current attribution (a stale one
-    is refused, on either engine: re-running attribution invalidates what was built on it)."""
-    attributed, _ = version(ATTRIBUTED, campaign, day)
+    """Contributions of ``day`` exist and were built from the loads the current attribution
+    read (a stale one is refused, on either engine). An attributed partition is a function of
+    the registered campaign and the loads (private last touch re-uses its stored draws), so a
+    re-run over the same loads leaves what was built on it current: two runs that overlap may
+    both attribute a day without failing each other's next step; a new load makes it stale."""
+    _, attributed_from = version(ATTRIBUTED, campaign, day)
     _, source = version(CONTRIBUTIONS, campaign, day)
-    if source != attributed:
+    if source != attributed_from:
         raise WarehouseError(
             f"{CONTRIBUTIONS} of campaign {campaign.name} for {day} is stale "
-            "(attribution was re-run); materialise it again"
+            "(attribution was re-run after a load); materialise it again"
         )

@@ -64,7 +64,7 @@ CREATE TABLE IF NOT EXISTS partitions (
     campaign TEXT NOT NULL,
     day TEXT NOT NULL,
     version INTEGER NOT NULL,
-    input_version INTEGER,
+    input_version INTEGER,           -- the last load it was built from
     rows INTEGER NOT NULL,
     materialized_at TEXT NOT NULL,
     PRIMARY KEY (asset, campaign, day)
@@ -247,20 +247,26 @@ class Catalog:
         inputs: str | None,
     ) -> None:
         """Mark the days (keys of ``rows``, empty ones included) as materialised, each with a
-        new version and the current version of its input asset."""
+        new version and the loads it was built from (store_core.require_current): the loads
+        committed now when it reads them itself (``inputs`` None), else those its ``inputs``
+        partition was built from."""
         with self.transaction() as db:
+            loaded = db.execute(
+                "SELECT coalesce(max(load_id), 0) FROM loads JOIN ingests USING (ingest_id) "
+                "WHERE status = 'committed'"
+            ).fetchone()[0]
             for day, count in sorted(rows.items()):
                 version = db.execute(
                     "INSERT INTO versions (created_at) VALUES (?)", (_now(),)
                 ).lastrowid
-                source = None
+                source = int(loaded)
                 if inputs is not None:
                     found = db.execute(
-                        "SELECT version FROM partitions WHERE asset = ? AND campaign = ? "
+                        "SELECT input_version FROM partitions WHERE asset = ? AND campaign = ? "
                         "AND day = ?",
                         (inputs, campaign, day.isoformat()),
                     ).fetchone()
-                    source = None if found is None else int(found[0])
+                    source = None if found is None or found[0] is None else int(found[0])
                 db.execute(
                     "INSERT OR REPLACE INTO partitions VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (asset, campaign, day.isoformat(), version, source, int(count), _now()),
