@@ -31,7 +31,9 @@ CLI = [sys.executable, "-m", "dp_platform.cli"]
 CAMPAIGN = "demo_cumulative"
 DAY, DATE = 3, "2026-03-03"
 REPUBLISH = ("2026-03-01", "2026-03-05")  # 5 days, as the CLI's timed run below
-# Where the test writes the 5-day timings of the UI backfill and of the command line (JSON).
+# Where the test writes the 5-day timings of the UI backfill and of the command line (JSON). Only
+# then does it time the command line too (a second home, an ingest and a run: ~18 s of CPU that
+# no assertion reads); the UI's own figures are printed on every run.
 TIMINGS = os.environ.get("DP_PLATFORM_UI_TIMINGS")
 CHROMIUM_FLAGS = [
     "--no-sandbox",
@@ -244,7 +246,7 @@ def test_a_cli_run_is_listed_on_its_jobs_runs_page(ui, page) -> None:
 
 
 def test_a_five_day_republish_from_the_ui_touches_those_days_and_spends_nothing(
-    ui, page, home, cli_seconds
+    ui, page, home, request
 ) -> None:
     ledger = home / "ledger.sqlite"
     with sqlite3.connect(ledger) as db:
@@ -299,13 +301,15 @@ def test_a_five_day_republish_from_the_ui_touches_those_days_and_spends_nothing(
     with sqlite3.connect(ledger) as db:
         assert db.execute("SELECT * FROM releases ORDER BY campaign, day").fetchall() == before
     assert _cli_json("budget", "--home", str(home)) == budget_before  # nothing spent
+    cli_seconds = request.getfixturevalue("cli_seconds") if TIMINGS else None
     _record_timings(ui, run["runId"], ui_seconds, cli_seconds)
 
 
-def _record_timings(ui: str, run_id: str, ui_seconds: float, cli_seconds: float) -> None:
+def _record_timings(ui: str, run_id: str, ui_seconds: float, cli_seconds: float | None) -> None:
     """The closing note's figures (a record, not a timed assertion): the UI backfill from its
     click to the run's end, split into the wait for the daemon's backfill loop (fixed 30 s
-    period in Dagster) and the run itself, next to the command line's whole `dp-platform run`."""
+    period in Dagster) and the run itself; with ``DP_PLATFORM_UI_TIMINGS`` set, next to the command
+    line's whole `dp-platform run` of the same 5 days."""
     run = _graphql(
         ui,
         f'{{ runOrError(runId: "{run_id}") {{ ... on Run {{ creationTime endTime }} }} }}',
@@ -316,9 +320,10 @@ def _record_timings(ui: str, run_id: str, ui_seconds: float, cli_seconds: float)
         "ui_wait_for_backfill_loop_s": round(
             ui_seconds - (run["endTime"] - run["creationTime"]), 1
         ),
-        "cli_run_s": round(cli_seconds, 1),
-        "ratio_ui_to_cli": round(ui_seconds / cli_seconds, 2),
     }
+    if cli_seconds is not None:
+        figures["cli_run_s"] = round(cli_seconds, 1)
+        figures["ratio_ui_to_cli"] = round(ui_seconds / cli_seconds, 2)
     print(json.dumps(figures))
     if TIMINGS:
         Path(TIMINGS).write_text(json.dumps(figures, indent=2) + "\n")
