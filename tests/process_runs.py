@@ -21,6 +21,7 @@ CLI = [sys.executable, "-m", "dp_platform.cli"]
 # restarts, what reaches Dagster) does not depend on the length, and every day is a few
 # Dagster steps (and on Spark a few Spark jobs).
 DAYS = 8
+QUANTILE_DAYS = 7  # AdsBPC's default l
 
 
 def start_run(home: Home) -> subprocess.Popen:
@@ -49,23 +50,29 @@ def ledger_counts(root: Path) -> tuple[int, int]:
     return bounds, released
 
 
-def assert_complete_and_charged_once(home: Home) -> None:
+def assert_complete_and_charged_once(
+    home: Home, days: int = DAYS, quantile_days: int = QUANTILE_DAYS
+) -> None:
+    """Campaign ``spring`` (``days`` long, AdsBPC with ``quantile_days`` quantile days) has
+    every day released, spent exactly its plan and holds one charge per draw."""
     with Ledger.at_home(home.root) as ledger:
         budget = ledger.campaign_budget("spring")
-        assert [r.day for r in ledger.releases("spring")] == list(range(1, DAYS + 1))
+        assert [r.day for r in ledger.releases("spring")] == list(range(1, days + 1))
         assert budget.spent == budget.planned  # exactly the plan: no day charged twice
         parts = sum(len(p) for p in budget.per_day.values())
-        assert parts == DAYS + 7 + 1  # a gaussian per day + 7 quantile + 1 svt charges
+        assert parts == days + quantile_days + 1  # a gaussian a day, the quantiles, one svt
 
 
-def kill_mid_way_and_restart(home: Home) -> None:
+def kill_mid_way_and_restart(
+    home: Home, days: int = DAYS, quantile_days: int = QUANTILE_DAYS
+) -> None:
     """SIGKILL a run's process group between its first bound and its last release, run again:
     every day released, each charged once."""
     run = start_run(home)
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         bounds, released = ledger_counts(home.root)
-        if bounds > 0 and released < DAYS:
+        if bounds > 0 and released < days:
             break
         assert run.poll() is None, "the run ended before it could be killed mid-way"
         time.sleep(0.02)
@@ -73,8 +80,8 @@ def kill_mid_way_and_restart(home: Home) -> None:
     run.wait(60)
     assert run.returncode == -signal.SIGKILL
     bounds, released = ledger_counts(home.root)
-    assert released < DAYS  # it really died part-way
+    assert released < days  # it really died part-way
     again = start_run(home)
     _, err = again.communicate(timeout=900)
     assert again.returncode == 0, err[-2000:]
-    assert_complete_and_charged_once(home)
+    assert_complete_and_charged_once(home, days, quantile_days)

@@ -20,7 +20,9 @@ from dp_platform.ledger import Ledger
 from tests.platform_fixtures import RoutedNoise, catalogue, make_home
 
 TODAY = date(2026, 11, 22)
-CAMPAIGN_DAYS = 10
+# Every Spark day is several Spark jobs: the shortest campaign with both of AdsBPC's bound
+# phases (2 quantile days, then the sparse-vector tests).
+CAMPAIGN_DAYS, QUANTILE_DAYS = 4, 2
 
 
 def _releases(home) -> tuple[list, object]:
@@ -32,13 +34,20 @@ def _releases(home) -> tuple[list, object]:
 def homes(spark, tmp_path_factory):
     """The same generated events ingested into a DuckDB home and a Spark home."""
     root = tmp_path_factory.mktemp("engines")
-    return {
-        engine: make_home(root / engine, seed=9, users=200, days=CAMPAIGN_DAYS, engine=engine)
-        for engine in ("duckdb", "spark")
-    }
+    homes = {}
+    for engine in ("duckdb", "spark"):
+        config = catalogue(days=CAMPAIGN_DAYS, engine=engine)
+        config["campaigns"][0]["mechanism"] = {
+            "kind": "adsbpc",
+            "bounds": {"quantile_days": QUANTILE_DAYS},
+        }
+        homes[engine] = make_home(
+            root / engine, seed=9, users=200, days=CAMPAIGN_DAYS, config=config
+        )
+    return homes
 
 
-def test_ten_day_campaign_through_dagster_releases_the_same_on_both_engines(homes):
+def test_a_campaign_through_dagster_releases_the_same_on_both_engines(homes):
     for home in homes.values():
         runs = run_campaigns(
             home.root / "campaigns.yaml",
@@ -56,6 +65,9 @@ def test_ten_day_campaign_through_dagster_releases_the_same_on_both_engines(home
         assert left.charges == right.charges
         np.testing.assert_allclose(left.values, right.values, rtol=0, atol=1e-9)
     assert duck_budget.spent == spark_budget.spent == duck_budget.planned
+    # both bound phases ran: a Gaussian a day, the quantile days' charges and one for the SVT
+    parts = sum(len(p) for p in spark_budget.per_day.values())
+    assert parts == CAMPAIGN_DAYS + QUANTILE_DAYS + 1
 
 
 def test_spark_releases_are_write_once(homes):
@@ -100,7 +112,7 @@ def test_catalogue_cannot_turn_the_spark_ui_or_event_log_back_on():
 
 def test_a_duckdb_catalogue_never_imports_pyspark(tmp_path):
     """The Dagster resource of a DuckDB catalogue opens DuckDB only: no PySpark, no JVM."""
-    home = make_home(tmp_path / "home", users=100, days=CAMPAIGN_DAYS)
+    home = make_home(tmp_path / "home", users=100, days=8)
     script = (
         "import sys\n"
         "from assets.resources import WarehouseResource\n"

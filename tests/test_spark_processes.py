@@ -9,17 +9,27 @@ from __future__ import annotations
 
 import pytest
 
-from tests.platform_fixtures import copy_home, make_home
-from tests.process_runs import DAYS, kill_mid_way_and_restart
+from tests.platform_fixtures import catalogue, copy_home, make_home
+from tests.process_runs import kill_mid_way_and_restart
+
+# Every Spark day is several Spark jobs in the run's own JVM: the shortest campaign that still
+# has both of AdsBPC's bound phases (2 quantile days, then the sparse-vector tests).
+DAYS, QUANTILE_DAYS = 4, 2
 
 
 @pytest.fixture(scope="module")
 def prepared_spark(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("prepared_spark") / "home"
-    return make_home(root, seed=5, users=150, days=DAYS, engine="spark")
+    config = catalogue(days=DAYS, engine="spark")
+    config["campaigns"][0]["mechanism"] = {
+        "kind": "adsbpc",
+        "bounds": {"quantile_days": QUANTILE_DAYS},
+    }
+    return make_home(root, seed=5, users=150, days=DAYS, config=config)
 
 
 def test_spark_run_killed_mid_way_then_restarted_charges_nothing_twice(
     prepared_spark, tmp_path
 ) -> None:
-    kill_mid_way_and_restart(copy_home(prepared_spark, tmp_path / "home"))
+    home = copy_home(prepared_spark, tmp_path / "home")
+    kill_mid_way_and_restart(home, DAYS, QUANTILE_DAYS)
