@@ -45,9 +45,9 @@ from tests.cells_data import (
 )
 from tests.platform_fixtures import warehouse_block
 
-DAYS = 5
+DAYS = 4  # AdsBPC: 2 quantile days then the SVT; AdsBPC+: 2 profile days, then the profile
 TODAY = date(2026, 11, 22)
-ADSBPC = {"kind": "adsbpc", "bounds": {"quantile_days": 3, "cap": 6}}
+ADSBPC = {"kind": "adsbpc", "bounds": {"quantile_days": 2, "cap": 6}}
 PLUS = {"kind": "adsbpc_plus", "cap": 5, "profile_days": 2}
 CAMPAIGNS = {  # name: (mechanism, attribution rule, breakdown)
     "sliced": (ADSBPC, "lta", ["region", "device"]),
