@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import date
 
 import dagster as dg
-import pandera.errors
 
 from dp_platform.config import AccountConfig, CampaignConfig
 from dp_platform.daily import answers_through
@@ -27,7 +26,6 @@ from dp_platform.mechanisms.base import Chain, ChoiceT, StateT
 from dp_platform.privacy.accounting import Rho
 from dp_platform.publication import published_days
 from dp_platform.registration import Registration
-from dp_platform.schemas import SCHEMAS
 
 SCHEMA_CHECK = "schema"
 BOUND_CHAIN_CHECK = "bound_chain"
@@ -144,7 +142,14 @@ def schema_results(
 ) -> dict[date, DayResult]:
     """Validate each day's rows of ``table`` with its Pandera model (lazy: all errors). A failure
     names the rules broken and nothing else: neither the offending values nor how many private
-    rows broke each rule (a true count of private rows is not DP)."""
+    rows broke each rule (a true count of private rows is not DP).
+
+    Pandera is imported here, when a check runs: ~0.6 s that the code server, the command line
+    and every process that only loads the definitions would otherwise pay at start."""
+    import pandera.errors
+
+    from dp_platform.schemas import SCHEMAS
+
     model = SCHEMAS[table]
     results = {}
     for day in days:  # one day's rows at a time: memory stays a day's size at any scale

@@ -36,12 +36,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from statistics import NormalDist
 
 import numpy as np
 import scipy.linalg
 import scipy.optimize
 import scipy.sparse
-import scipy.stats
 
 from dp_platform.cells import GRID, MEASURE, PUBLISHER, CellLayout, on_grid
 
@@ -258,7 +258,9 @@ def isotonic_cumulative(series: np.ndarray, sigmas: np.ndarray) -> np.ndarray:
 def _normal_quantile(level: float) -> float:
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
-    return float(scipy.stats.norm.ppf((1.0 + level) / 2.0))
+    # the standard library's quantile (Wichura's AS241, ~1e-16): SciPy's stats module alone
+    # costs ~0.3 s at every start of a process that only shows intervals
+    return NormalDist().inv_cdf((1.0 + level) / 2.0)
 
 
 def normal_interval(
