@@ -35,10 +35,18 @@ demo: $(BIN)/dp-platform
 	$(BIN)/dp-platform plan examples/campaigns.yaml
 	$(BIN)/dp-platform demo --home $(HOME_DIR)
 
+# The tests' scratch files (pytest's tmp_path, every tempfile: homes, Dagster's SQLite storage,
+# PostgreSQL's data directories) go to memory where the machine has /dev/shm: a test checks what
+# a process wrote, never that it survives a power cut, and each fsync on disk costs milliseconds
+# that hundreds of Dagster runs pay many times over (docs/testing.md). Removed after a passing
+# run; kept after a failing one, where pytest's messages name the paths.
+TEST_SCRATCH := $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
+
 test: $(BIN)/dp-platform browser postgres $(VENV)/.spark
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest -q -n 2 --dist loadgroup  # both cores; a file (all Spark files) on one worker: docs/testing.md
+	scratch=$$(mktemp -d $(TEST_SCRATCH)/dp-platform-tests.XXXXXX) && chmod 1777 $$scratch && \
+	TMPDIR=$$scratch $(BIN)/pytest -q -n 2 --dist loadgroup && rm -rf $$scratch  # both cores; a file (all Spark files) on one worker: docs/testing.md
 
 # The development loop: unit tests only (no Dagster, subprocess, Spark or browser; markers set
 # in the root conftest.py), on both cores. `make test` still runs everything.
