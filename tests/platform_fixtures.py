@@ -76,7 +76,10 @@ def catalogue(
     *,
     days: int = DAYS,
     engine: str = "duckdb",
+    quantile_days: int | None = None,
 ) -> dict:
+    """One account and ``campaigns``, by default ``spring`` (AdsBPC; ``quantile_days`` its l when
+    not the default 7: a short campaign keeps both bound phases with l = 2)."""
     base = {
         "name": "spring",
         "advertiser": "acme",
@@ -87,6 +90,8 @@ def catalogue(
         "attribution": {"rule": "lta", "lookback_days": 30},
         "privacy": {"rho": 1.0},
     }
+    if quantile_days is not None:
+        base["mechanism"] = {"kind": "adsbpc", "bounds": {"quantile_days": quantile_days}}
     return {
         "accounts": [{"name": "acme-users", "rho_cap": rho_cap}],
         "campaigns": campaigns or [base],

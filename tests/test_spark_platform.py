@@ -34,17 +34,16 @@ def _releases(home) -> tuple[list, object]:
 def homes(spark, tmp_path_factory):
     """The same generated events ingested into a DuckDB home and a Spark home."""
     root = tmp_path_factory.mktemp("engines")
-    homes = {}
-    for engine in ("duckdb", "spark"):
-        config = catalogue(days=CAMPAIGN_DAYS, engine=engine)
-        config["campaigns"][0]["mechanism"] = {
-            "kind": "adsbpc",
-            "bounds": {"quantile_days": QUANTILE_DAYS},
-        }
-        homes[engine] = make_home(
-            root / engine, seed=9, users=200, days=CAMPAIGN_DAYS, config=config
+    return {
+        engine: make_home(
+            root / engine,
+            seed=9,
+            users=200,
+            days=CAMPAIGN_DAYS,
+            config=catalogue(days=CAMPAIGN_DAYS, engine=engine, quantile_days=QUANTILE_DAYS),
         )
-    return homes
+        for engine in ("duckdb", "spark")
+    }
 
 
 def test_a_campaign_through_dagster_releases_the_same_on_both_engines(homes):

@@ -20,11 +20,7 @@ DAYS, QUANTILE_DAYS = 4, 2
 @pytest.fixture(scope="module")
 def prepared_spark(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("prepared_spark") / "home"
-    config = catalogue(days=DAYS, engine="spark")
-    config["campaigns"][0]["mechanism"] = {
-        "kind": "adsbpc",
-        "bounds": {"quantile_days": QUANTILE_DAYS},
-    }
+    config = catalogue(days=DAYS, engine="spark", quantile_days=QUANTILE_DAYS)
     return make_home(root, seed=5, users=150, days=DAYS, config=config)
 
 
