@@ -40,6 +40,9 @@ from dp_platform.sqlite_files import open_shared
 
 __all__ = ["Catalog", "PendingIngest"]
 
+# The loads an ingest committed (a started or staged one is not data yet: recovery decides).
+_COMMITTED_LOADS = "loads JOIN ingests USING (ingest_id) WHERE status = 'committed'"
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS ingests (
     ingest_id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -150,8 +153,7 @@ class Catalog:
     def loaded(self, kind: str, sha256: str) -> bool:
         """A committed load of this kind had this content."""
         row = self._db.execute(
-            "SELECT count(*) FROM loads JOIN ingests USING (ingest_id) "
-            "WHERE status = 'committed' AND kind = ? AND sha256 = ?",
+            f"SELECT count(*) FROM {_COMMITTED_LOADS} AND kind = ? AND sha256 = ?",
             (kind, sha256),
         ).fetchone()
         return bool(row[0])
@@ -225,8 +227,7 @@ class Catalog:
     def committed_loads(self) -> list[tuple]:
         return self._db.execute(
             "SELECT load_id, kind, source_file, sha256, rows_in, accepted, quarantined, loaded_at "
-            "FROM loads JOIN ingests USING (ingest_id) WHERE status = 'committed' "
-            "ORDER BY load_id"
+            f"FROM {_COMMITTED_LOADS} ORDER BY load_id"
         ).fetchall()
 
     # -- partitions ----------------------------------------------------------------------
@@ -252,8 +253,7 @@ class Catalog:
         partition was built from."""
         with self.transaction() as db:
             loaded = db.execute(
-                "SELECT coalesce(max(load_id), 0) FROM loads JOIN ingests USING (ingest_id) "
-                "WHERE status = 'committed'"
+                f"SELECT coalesce(max(load_id), 0) FROM {_COMMITTED_LOADS}"
             ).fetchone()[0]
             for day, count in sorted(rows.items()):
                 version = db.execute(
