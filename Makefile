@@ -39,7 +39,8 @@ demo: $(BIN)/dp-platform
 # PostgreSQL's data directories) go to memory where the machine has /dev/shm: a test checks what
 # a process wrote, never that it survives a power cut, and each fsync on disk costs milliseconds
 # that hundreds of Dagster runs pay many times over (docs/testing.md). Removed after a passing
-# run; kept after a failing one, where pytest's messages name the paths.
+# run; kept after a failing one, where pytest's messages name the paths. World-writable like
+# /tmp: the throwaway PostgreSQL servers run as the postgres user below it.
 TEST_SCRATCH := $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
 test: $(BIN)/dp-platform browser postgres $(VENV)/.spark

@@ -73,13 +73,18 @@ def test_importing_the_code_location_reads_no_catalogue_and_solves_no_plan(tmp_p
         "except Exception as error:\n"
         "    print(type(error).__name__, error)\n"
     )
-    env = {**os.environ, "DP_PLATFORM_CONFIG": str(tmp_path / "missing.yaml")}
-    env["DP_PLATFORM_HOME"] = str(tmp_path / "home")
+    output = _location_probe(probe, tmp_path / "missing.yaml", tmp_path / "home")
+    assert output.startswith("ConfigError") and "file not found" in output
+
+
+def _location_probe(probe: str, config: Path, home: Path) -> str:
+    """What ``probe`` prints in a fresh interpreter whose code location reads ``config``."""
+    env = {**os.environ, "DP_PLATFORM_CONFIG": str(config), "DP_PLATFORM_HOME": str(home)}
     result = subprocess.run(
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.startswith("ConfigError") and "file not found" in result.stdout
+    return result.stdout
 
 
 def _dg(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -136,10 +141,4 @@ def test_the_code_location_loads_without_pandera_or_scipy_stats(tmp_path) -> Non
         "heavy = ('pandera', 'scipy.stats')\n"
         "print(sorted(name for name in heavy if name in sys.modules))\n"
     )
-    env = {**os.environ, "DP_PLATFORM_CONFIG": str(config)}
-    env["DP_PLATFORM_HOME"] = str(tmp_path / "home")
-    result = subprocess.run(
-        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip() == "[]"
+    assert _location_probe(probe, config, tmp_path / "home").strip() == "[]"

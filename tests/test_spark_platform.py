@@ -18,6 +18,7 @@ from dp_platform.config_loader import parse_catalogue
 from dp_platform.errors import ConfigError
 from dp_platform.ledger import Ledger
 from tests.platform_fixtures import RoutedNoise, catalogue, make_home
+from tests.process_runs import assert_complete_and_charged_once
 
 TODAY = date(2026, 11, 22)
 # Every Spark day is several Spark jobs: the shortest campaign with both of AdsBPC's bound
@@ -64,9 +65,8 @@ def test_a_campaign_through_dagster_releases_the_same_on_both_engines(homes):
         assert left.charges == right.charges
         np.testing.assert_allclose(left.values, right.values, rtol=0, atol=1e-9)
     assert duck_budget.spent == spark_budget.spent == duck_budget.planned
-    # both bound phases ran: a Gaussian a day, the quantile days' charges and one for the SVT
-    parts = sum(len(p) for p in spark_budget.per_day.values())
-    assert parts == CAMPAIGN_DAYS + QUANTILE_DAYS + 1
+    # both bound phases ran, each draw charged once: the quantile days' charges, then the SVT's
+    assert_complete_and_charged_once(homes["spark"], CAMPAIGN_DAYS, QUANTILE_DAYS)
 
 
 def test_spark_releases_are_write_once(homes):
