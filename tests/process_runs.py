@@ -51,13 +51,13 @@ def ledger_counts(root: Path) -> tuple[int, int]:
 
 
 def assert_complete_and_charged_once(
-    home: Home, days: int = DAYS, quantile_days: int = QUANTILE_DAYS
+    home: Home, days: int = DAYS, quantile_days: int = QUANTILE_DAYS, campaign: str = "spring"
 ) -> None:
-    """Campaign ``spring`` (``days`` long, AdsBPC with ``quantile_days`` quantile days) has
-    every day released, spent exactly its plan and holds one charge per draw."""
+    """``campaign`` (``days`` long, AdsBPC with ``quantile_days`` quantile days) has every day
+    released, spent exactly its plan and holds one charge per draw."""
     with Ledger.at_home(home.root) as ledger:
-        budget = ledger.campaign_budget("spring")
-        assert [r.day for r in ledger.releases("spring")] == list(range(1, days + 1))
+        budget = ledger.campaign_budget(campaign)
+        assert [r.day for r in ledger.releases(campaign)] == list(range(1, days + 1))
         assert budget.spent == budget.planned  # exactly the plan: no day charged twice
         parts = sum(len(p) for p in budget.per_day.values())
         assert parts == days + quantile_days + 1  # a gaussian a day, the quantiles, one svt

@@ -1,5 +1,7 @@
 """`dp-platform run` on the Spark engine as a real process: SIGKILLed mid-run with its JVM,
-then run again, every day charged once (the DuckDB twin is in test_platform_processes.py).
+then run again, every day charged once. On DuckDB the same kill takes two campaigns' runs at
+once (tests/test_dagster_postgres.py, `--parallel`), and the fault harness's timed kill takes a
+run holding the warehouse lock (tests/faults/).
 
 A file of its own so that it runs on the test worker that holds the run's Spark session
 (tests/worker_groups.py), which prepares the home; the runs start their own JVMs.
