@@ -48,9 +48,11 @@ def test_a_step_waiting_for_the_warehouse_lock_names_its_holder_in_the_runs_log(
     not fail), says who holds it in its Dagster event log, and finishes once it is free."""
     home = copy_home(prepared, tmp_path / "home")
     config = str(home.root / "campaigns.yaml")
-    first_day = ["run", "--home", str(home.root), "--config", config, "--through", str(START)]
-    done = subprocess.run([*CLI, *first_day], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]  # registered: the command opens no warehouse
+    day_before = str(START - timedelta(days=1))  # nothing due: it registers, launches nothing
+    register = ["run", "--home", str(home.root), "--config", config, "--through", day_before]
+    done = subprocess.run([*CLI, *register], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]  # registered: the next run opens no warehouse
+    assert ledger_counts(home.root) == (0, 0)
     with home.warehouse_lock():  # this test process is the holder
         run = start_run(home)
         instance = instance_for(home)
@@ -64,7 +66,7 @@ def test_a_step_waiting_for_the_warehouse_lock_names_its_holder_in_the_runs_log(
                 messages = [entry.user_message for entry in instance.all_logs(record.run_id)]
                 seen = seen or any(waiting in message for message in messages)
             time.sleep(0.5)
-        assert ledger_counts(home.root)[1] == 1  # nothing released while it waited
+        assert ledger_counts(home.root) == (0, 0)  # nothing drawn while it waited
     _, err = run.communicate(timeout=300)
     assert run.returncode == 0, err[-2000:]
     assert_complete_and_charged_once(home)
