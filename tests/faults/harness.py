@@ -32,7 +32,7 @@ from dp_platform.faults import FAULT_RECORD_VARIABLE, FAULT_VARIABLE
 from tests.faults import invariants
 from tests.faults.backends import backend_name, schedule_ledger
 from tests.faults.schedule import Schedule, draw_schedule
-from tests.faults.warm import WARM_WORLD
+from tests.faults.warm import FAILED, WARM_HOME, WARM_WORLD
 from tests.faults.workers import (
     EDIT_SKIPPED,
     OTHERS_ENDED,
@@ -64,7 +64,8 @@ POLL = 0.02
 
 def forkserver() -> ForkServerContext:
     """Children forked from a server that has already imported Dagster and the platform, and
-    run the campaigns once (tests/faults/warm.py) if the world is named in ``WARM_WORLD``."""
+    run the campaigns once (tests/faults/warm.py) if ``WARM_WORLD`` and ``WARM_HOME`` name the
+    world and the golden home when it starts."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([*PRELOAD, "tests.faults.warm"])
     return context
@@ -587,18 +588,32 @@ class Summary:
 def prepare(
     workdir: Path, context: ForkServerContext, ledger_url: str | None
 ) -> tuple[World, invariants.Golden]:
-    """The world (ingested once) and the golden run's figures (one clean `dp-platform run`)."""
+    """The world (ingested once) and the golden run's figures (one clean `dp-platform run`: the
+    forkserver's warm-up, or a child's when the forkserver was already running)."""
     world = prepare_world(workdir / "world")
-    os.environ[WARM_WORLD] = str(workdir / "world")  # read by the forkserver when it starts
     block = schedule_ledger(ledger_url, "faults_golden")
     home = world.copy_to(workdir / "golden", block)
+    os.environ[WARM_WORLD] = str(workdir / "world")  # read by the forkserver when it starts
+    os.environ[WARM_HOME] = str(home.root)
     try:
-        outcome = run_processes(context, (Job("run"),), home.root, world, lambda: None)[0]
+        started = context.Process(target=_nothing)  # the forkserver warms up before it forks
+        started.start()
+        started.join()
     finally:
         os.environ.pop(WARM_WORLD, None)
-    if outcome.exit_code != 0 or not invariants.complete(home, block):
-        raise RuntimeError(f"the clean run failed: see {outcome.log}")
+        os.environ.pop(WARM_HOME, None)
+    failed = workdir / "world" / FAILED
+    if failed.exists():
+        raise RuntimeError(f"the forkserver's warm-up (golden run) failed: {failed.read_text()}")
+    if not invariants.complete(home, block):  # no warm-up: the forkserver was running already
+        outcome = run_processes(context, (Job("run"),), home.root, world, lambda: None)[0]
+        if outcome.exit_code != 0 or not invariants.complete(home, block):
+            raise RuntimeError(f"the clean run failed: see {outcome.log}")
     return world, invariants.golden_of(home, block)
+
+
+def _nothing() -> None:
+    """A forkserver child that only makes the server start (and warm up)."""
 
 
 def run_many(
