@@ -35,6 +35,14 @@ def start_run(home: Home) -> subprocess.Popen:
     )
 
 
+def process_state(pid: int) -> str | None:
+    """The process's state letter (``Z`` for a zombie), None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
 def ledger_counts(root: Path) -> tuple[int, int]:
     """(bound choices, releases) stored so far in the home's SQLite ledger, read without
     taking the ledger's lock."""

@@ -24,6 +24,7 @@ from playwright.sync_api import expect
 
 from dp_platform.display import round_to_noise, significant
 from tests.platform_fixtures import DAILY_ASSETS as ASSET_NAMES
+from tests.process_runs import process_state
 
 pytestmark = pytest.mark.browser
 
@@ -95,9 +96,22 @@ def cli_seconds(home, tmp_path_factory) -> float:
     return time.monotonic() - started
 
 
+def _dg_dev_group(ui_pid: int) -> list[int]:
+    """The processes `dp-platform ui` started: `dg dev` leads its own group (webserver, daemon,
+    code server)."""
+    (dg_dev,) = subprocess.run(
+        ["ps", "-o", "pid=", "--ppid", str(ui_pid)], capture_output=True, text=True
+    ).stdout.split()
+    group = subprocess.run(["ps", "-o", "pid=", "-g", dg_dev], capture_output=True, text=True)
+    return [int(pid) for pid in group.stdout.split()]
+
+
 @pytest.fixture(scope="module")
 def ui(home):
-    """`dp-platform ui` on a free port, until the code location is loaded; stopped by SIGTERM."""
+    """`dp-platform ui` on a free port, until the code location is loaded. Its teardown is what
+    `make ui`'s Ctrl-C must do: SIGTERM, and within 5 s the command and every process of `dg
+    dev`'s group are gone; the log has neither Dagster's warning that `dagster dev` is
+    superseded nor one that dagster.yaml was not read."""
     port = _free_port()
     log = home / "ui.log"
     with log.open("w") as output:
@@ -122,12 +136,17 @@ def ui(home):
         assert time.monotonic() < deadline, "the UI did not come up in 240 s"
         time.sleep(2)
     yield base
+    group = _dg_dev_group(process.pid)
     started = time.monotonic()
     process.send_signal(signal.SIGTERM)
     process.wait(timeout=30)
     stopped_in = time.monotonic() - started
     assert stopped_in <= 5, f"`dp-platform ui` took {stopped_in:.1f} s to stop"
+    assert len(group) >= 3, group
+    for member in group:
+        assert process_state(member) in (None, "Z"), member  # a zombie waits for init to reap it
     text = log.read_text()
+    assert "dg dev" not in text and "superseded" not in text.lower(), text[-3000:]
     assert "will not be used to configure Dagster" not in text  # no dagster.yaml warning
 
 
