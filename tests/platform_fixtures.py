@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import shutil
 from datetime import date
 from pathlib import Path
@@ -65,9 +67,9 @@ def warehouse_block(engine: str) -> dict:
     """The catalogue's warehouse: block of an engine (Spark with the tests' small settings)."""
     if engine == "duckdb":
         return {"engine": "duckdb"}
-    from tests.spark_fixtures import TEST_SETTINGS
+    from tests.spark_fixtures import RUN_SETTINGS
 
-    return {"engine": "spark", "spark": TEST_SETTINGS.model_dump(exclude_none=True)}
+    return {"engine": "spark", "spark": RUN_SETTINGS.model_dump(exclude_none=True)}
 
 
 def catalogue(
@@ -148,3 +150,14 @@ class PlusRoutedNoise(RoutedNoise):
         if vector.size == self.publishers:
             return self.release._gaussian(vector, draw)
         return self.bound._gaussian(vector, draw)
+
+
+def command_output(*argv: str) -> str:
+    """What ``dp-platform ARGV`` prints, run in this process; it must exit 0. For the commands a
+    test only reads from: the runs, and each command once, are tested as processes."""
+    from dp_platform.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(list(argv)) == 0
+    return out.getvalue()

@@ -26,13 +26,23 @@ TEST_SETTINGS = SparkSettings(
         "spark.sql.codegen.wholeStage": "false",
         "spark.sql.codegen.factoryMode": "NO_CODEGEN",
         "spark.sql.adaptive.enabled": "false",
-        # The JIT's quick tier only: a test's JVM runs each query a few times, not for hours,
-        # and compiling hot code a second time with the optimising tier took a third of its
-        # CPU. On AdsBPC+ cell parity beside a busy core, the JVM used 147 CPU-s against 168
-        # for the same wall (docs/testing.md); the platform's own sessions keep both tiers.
-        "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
     },
 )
+
+RUN_SETTINGS = TEST_SETTINGS.model_copy(
+    update={
+        "conf": {
+            **TEST_SETTINGS.conf,
+            # A launched run's JVM lives for one run: the JIT's quick tier only. Compiling hot
+            # code again with the optimising tier took a third of such a JVM's CPU. The shared
+            # session above keeps both tiers: they pay off over its quarter of an hour of
+            # queries (docs/testing.md).
+            "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+        }
+    }
+)
+"""The Spark settings of a test catalogue's ``warehouse:`` block (tests/platform_fixtures.py):
+what the runs it launches start their JVMs with."""
 
 
 def start_test_session():
