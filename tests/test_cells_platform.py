@@ -43,6 +43,7 @@ from tests.cells_data import (
     reference_cells,
     write,
 )
+from tests.platform_fixtures import command_output
 
 DAYS = 8
 TODAY = date(2026, 11, 22)
@@ -221,14 +222,8 @@ def document(released) -> dict:
 
 
 def _releases_json(home: Home, campaign: str = "sliced") -> dict:
-    import contextlib
-    import io
-
-    out = io.StringIO()
     argv = ["releases", "--home", str(home.root), "--campaign", campaign, "--json"]
-    with contextlib.redirect_stdout(out):
-        assert main(argv) == 0
-    return json.loads(out.getvalue())
+    return json.loads(command_output(*argv))
 
 
 def _label(row: dict, axes: tuple[str, ...] = AXES) -> tuple[str, ...]:

@@ -37,8 +37,8 @@ from dp_platform.home import Home
 from dp_platform.ledger import Ledger
 from dp_platform.warehouse import Warehouse
 from tests.dagster_runs import listed_on_job_page, worker_pid
-from tests.platform_fixtures import START, catalogue, make_home
-from tests.postgres_server import postgres_binaries, throwaway_postgres
+from tests.platform_fixtures import START, catalogue, command_output, make_home
+from tests.postgres_server import postgres_binaries
 from tests.process_runs import QUANTILE_DAYS, assert_complete_and_charged_once, ledger_counts
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,19 +66,18 @@ def prepared(tmp_path_factory):
 
 
 @pytest.fixture
-def postgres_home(prepared, tmp_path, monkeypatch):
-    """A copy of the prepared home whose Dagster instance lives in a fresh PostgreSQL database."""
-    with throwaway_postgres() as server:
-        url = server.create_database("dagster")  # Dagster's storage speaks psycopg2
-        monkeypatch.setenv(
-            "DP_DAGSTER_PG_URL", url.replace("postgresql://", "postgresql+psycopg2://")
-        )
-        monkeypatch.delenv("DAGSTER_HOME", raising=False)
-        shutil.copytree(prepared.root, tmp_path / "home")
-        dagster = tmp_path / "home" / "dagster"
-        dagster.mkdir(exist_ok=True)
-        shutil.copy(REPO / "examples" / "dagster-postgres.yaml", dagster / "dagster.yaml")
-        yield tmp_path / "home"
+def postgres_home(prepared, postgres_server, tmp_path, monkeypatch):
+    """A copy of the prepared home whose Dagster instance lives in a fresh PostgreSQL database
+    (on the session's server)."""
+    url = postgres_server.create_database(f"dagster_{uuid.uuid4().hex[:8]}")
+    # Dagster's storage speaks psycopg2
+    monkeypatch.setenv("DP_DAGSTER_PG_URL", url.replace("postgresql://", "postgresql+psycopg2://"))
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    shutil.copytree(prepared.root, tmp_path / "home")
+    dagster = tmp_path / "home" / "dagster"
+    dagster.mkdir(exist_ok=True)
+    shutil.copy(REPO / "examples" / "dagster-postgres.yaml", dagster / "dagster.yaml")
+    return tmp_path / "home"
 
 
 def drawn_per_partition(instance: dg.DagsterInstance, campaign: str) -> dict[str, list[bool]]:
@@ -211,13 +210,10 @@ def start_host(home: Path, *options: str) -> subprocess.Popen:
 
 
 def released_json(home: Path, campaign: str) -> dict:
-    result = subprocess.run(
-        [*CLI, "releases", "--home", str(home), "--campaign", campaign, "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
+    """`releases --json` of a home, called in this process (the runs are the processes here)."""
+    return json.loads(
+        command_output("releases", "--home", str(home), "--campaign", campaign, "--json")
     )
-    return json.loads(result.stdout)
 
 
 def test_two_hosts_with_one_ledger_release_once_and_charge_the_plan(

@@ -1,5 +1,10 @@
 """`dp-platform run` with the ledger on PostgreSQL, side by side with the default SQLite ledger:
-the same commands, the same shape of output, charges equal to the plan, re-runs draw nothing."""
+the same commands, the same shape of output, charges equal to the plan, re-runs draw nothing.
+
+The runs are real processes (each launches its campaign's run through Dagster); `releases`,
+`budget` and `campaign end` are called in this process (`dp_platform.cli.main`), as in
+tests/test_operator_proof.py; `releases` and `budget` as processes of their own are in
+tests/test_platform_processes.py."""
 
 from __future__ import annotations
 
@@ -13,10 +18,10 @@ import pytest
 import yaml
 
 from dp_platform.ledger import Ledger
-from tests.platform_fixtures import catalogue, copy_home, make_home
+from tests.platform_fixtures import catalogue, command_output, copy_home, make_home
 
 CLI = [sys.executable, "-m", "dp_platform.cli"]
-DAYS = 10
+DAYS, QUANTILE_DAYS = 4, 2  # both of AdsBPC's bound phases
 
 
 def cli(*args: str) -> str:
@@ -37,8 +42,10 @@ def run(home) -> None:
 
 def views(home) -> tuple[dict, dict]:
     """What an advertiser and the privacy officer read: releases and budget, as JSON."""
-    releases = cli("releases", "--home", str(home.root), "--campaign", "spring", "--json")
-    budget = cli("budget", "--home", str(home.root), "--json")
+    releases = command_output(
+        "releases", "--home", str(home.root), "--campaign", "spring", "--json"
+    )
+    budget = command_output("budget", "--home", str(home.root), "--json")
     return json.loads(releases), json.loads(budget)
 
 
@@ -63,7 +70,8 @@ def without_times(report: dict) -> dict:
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
     root = tmp_path_factory.mktemp("prepared") / "home"
-    return make_home(root, seed=7, users=300, days=DAYS, config=catalogue(days=DAYS))
+    config = catalogue(days=DAYS, quantile_days=QUANTILE_DAYS)
+    return make_home(root, seed=7, users=300, days=DAYS, config=config)
 
 
 def test_run_on_a_postgres_ledger_matches_the_sqlite_run(prepared, tmp_path, postgres_server):
@@ -92,7 +100,7 @@ def test_run_on_a_postgres_ledger_matches_the_sqlite_run(prepared, tmp_path, pos
     run(postgres_home)  # nothing is due: the stored releases are returned, nothing is drawn
     assert views(postgres_home) == (releases_postgres, budget_postgres)
     ended = json.loads(
-        cli("campaign", "end", "spring", "--home", str(postgres_home.root), "--json")
+        command_output("campaign", "end", "spring", "--home", str(postgres_home.root), "--json")
     )
     assert ended["returned"] == 0.0  # a finished campaign spent its whole plan
     assert views(postgres_home)[1]["campaigns"]["spring"]["status"] == "ended"

@@ -17,8 +17,6 @@ have kept nothing of the run where its UI or a listener would show it.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from datetime import date
 
@@ -28,7 +26,6 @@ import pytest
 import yaml
 
 from assets.runner import run_campaigns
-from dp_platform.cli import main
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger
 from dp_platform.privacy.noise import SeededNoise
@@ -43,7 +40,7 @@ from tests.cells_data import (
     generate,
     write,
 )
-from tests.platform_fixtures import warehouse_block
+from tests.platform_fixtures import command_output, warehouse_block
 
 DAYS = 4  # AdsBPC: 2 quantile days then the SVT; AdsBPC+: 2 profile days, then the profile
 TODAY = date(2026, 11, 22)
@@ -88,13 +85,6 @@ def _catalogue(engine: str) -> dict:
     }
 
 
-def _cli(argv: list[str]) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        assert main(argv) == 0
-    return out.getvalue()
-
-
 @pytest.fixture(scope="module")
 def homes(spark, tmp_path_factory):
     """Per engine: its home after `ingest --config` and one Dagster run, and the ingest JSON."""
@@ -108,7 +98,7 @@ def homes(spark, tmp_path_factory):
         config.write_text(yaml.safe_dump(_catalogue(engine)))
         argv = ["ingest", "--home", str(home.root), "--config", str(config)]
         argv += ["--impressions", str(imp), "--conversions", str(conv)]
-        ingested = _cli([*argv, "--now", "2026-11-01T00:00:00Z", "--json"])
+        ingested = command_output(*argv, "--now", "2026-11-01T00:00:00Z", "--json")
         runs = run_campaigns(
             config,
             home.root,
@@ -131,7 +121,9 @@ def test_cli_ingest_reports_the_same_dimension_checks_on_both_engines(homes):
 @pytest.mark.parametrize("campaign", list(CAMPAIGNS))
 def test_sliced_releases_are_byte_identical_on_spark_and_duckdb(homes, campaign):
     documents = {
-        engine: _cli(["releases", "--home", str(home.root), "--campaign", campaign, "--json"])
+        engine: command_output(
+            "releases", "--home", str(home.root), "--campaign", campaign, "--json"
+        )
         for engine, (home, _) in homes.items()
     }
     assert documents["spark"] == documents["duckdb"]
