@@ -153,8 +153,9 @@ class PlusRoutedNoise(RoutedNoise):
 
 
 def command_output(*argv: str) -> str:
-    """What ``dp-platform ARGV`` prints, run in this process; it must exit 0. For the commands a
-    test only reads from: the runs, and each command once, are tested as processes."""
+    """What ``dp-platform ARGV`` prints, run in this process; it must exit 0. For commands that
+    launch no run, beside the ones a test starts as processes (each command is also tested as a
+    process of its own)."""
     from dp_platform.cli import main
 
     out = io.StringIO()

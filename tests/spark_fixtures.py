@@ -13,6 +13,11 @@ import pytest
 
 from dp_platform.errors import ConfigError
 from dp_platform.settings import SparkSettings
+from dp_platform.warehouse.spark.session import FAST_START
+
+# the platform's JVM options for a local master (its serial collector), which a catalogue's own
+# value replaces rather than extends
+LOCAL_JAVA_OPTIONS = FAST_START["spark.driver.extraJavaOptions"]
 
 TEST_SETTINGS = SparkSettings(
     master="local[2]",
@@ -37,7 +42,7 @@ RUN_SETTINGS = TEST_SETTINGS.model_copy(
             # code again with the optimising tier took a third of such a JVM's CPU. The shared
             # session above keeps both tiers: they pay off over its quarter of an hour of
             # queries (docs/testing.md).
-            "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+            "spark.driver.extraJavaOptions": f"{LOCAL_JAVA_OPTIONS} -XX:TieredStopAtLevel=1",
         }
     }
 )
