@@ -126,6 +126,8 @@ class MethodResult:
             "rho_charged": self.rho_charged,
             "bias_share": self.score.bias_share,
             "error_consistent": self.score.error_consistent,
+            "total_error": self.score.total_error,
+            "total_error_empirical": self.score.total_error_empirical,
         }
         if self.mean_bounds is not None:
             out["mean_bounds"] = list(self.mean_bounds)

@@ -27,7 +27,7 @@ Budgets (all add/remove user-level zCDP, total ρ):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -64,6 +64,7 @@ __all__ = [
     "daily_outcome",
     "linear_outcome",
     "run_method",
+    "total_squared_errors",
 ]
 
 METHODS = ("adsbpc", "ipa", "bin", "stream", "umm", "mmbpc", "oracle")  # the paper's comparison
@@ -94,6 +95,9 @@ class Outcome:
     """One repeat of one method: released answers and expected squared errors, both (P × m).
 
     ``variances`` (m,) is the noise part of ``expected`` (the rest is squared clipping bias).
+    ``total_expected`` (m,) is E[(Σ_p answer − Σ_p truth)²] of the all-publisher campaign total,
+    what an advertiser reads first: P·Var + (Σ_p bias)², since every method here draws its noise
+    independently per publisher (:func:`total_squared_errors`).
     """
 
     answers: np.ndarray
@@ -101,6 +105,12 @@ class Outcome:
     bounds: np.ndarray | None = None
     variances: np.ndarray | None = None
     scale: float | None = None  # AdsBPC+'s profile scale s (DP output; evaluation only)
+    total_expected: np.ndarray | None = None
+
+    @property
+    def total_series(self) -> np.ndarray:
+        """(m,) the released campaign total of every query."""
+        return self.answers.sum(axis=0)
 
 
 @dataclass
@@ -130,6 +140,13 @@ class Context:
         return self.data.truth @ self.queries.T
 
 
+def total_squared_errors(variances: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """(m,) expected squared error of the all-publisher total, P·Var_q + (Σ_p bias_pq)²: the
+    noise of different publishers is independent (one Gaussian per coordinate), so variances
+    add, while the publishers' clipping biases add before squaring."""
+    return bias.shape[0] * variances + bias.sum(axis=0) ** 2
+
+
 def linear_outcome(
     plan: LinearPlan, clipped: np.ndarray, ctx: Context, noise: NoiseSource
 ) -> Outcome:
@@ -137,7 +154,12 @@ def linear_outcome(
     answers = plan.release(clipped, noise)
     bias = clipped @ ctx.queries.T - ctx.truth_answers
     variances = plan.query_variances()
-    return Outcome(answers, variances[None, :] + bias**2, variances=variances)
+    return Outcome(
+        answers,
+        variances[None, :] + bias**2,
+        variances=variances,
+        total_expected=total_squared_errors(variances, bias),
+    )
 
 
 def daily_outcome(run: DailyRun, ctx: Context) -> Outcome:
@@ -146,7 +168,13 @@ def daily_outcome(run: DailyRun, ctx: Context) -> Outcome:
     answers = run.released @ q.T
     variances = (q**2) @ run.sigmas**2
     bias = ctx.data.per_day_clipped(run.bounds) @ q.T - ctx.truth_answers
-    return Outcome(answers, variances[None, :] + bias**2, run.bounds, variances)
+    return Outcome(
+        answers,
+        variances[None, :] + bias**2,
+        run.bounds,
+        variances,
+        total_expected=total_squared_errors(variances, bias),
+    )
 
 
 def _adsbpc_run(ctx: Context, repeat: int, noise: Callable[[], NoiseSource]) -> DailyRun:
@@ -170,7 +198,12 @@ def _stream(ctx: Context, noise: NoiseSource) -> Outcome:
         answers[:, chosen] = rung_answers[:, chosen]
         bias[:, chosen] = (clipped @ ctx.queries.T - truth)[:, chosen]
     variances = plan.conditional_variances(rungs)
-    return Outcome(answers, variances[None, :] + bias**2, variances=variances)
+    return Outcome(
+        answers,
+        variances[None, :] + bias**2,
+        variances=variances,
+        total_expected=total_squared_errors(variances, bias),
+    )
 
 
 def _plus(ctx: Context, noise: NoiseSource, name: str = "adsbpc_plus") -> Outcome:
@@ -195,6 +228,7 @@ def _plus(ctx: Context, noise: NoiseSource, name: str = "adsbpc_plus") -> Outcom
         run.bounds,
         variances,
         run.scale_estimate,
+        total_squared_errors(variances, bias),
     )
 
 
@@ -229,7 +263,7 @@ def run_method(
             ctx,
             noise("mmbpc"),
         )
-        return Outcome(outcome.answers, outcome.expected, run.bounds, outcome.variances)
+        return replace(outcome, bounds=run.bounds)
     mechanisms = {"ipa": IPA(gs, ctx.rho), "bin": BIN(gs, ctx.rho), "umm": UMM(gs, ctx.rho)}
     if name not in mechanisms:
         raise ValueError(f"unknown method {name!r}; expected one of {ALL_METHODS}")

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dp_research.baselines import Workload, prefix_weights
+
 __all__ = [
     "analytic_max_variance",
     "analytic_paper_wrmse",
@@ -26,6 +28,7 @@ __all__ = [
     "per_publisher_wrmse",
     "squared_errors",
     "weighted_mean",
+    "workload_error",
     "wrmse",
 ]
 
@@ -108,3 +111,13 @@ def analytic_paper_wrmse(
 def analytic_max_variance(variances: np.ndarray, bias: np.ndarray | None = None) -> float:
     """max over windows of Var (+ bias², averaged over publishers)."""
     return _max_over_queries(expected_squared_errors(variances, bias))
+
+
+def workload_error(mse: np.ndarray, workload: Workload) -> float:
+    """The tables' metric of an expected (P × m) or (m,) MSE: prefix WRMSE with γ² weights,
+    sliding the worst window's MSE averaged over publishers. One function for the scores and for
+    anything tuned on them, so both read the same number."""
+    mse = np.atleast_2d(np.asarray(mse, dtype=np.float64))
+    if workload.kind == "prefix":
+        return float(np.sqrt(weighted_mean(mse, prefix_weights(workload.n)).mean()))
+    return float(mse.mean(axis=0).max())

@@ -12,6 +12,10 @@ consistency post-processing every method gets alike: prefix answers (cumulative 
 per publisher onto non-negative, non-decreasing series, each day's answer the projection of the
 series released so far (:func:`dp_platform.release_view.prefix_isotonic`, weights 1/Var);
 sliding-window answers clipped at 0 (the only constraint a window sum has).
+
+``total_error`` scores the all-publisher campaign total (Σ over publishers of each answer) with
+the same metric on that single series — expected (:attr:`Outcome.total_expected`, averaged over
+repeats) — and ``total_error_empirical`` the realised Σ_p answers against Σ_p truth.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import numpy as np
 from dp_platform.release_view import prefix_isotonic
 from dp_research.baselines import Workload, prefix_weights
 from dp_research.evaluation.methods import Outcome
-from dp_research.evaluation.metrics import max_window_mse, weighted_mean, wrmse
+from dp_research.evaluation.metrics import max_window_mse, weighted_mean, workload_error, wrmse
 
 __all__ = ["PAPER_SLIDING_UNIT", "Score", "consistent_answers", "metric_name", "score"]
 
@@ -41,6 +45,8 @@ class Score:
         None  # share of the expected MSE (as the metric weighs it) due to clipping
     )
     error_consistent: float | None = None  # realised, after the consistency projection
+    total_error: float | None = None  # the all-publisher total's metric, expected
+    total_error_empirical: float | None = None  # ... and realised
 
 
 def metric_name(workload: Workload) -> str:
@@ -89,6 +95,7 @@ def score(outcomes: list[Outcome], truth_answers: np.ndarray, workload: Workload
             consistent = wrmse(projected, truth_answers, prefix_weights(workload.n))
         else:
             consistent = max_window_mse(projected, truth_answers)
+    total, total_empirical = _total_errors(outcomes, truth_answers, workload)
     return Score(
         error,
         spread,
@@ -97,7 +104,25 @@ def score(outcomes: list[Outcome], truth_answers: np.ndarray, workload: Workload
         per,
         None if share is None else max(share, 0.0),
         None if consistent is None else float(consistent),
+        total,
+        total_empirical,
     )
+
+
+def _total_errors(
+    outcomes: list[Outcome], truth_answers: np.ndarray, workload: Workload
+) -> tuple[float | None, float | None]:
+    """(expected, realised) metric of the campaign total series; None if a repeat lacks it."""
+    if any(o.total_expected is None for o in outcomes):
+        return None, None
+    expected = np.mean([o.total_expected for o in outcomes], axis=0)
+    totals = np.stack([o.total_series for o in outcomes])[:, None, :]  # (R × 1 × m)
+    truth = truth_answers.sum(axis=0)[None, :]
+    if workload.kind == "prefix":
+        realised = wrmse(totals, truth, prefix_weights(workload.n))
+    else:
+        realised = max_window_mse(totals, truth)
+    return workload_error(expected, workload), float(realised)
 
 
 def consistent_answers(
