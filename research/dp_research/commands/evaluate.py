@@ -110,6 +110,16 @@ def closing_note(result: ExperimentResult) -> str:
         )
     if "adsbpc_plus_over_its_oracle" in s:
         parts.append(f"AdsBPC+ ÷ its oracle (non-private) = {s['adsbpc_plus_over_its_oracle']:.2f}")
+    if "adsbpc_plus_over_fixed_hindsight" in s:
+        parts.append(
+            "AdsBPC+ ÷ fixed bound tuned in hindsight (non-private) = "
+            f"{s['adsbpc_plus_over_fixed_hindsight']:.2f}"
+        )
+    if "adsbpc_plus_total_over_fixed_total" in s:
+        parts.append(
+            "campaign total: AdsBPC+ ÷ the fixed bound's best = "
+            f"{s['adsbpc_plus_total_over_fixed_total']:.2f}"
+        )
     return "; ".join(parts) + "." if parts else ""
 
 
@@ -134,12 +144,13 @@ def _print_result(result: ExperimentResult) -> None:
         ("bias", 6),
         ("seconds", 9),
     )
-    print(f"{'method':<22}" + "".join(f"{name:>{width}}" for name, width in columns))
+    label = max(22, *(len(LABELS[name]) + 1 for name in result.methods))
+    print(f"{'method':<{label}}" + "".join(f"{name:>{width}}" for name, width in columns))
     for name, m in result.methods.items():
         s = m.score
         bias = "—" if s.bias_share is None else f"{100 * s.bias_share:.0f}%"
         print(
-            f"{LABELS[name]:<22}{s.error:>12.2f}{s.error_std:>11.2f}{s.error_empirical:>12.2f}"
+            f"{LABELS[name]:<{label}}{s.error:>12.2f}{s.error_std:>11.2f}{s.error_empirical:>12.2f}"
             f"{s.error_paper_scale:>13.3f}{bias:>6}{m.seconds:>9.2f}"
         )
     note = closing_note(result)

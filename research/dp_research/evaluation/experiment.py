@@ -21,11 +21,13 @@ from dp_platform.privacy.noise import NoiseSource, SeededNoise
 from dp_research.baselines import Workload, prefix, sliding
 from dp_research.evaluation.adsbpc_runs import campaign_for, plus_campaign_for
 from dp_research.evaluation.datasets import DatasetSpec, dataset_spec, load_dataset
+from dp_research.evaluation.fixed_bound import DEFAULT_BOUND
 from dp_research.evaluation.methods import (
     ALL_METHODS,
     BASELINES,
     LABELS,
     METHODS,
+    NOT_PRIVATE,
     ONE_REPEAT,
     PLUS_METHODS,
     Context,
@@ -109,10 +111,11 @@ class MethodResult:
     rho_charged: float
     mean_bounds: tuple[float, ...] | None = None
     scales: tuple[float, ...] | None = None  # AdsBPC+'s profile scale s, one per repeat
+    fixed_bound: dict[str, float] | None = None  # a fixed-bound method's b (and b*_total)
 
     @property
     def private(self) -> bool:
-        return self.name not in ("oracle", "plus_oracle")
+        return self.name not in NOT_PRIVATE
 
     def to_json(self) -> dict:
         out = {
@@ -133,6 +136,8 @@ class MethodResult:
             out["mean_bounds"] = list(self.mean_bounds)
         if self.scales is not None:
             out["scales"] = list(self.scales)
+        if self.fixed_bound is not None:
+            out["fixed_bound"] = dict(self.fixed_bound)
         return out
 
 
@@ -178,6 +183,12 @@ class ExperimentResult:
         plus_oracle = self.error("plus_oracle")
         if plus is not None and plus_oracle:
             out["adsbpc_plus_over_its_oracle"] = plus / plus_oracle
+        hindsight = self.methods.get("fixed_hindsight")
+        if plus is not None and hindsight is not None:
+            out["adsbpc_plus_over_fixed_hindsight"] = plus / hindsight.score.error
+            plus_total = self.methods["adsbpc_plus"].score.total_error
+            if plus_total is not None and hindsight.score.total_error:
+                out["adsbpc_plus_total_over_fixed_total"] = plus_total / hindsight.score.total_error
         return out
 
     def to_json(self) -> dict:
@@ -203,6 +214,16 @@ class ExperimentResult:
             "error_paper_scale": {n: m["error_paper_scale"] for n, m in methods.items()},
             "summary": self.summary(),
         }
+
+
+def _fixed_bound(name: str, ctx: Context) -> dict[str, float] | None:
+    """The bound a fixed-bound method released with; the hindsight one's b*_total too."""
+    if name == "fixed_3":
+        return {"bound": DEFAULT_BOUND, "total_bound": DEFAULT_BOUND}
+    if name == "fixed_hindsight":
+        tuned = ctx.hindsight
+        return {"bound": tuned.bound, "total_bound": tuned.total_bound, "grid_top": tuned.grid_top}
+    return None
 
 
 def _ordered(methods: Sequence[str]) -> list[str]:
@@ -290,6 +311,7 @@ def run_experiment(
                 rho_charged=rho_charged(name, ctx),
                 mean_bounds=tuple(np.mean(bounds, axis=0).tolist()) if bounds else None,
                 scales=tuple(scales) if scales else None,
+                fixed_bound=_fixed_bound(name, ctx),
             )
     ordered = {name: results[name] for name in ALL_METHODS if name in results}
     return ExperimentResult(

@@ -18,6 +18,8 @@ Budgets (all add/remove user-level zCDP, total ρ):
 - Oracle: NOT private. The true per-day p-quantile as bound and all of ρ on the Gaussian.
 - AdsBPC+ oracle: NOT private. AdsBPC+'s own choices on exact inputs — the true daily
   histograms for r_i, the true profile's q-quantile for s — and all of ρ on the measurement.
+- Fixed bound (:mod:`.fixed_bound`, a generic library's release): ρ/n a day on a Gaussian at
+  ℓ2 sensitivity b. ``fixed_hindsight`` is NOT private: its b is tuned on the true data.
 - AdsBPC+ (:mod:`dp_platform.mechanisms.adsbpc_plus`): ρ = ρ1 (each user's filter budget) + the
   daily noisy histograms + the profile histogram, its plan's exact split (default 0.95/0.03/0.02).
   Its expected error uses the *filtered* clipped vectors of the repeat (each user's cut
@@ -49,6 +51,13 @@ from dp_research.baselines import (
 )
 from dp_research.evaluation.adsbpc_runs import DailyRun, given_bounds_run, run_adsbpc
 from dp_research.evaluation.datasets import DatasetSpec
+from dp_research.evaluation.fixed_bound import (
+    DEFAULT_BOUND,
+    Hindsight,
+    fixed_run,
+    tune_in_hindsight,
+    zcdp_charged,
+)
 from dp_research.evaluation.plus_data import PlusData, run_plus
 from dp_research.evaluation.plus_scale import mse_choose, mse_scale
 from dp_research.evaluation.prepared import PreparedData
@@ -56,8 +65,10 @@ from dp_research.evaluation.prepared import PreparedData
 __all__ = [
     "ALL_METHODS",
     "BASELINES",
+    "FIXED_METHODS",
     "LABELS",
     "METHODS",
+    "NOT_PRIVATE",
     "ONE_REPEAT",
     "Context",
     "Outcome",
@@ -68,7 +79,15 @@ __all__ = [
 ]
 
 METHODS = ("adsbpc", "ipa", "bin", "stream", "umm", "mmbpc", "oracle")  # the paper's comparison
-ALL_METHODS = (*METHODS, "adsbpc_plus", "plus_oracle", "plus_diagonal", "plus_mse")
+ALL_METHODS = (
+    *METHODS,
+    "adsbpc_plus",
+    "plus_oracle",
+    "plus_diagonal",
+    "plus_mse",
+    "fixed_3",
+    "fixed_hindsight",
+)
 BASELINES = ("ipa", "bin", "stream", "umm", "mmbpc")
 LABELS = {
     "adsbpc": "AdsBPC",
@@ -82,9 +101,13 @@ LABELS = {
     "plus_oracle": "Oracle+ (non-private)",
     "plus_diagonal": "AdsBPC+ diagonal",
     "plus_mse": "AdsBPC+ s by MSE",
+    "fixed_3": "Fixed bound 3 (library default)",
+    "fixed_hindsight": "Fixed bound, tuned in hindsight (not private †)",
 }
 PLUS_METHODS = ("adsbpc_plus", "plus_oracle", "plus_diagonal", "plus_mse")  # row-level data
 CANDIDATES = ("plus_diagonal", "plus_mse")  # AdsBPC+ variants measured, not the default
+FIXED_METHODS = ("fixed_3", "fixed_hindsight")  # a generic library's release (.fixed_bound)
+NOT_PRIVATE = ("oracle", "plus_oracle", "fixed_hindsight")  # read the true data to choose
 ONE_REPEAT = ("plus_oracle",)
 """Methods whose choices read no noise: their expected error (the tables' "error") is the same
 in every repeat, so one repeat gives it; their realised error and ± std are of that one run."""
@@ -97,7 +120,9 @@ class Outcome:
     ``variances`` (m,) is the noise part of ``expected`` (the rest is squared clipping bias).
     ``total_expected`` (m,) is E[(Σ_p answer − Σ_p truth)²] of the all-publisher campaign total,
     what an advertiser reads first: P·Var + (Σ_p bias)², since every method here draws its noise
-    independently per publisher (:func:`total_squared_errors`).
+    independently per publisher (:func:`total_squared_errors`). ``total_answers`` (m,) replaces
+    Σ_p answers when the total comes from a release of its own (the fixed bound tuned in
+    hindsight for the total, :mod:`.fixed_bound`).
     """
 
     answers: np.ndarray
@@ -106,11 +131,12 @@ class Outcome:
     variances: np.ndarray | None = None
     scale: float | None = None  # AdsBPC+'s profile scale s (DP output; evaluation only)
     total_expected: np.ndarray | None = None
+    total_answers: np.ndarray | None = None
 
     @property
     def total_series(self) -> np.ndarray:
         """(m,) the released campaign total of every query."""
-        return self.answers.sum(axis=0)
+        return self.answers.sum(axis=0) if self.total_answers is None else self.total_answers
 
 
 @dataclass
@@ -138,6 +164,17 @@ class Context:
     def truth_answers(self) -> np.ndarray:
         """(P × m) answers on the unclipped data: clipping bias counts as error."""
         return self.data.truth @ self.queries.T
+
+    @cached_property
+    def hindsight(self) -> Hindsight:
+        """NOT PRIVATE: the fixed bounds tuned on this experiment's true data (once)."""
+        return tune_in_hindsight(
+            self.data,
+            self.workload,
+            self.rho,
+            cap=float(self.spec.cap),
+            global_bound=float(self.spec.global_bound),
+        )
 
 
 def total_squared_errors(variances: np.ndarray, bias: np.ndarray) -> np.ndarray:
@@ -232,6 +269,19 @@ def _plus(ctx: Context, noise: NoiseSource, name: str = "adsbpc_plus") -> Outcom
     )
 
 
+def _fixed(ctx: Context, name: str, noise: Callable[[str], NoiseSource]) -> Outcome:
+    """A fixed-bound release (:mod:`.fixed_bound`). The hindsight method's total is that of the
+    release at b*_total, on the same draws (a fresh source of the same seed) when it differs."""
+    if name == "fixed_3":
+        return daily_outcome(fixed_run(ctx.data, DEFAULT_BOUND, ctx.rho, noise(name)), ctx)
+    tuned = ctx.hindsight
+    outcome = daily_outcome(fixed_run(ctx.data, tuned.bound, ctx.rho, noise(name)), ctx)
+    if tuned.total_bound == tuned.bound:
+        return outcome
+    total = daily_outcome(fixed_run(ctx.data, tuned.total_bound, ctx.rho, noise(name)), ctx)
+    return replace(outcome, total_expected=total.total_expected, total_answers=total.total_series)
+
+
 def run_method(
     name: str,
     ctx: Context,
@@ -243,6 +293,8 @@ def run_method(
     MMBPC reads the bounds of AdsBPC's run of the same repeat (run here if not yet).
     """
     gs = float(ctx.spec.global_bound)
+    if name in FIXED_METHODS:
+        return _fixed(ctx, name, noise)
     if name in PLUS_METHODS:  # candidates share AdsBPC+'s noise: paired with it
         return _plus(ctx, noise("adsbpc_plus" if name in CANDIDATES else name), name)
     if name == "adsbpc":
@@ -279,6 +331,9 @@ def rho_charged(name: str, ctx: Context) -> float:
         return float(ctx.plus_plan.budget.total)
     if name == "adsbpc":
         return float(ctx.plan.budget.total)
+    if name in FIXED_METHODS:
+        bound = DEFAULT_BOUND if name == "fixed_3" else ctx.hindsight.bound
+        return zcdp_charged(bound, ctx.rho, ctx.data.n_days)
     if name in ("oracle", "plus_oracle"):
         return ctx.rho
     if name == "stream":
