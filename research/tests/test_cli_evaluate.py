@@ -73,3 +73,13 @@ def test_sweep_writes_a_png(tmp_path, capsys) -> None:
     days = [r["days"] for r in document["runs"]["prefix"]]
     assert days == [7, 15, 31, 63, 127]
     assert (tmp_path / "sweep_days_zipf.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_users_per_day_sets_the_generators_users(capsys) -> None:
+    argv = ["--dataset", "events", "--workload", "prefix", "--users-per-day", "200", "--json"]
+    argv += ["--publishers", "5", "--repeats", "2", "--methods", "fixed_3", "--quiet"]
+    assert run(argv) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["users_per_day"] == 200 and document["users"] > 3000  # ≈ 5.7 % a day
+    assert document["active_per_day"] == pytest.approx(200, rel=0.25)
+    assert document["methods"]["fixed_3"]["fixed_bound"]["bound"] == 3.0

@@ -10,20 +10,20 @@ import pytest
 from dp_platform.events import generate_campaign
 from dp_platform.events.model import US_PER_DAY
 from dp_research.evaluation.consistency_gains import (
-    _last_touch,
     cumulative_cells_gain,
     generator_cells,
     isotonic_coverage,
     isotonic_gain,
     totals_gain,
 )
+from dp_research.evaluation.events_data import last_touch
 
 
 def test_last_touch_equals_a_brute_force_scan() -> None:
     events = generate_campaign(
         seed=6, users=60, publishers=4, impressions=600, conversions=120, days=5
     )
-    found = _last_touch(events)
+    found = last_touch(events)
     for j in range(events.n_conversions):
         before = np.flatnonzero(
             (events.imp_user == events.conv_user[j])

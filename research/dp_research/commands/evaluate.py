@@ -32,6 +32,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rho", type=float, default=1.0, help="total zCDP budget (1)")
     parser.add_argument("--days", type=int, default=31, help="campaign length n (31)")
     parser.add_argument("--users", type=int, default=1_000_000, help="synthetic users (10⁶)")
+    parser.add_argument(
+        "--users-per-day",
+        type=int,
+        help="synthetic sets: generate as many users as make this many convert a day "
+        "(overrides --users)",
+    )
     parser.add_argument("--publishers", type=int, default=1000, help="synthetic publishers")
     parser.add_argument("--repeats", type=int, default=10, help="seeded repeats (10)")
     parser.add_argument("--methods", nargs="+", choices=ALL_METHODS, default=list(METHODS))
@@ -82,6 +88,7 @@ def _make_config(args: argparse.Namespace, workload: str) -> ExperimentConfig:
         repeats=args.repeats,
         methods=tuple(args.methods),
         seed=args.seed,
+        users_per_day=args.users_per_day,
     )
 
 
@@ -132,9 +139,9 @@ def _print_result(result: ExperimentResult) -> None:
     )
     print(
         f"{c.dataset} / {c.workload}: {metric}\n"
-        f"ρ = {c.rho:g}, n = {c.days}, {c.repeats} repeats, {result.users:,} users × "
-        f"{result.publishers:,} publishers, {result.conversions:,} conversions "
-        f"(prepared in {result.prepare_seconds:.1f}s)"
+        f"ρ = {c.rho:g}, n = {c.days}, {c.repeats} repeats, {result.users:,} users "
+        f"({result.active_per_day or 0:,.0f} a day) × {result.publishers:,} publishers, "
+        f"{result.conversions:,} conversions (prepared in {result.prepare_seconds:.1f}s)"
     )
     columns = (
         ("error", 12),

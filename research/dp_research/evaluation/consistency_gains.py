@@ -43,13 +43,14 @@ from dp_platform.consistency import (
     wls_combine,
 )
 from dp_platform.events import generate_campaign
-from dp_platform.events.model import US_PER_DAY, EventSet, epoch_us
+from dp_platform.events.model import US_PER_DAY, epoch_us
 from dp_platform.mechanisms.adsbpc import make_plan
 from dp_platform.privacy.noise import NoiseSource, SeededNoise
 from dp_platform.release_view import prefix_isotonic
 from dp_research.baselines import prefix, prefix_weights
 from dp_research.evaluation.adsbpc_runs import campaign_for, run_adsbpc
 from dp_research.evaluation.datasets import dataset_spec
+from dp_research.evaluation.events_data import last_touch
 from dp_research.evaluation.experiment import ExperimentConfig, noise_seed, prepare_dataset
 from dp_research.evaluation.metrics import wrmse
 
@@ -140,27 +141,6 @@ def isotonic_gain(
     )
 
 
-def _last_touch(events: EventSet, lookback_days: int = 30) -> np.ndarray:
-    """Each conversion's publisher by last touch (−1: no impression of its user in the window).
-
-    The rule of docs/data.md (latest impression of the same user strictly before, within the
-    look-back window), single advertiser, in NumPy for this evaluation.
-    """
-    t0 = int(min(events.imp_ts.min(initial=0), events.conv_ts.min(initial=0)))
-    span = int(max(events.imp_ts.max(initial=0), events.conv_ts.max(initial=0))) - t0 + 1
-    imp_key = events.imp_user.astype(np.int64) * span + (events.imp_ts - t0)
-    order = np.argsort(imp_key, kind="stable")
-    conv_key = events.conv_user.astype(np.int64) * span + (events.conv_ts - t0)
-    at = np.searchsorted(imp_key[order], conv_key, side="left") - 1
-    found = order[np.maximum(at, 0)]
-    valid = (
-        (at >= 0)
-        & (events.imp_user[found] == events.conv_user)
-        & (events.conv_ts - events.imp_ts[found] <= lookback_days * US_PER_DAY)
-    )
-    return np.where(valid, events.imp_publisher[found], -1)
-
-
 def generator_cells(
     *, seed: int, users: int, publishers: int, conversions: int, days: int
 ) -> tuple[CellLayout, np.ndarray]:
@@ -183,7 +163,7 @@ def generator_cells(
         dimensions=(("region", regions), ("device", devices)),
         measures=("conversions", "value"),
     )
-    publisher = _last_touch(events)
+    publisher = last_touch(events)
     day = ((events.conv_ts - epoch_us(START)) // US_PER_DAY).astype(np.int64)
     kept = publisher >= 0
     cells = np.zeros((days, *layout.shape))

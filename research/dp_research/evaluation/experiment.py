@@ -20,7 +20,12 @@ from dp_platform.mechanisms.adsbpc import make_plan
 from dp_platform.privacy.noise import NoiseSource, SeededNoise
 from dp_research.baselines import Workload, prefix, sliding
 from dp_research.evaluation.adsbpc_runs import campaign_for, plus_campaign_for
-from dp_research.evaluation.datasets import DatasetSpec, dataset_spec, load_dataset
+from dp_research.evaluation.datasets import (
+    DatasetSpec,
+    dataset_spec,
+    generator_users,
+    load_dataset,
+)
 from dp_research.evaluation.fixed_bound import DEFAULT_BOUND
 from dp_research.evaluation.methods import (
     ALL_METHODS,
@@ -67,9 +72,17 @@ class ExperimentConfig:
     methods: tuple[str, ...] = METHODS
     seed: int = 0
     window: int = WINDOW
+    users_per_day: int | None = None
+    """When set, ``users`` is ignored: the generator gets as many users as make this the
+    expected number converting on a day (datasets.generator_users; synthetic sets only)."""
 
     def __post_init__(self) -> None:
-        dataset_spec(self.dataset)
+        spec = dataset_spec(self.dataset)
+        if self.users_per_day is not None and (self.users_per_day < 1 or not spec.synthetic):
+            raise ValueError(
+                f"users_per_day needs a synthetic dataset and a value >= 1 ({self.dataset} has "
+                f"{'a fixed size' if not spec.synthetic else 'synthetic users'})"
+            )
         if self.workload not in ("prefix", "sliding"):
             raise ValueError(f"workload must be prefix or sliding, got {self.workload!r}")
         unknown = set(self.methods) - set(ALL_METHODS)
@@ -77,6 +90,12 @@ class ExperimentConfig:
             raise ValueError(f"methods must be among {ALL_METHODS}, got {self.methods}")
         if self.repeats < 1 or self.users < 1 or self.publishers < 1 or not self.rho > 0:
             raise ValueError("repeats, users and publishers must be >= 1 and rho > 0")
+
+    def generator_users(self) -> int:
+        """Users the data is generated for: ``users``, or the number for ``users_per_day``."""
+        if self.users_per_day is None:
+            return self.users
+        return generator_users(self.dataset, self.users_per_day, self.days)
 
     def make_workload(self) -> Workload:
         return prefix(self.days) if self.workload == "prefix" else sliding(self.days, self.window)
@@ -94,7 +113,7 @@ def prepare_dataset(config: ExperimentConfig) -> tuple[PreparedData, float]:
     spec = dataset_spec(config.dataset)
     conversions = load_dataset(
         config.dataset,
-        users=config.users,
+        users=config.generator_users(),
         publishers=config.publishers,
         days=config.days,
         seed=config.seed,
@@ -150,6 +169,7 @@ class ExperimentResult:
     conversions: int
     prepare_seconds: float
     methods: dict[str, MethodResult] = field(default_factory=dict)
+    active_per_day: float | None = None  # users with a conversion, mean over the days
 
     @property
     def metric(self) -> str:
@@ -203,6 +223,8 @@ class ExperimentResult:
             "repeats": c.repeats,
             "seed": c.seed,
             "users": self.users,
+            "users_per_day": c.users_per_day,
+            "active_per_day": self.active_per_day,
             "publishers": self.publishers,
             "conversions": self.conversions,
             "global_bound": self.spec.global_bound,
@@ -258,7 +280,7 @@ def run_experiment(
             plus_data = prepare_plus(
                 load_dataset(
                     config.dataset,
-                    users=config.users,
+                    users=config.generator_users(),
                     publishers=config.publishers,
                     days=config.days,
                     seed=config.seed,
@@ -322,4 +344,5 @@ def run_experiment(
         conversions=data.n_conversions,
         prepare_seconds=prepare_seconds,
         methods=ordered,
+        active_per_day=float(data.histograms[:, 1:].sum(axis=1).mean()),
     )

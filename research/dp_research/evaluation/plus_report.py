@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dp_research.evaluation.datasets import DATASETS, dataset_spec, load_dataset
+from dp_research.evaluation.datasets import PAPER_SETS, dataset_spec, load_dataset
 from dp_research.evaluation.experiment import ExperimentConfig, ExperimentResult, run_experiment
 from dp_research.evaluation.methods import BASELINES, LABELS
 from dp_research.evaluation.plus_data import prepare_plus
@@ -56,7 +56,7 @@ def run_all(
 ) -> tuple[list[ExperimentResult], dict[str, float]]:
     """Every (dataset, workload) with ``methods``; returns results and step seconds."""
     results, seconds = [], {}
-    for name in DATASETS:
+    for name in PAPER_SETS:
         started = time.perf_counter()
         conversions = load_dataset(name, users=users, publishers=publishers, days=31, seed=seed)
         data = prepare(conversions, dataset_spec(name).global_bound)

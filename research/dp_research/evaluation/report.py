@@ -15,7 +15,7 @@ from pathlib import Path
 
 from dp_research.evaluation.ablations import run_ablations
 from dp_research.evaluation.all_results import FULL_SCALE, AllResults, Scale
-from dp_research.evaluation.datasets import DATASETS, dataset_spec
+from dp_research.evaluation.datasets import PAPER_SETS, dataset_spec
 from dp_research.evaluation.experiment import prepare_dataset, run_experiment
 from dp_research.evaluation.markdown import render_results
 from dp_research.evaluation.sweeps import plot_sweep, sweep
@@ -31,7 +31,7 @@ END = "<!-- END GENERATED -->"
 def run_all(
     scale: Scale = FULL_SCALE,
     *,
-    datasets: tuple[str, ...] = tuple(DATASETS),
+    datasets: tuple[str, ...] = PAPER_SETS,
     sweep_datasets: tuple[str, ...] = SWEEP_DATASETS,
     show_progress: bool | None = None,
 ) -> AllResults:
@@ -86,7 +86,7 @@ def write_all(
     scale: Scale = FULL_SCALE,
     *,
     command: str = "dp-platform evaluate --all --out docs/",
-    datasets: tuple[str, ...] = tuple(DATASETS),
+    datasets: tuple[str, ...] = PAPER_SETS,
     show_progress: bool | None = None,
 ) -> tuple[Path, AllResults]:
     """Run everything, write ``out_dir/figures/*.png`` and ``out_dir/results.md``."""
