@@ -96,8 +96,10 @@ format: $(BIN)/dp-platform
 bench: $(BIN)/dp-platform
 	$(BIN)/pytest -q --benchmark-enable --benchmark-only tests
 
-# Regenerate docs/results.md and docs/figures (the paper's Tables IX/X, sweeps, ablations); the
-# command comes from the research package (research/), which the venv above installs.
+# Regenerate every generated block of docs/results.md and docs/figures: the paper's Tables IX/X,
+# sweeps and ablations, the AdsBPC+ blocks and the default mechanism's table from 1 000 to
+# 200 000 users a day (about an hour; `dp-platform evaluate --scale-table --out docs/` writes that
+# table alone). The command comes from the research package (research/), which the venv installs.
 results: $(BIN)/dp-platform
 	$(BIN)/dp-platform evaluate --all --out docs/
 

@@ -31,7 +31,14 @@ from dp_research.evaluation.methods import BASELINES, LABELS
 from dp_research.evaluation.plus_data import prepare_plus
 from dp_research.evaluation.prepared import prepare
 
-__all__ = ["candidates_block", "main", "plus_block", "run_all"]
+__all__ = [
+    "candidates_block",
+    "main",
+    "plus_block",
+    "run_all",
+    "write_candidates",
+    "write_plus",
+]
 
 BEGIN = "<!-- BEGIN GENERATED: adsbpc_plus; python -m dp_research.evaluation.plus_report -->"
 END = "<!-- END GENERATED: adsbpc_plus -->"
@@ -261,6 +268,58 @@ def write_block(
     path.write_text(text)
 
 
+def _scale(ci: bool) -> tuple[int, int, int]:
+    """(users, publishers, repeats): the tables' 10⁶ × 1000 × 10, or a toy run in seconds."""
+    return (2000, 20, 2) if ci else (1_000_000, 1000, 10)
+
+
+def write_plus(out_dir: Path, *, ci: bool = False) -> list[ExperimentResult]:
+    """Run and write the AdsBPC+ block of ``out_dir/results.md``."""
+    users, publishers, repeats = _scale(ci)
+    started = time.perf_counter()
+    results, seconds = run_all(users, publishers, repeats)
+    seconds["total"] = time.perf_counter() - started
+    note = (
+        f"Generated ({users:,} users × {publishers:,} publishers, {repeats} repeats — "
+        "Oracle+ one, its choices read no noise —, seed 0; ρ = 1, n = 31). Errors in our "
+        "normalisation (prefix WRMSE, sliding max-window MSE); ratios are of that metric. "
+        "† not private. ‡ realised errors after the consistency projection (below). "
+        "bias² / variance: the two parts of the MSE (prefix: the weighted MSE; sliding: "
+        "the worst window's)."
+    )
+    write_block(out_dir / "results.md", plus_block(results, seconds, note))
+    return results
+
+
+def write_candidates(out_dir: Path, *, ci: bool = False) -> list[ExperimentResult]:
+    """Run and write the candidates' block of ``out_dir/results.md``."""
+    users, publishers, repeats = _scale(ci)
+    started = time.perf_counter()
+    results, seconds = run_all(
+        users,
+        publishers,
+        repeats,
+        methods=CANDIDATE_METHODS,
+        synthetic_repeats=min(3, repeats),
+    )
+    seconds["total"] = time.perf_counter() - started
+    note = (
+        f"Generated ({users:,} users × {publishers:,} publishers; {min(3, repeats)} repeats "
+        f"on the synthetic sets, {repeats} on Facebook; seed 0; ρ = 1, n = 31). Each cell: "
+        "the error (our normalisation), it ÷ the best of the five baselines, and the bias "
+        "share of the error. The variants share their draws."
+    )
+    block = candidates_block(results, seconds, note)
+    write_block(
+        out_dir / "results.md",
+        block,
+        CANDIDATES_BEGIN,
+        CANDIDATES_END,
+        heading="### Candidates for the default",
+    )
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default="docs")
@@ -270,43 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", help="also write the raw results here")
     args = parser.parse_args(argv)
-    users, publishers, repeats = (2000, 20, 2) if args.ci else (1_000_000, 1000, 10)
-    started = time.perf_counter()
-    if args.candidates:
-        results, seconds = run_all(
-            users,
-            publishers,
-            repeats,
-            methods=CANDIDATE_METHODS,
-            synthetic_repeats=min(3, repeats),
-        )
-        seconds["total"] = time.perf_counter() - started
-        note = (
-            f"Generated ({users:,} users × {publishers:,} publishers; {min(3, repeats)} repeats "
-            f"on the synthetic sets, {repeats} on Facebook; seed 0; ρ = 1, n = 31). Each cell: "
-            "the error (our normalisation), it ÷ the best of the five baselines, and the bias "
-            "share of the error. The variants share their draws."
-        )
-        block = candidates_block(results, seconds, note)
-        write_block(
-            Path(args.out) / "results.md",
-            block,
-            CANDIDATES_BEGIN,
-            CANDIDATES_END,
-            heading="### Candidates for the default",
-        )
-    else:
-        results, seconds = run_all(users, publishers, repeats)
-        seconds["total"] = time.perf_counter() - started
-        note = (
-            f"Generated ({users:,} users × {publishers:,} publishers, {repeats} repeats — "
-            "Oracle+ one, its choices read no noise —, seed 0; ρ = 1, n = 31). Errors in our "
-            "normalisation (prefix WRMSE, sliding max-window MSE); ratios are of that metric. "
-            "† not private. ‡ realised errors after the consistency projection (below). "
-            "bias² / variance: the two parts of the MSE (prefix: the weighted MSE; sliding: "
-            "the worst window's)."
-        )
-        write_block(Path(args.out) / "results.md", plus_block(results, seconds, note))
+    write = write_candidates if args.candidates else write_plus
+    results = write(Path(args.out), ci=args.ci)
     if args.json:
         Path(args.json).write_text(json.dumps([r.to_json() for r in results], indent=1))
     return 0
