@@ -20,7 +20,7 @@ from dp_platform.events import generate_campaign, write_events
 from dp_platform.events.campaign import CREATIVES, DEVICES, REGIONS
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger
-from dp_platform.mechanisms import DEFAULT_STREAM
+from dp_platform.mechanisms import default_stream
 from dp_platform.publication import noise_std, release_strategy
 from dp_platform.registration import load_registration
 from dp_platform.release_view import release_document
@@ -31,7 +31,8 @@ DEMO_MARKER = "demo.json"
 DEMO_SEED = 20_261_122
 DEMO_START = date(2026, 3, 1)
 DEMO_VALUE_CAP = 200.0
-DEMO_LAYOUT = 3  # the demo's catalogue and events: a home made by an older demo is refused
+DEMO_LAYOUT = 4  # the demo's catalogue and events: a home made by an older demo is refused
+# (4: the campaigns run AdsBPC+, the default under add/remove; 3 ran AdsBPC)
 TOP_SLICES = 6
 
 
@@ -46,7 +47,9 @@ def catalogue_for(days: int) -> dict:
         "days": days,
         "publishers": "all",
         "attribution": {"rule": "lta", "lookback_days": 30},
-        "mechanism": {"kind": DEFAULT_STREAM, "bounds": {"quantile_days": min(7, days - 1)}},
+        # the default daily mechanism under add/remove (AdsBPC+), its profile read from the
+        # first min(7, n − 1) days so that a short demo (--days 2 .. 7) still plans
+        "mechanism": {"kind": default_stream("add_remove"), "profile_days": min(7, days - 1)},
     }
     return {
         "accounts": [{"name": "acme-users", "rho_cap": 2.0}],
@@ -101,7 +104,8 @@ def _claim_home(home: Home, options: dict) -> None:
             )
         if made_layout != options["layout"]:
             raise ConfigError(
-                f"{home.root} was made by an older demo (another sliced campaign); use a new --home"
+                f"{home.root} was made by an older demo (other campaigns or mechanisms); use a "
+                "new --home"
             )
         return
     if home.warehouse.exists() or home.ledger.exists():

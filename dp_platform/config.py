@@ -19,6 +19,8 @@ from typing import Annotated, ClassVar, Literal, Protocol
 
 from pydantic import (
     Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
     SerializeAsAny,
     ValidationInfo,
     field_validator,
@@ -242,10 +244,14 @@ class MechanismSettings(Strict):
     by name; the catalogue dispatches on ``kind``, so a block exists only for the mechanism
     chosen. ``legacy_blocks`` are top-level keys of the older catalogue format that belong to
     this mechanism (e.g. ``bounds:``); they are folded into the block, and refused for any other.
+    ``privacy_keys`` are keys of the campaign's ``privacy:`` block that only this mechanism reads
+    (e.g. ``split``). A campaign that names no mechanism but writes a legacy block or a privacy
+    key of one daily mechanism gets that mechanism, not the default (config_legacy.py).
     """
 
     kind: str
     legacy_blocks: ClassVar[tuple[str, ...]] = ()
+    privacy_keys: ClassVar[tuple[str, ...]] = ()
     cell_norm: ClassVar[Literal[1, 2] | None] = None
     """The p of the ℓp norm in which the mechanism's sensitivity bounds a user's contribution,
     when it releases a campaign's cell vector (breakdowns, the value measure:
@@ -285,6 +291,11 @@ class MechanismBlocks(Protocol):
         """The campaign's keys with its blocks in the current shape (config_legacy.py)."""
         ...
 
+    def defaulted(self, campaign: dict[str, object]) -> bool:
+        """Whether the campaign's mechanism is the default: it names none and writes no key
+        of one (config_legacy.py)."""
+        ...
+
     def settings_type(self, kind: str) -> type[MechanismSettings]:
         """The block of ``mechanism: {kind: …}``; ValueError for an unknown kind."""
         ...
@@ -312,8 +323,8 @@ class CampaignConfig(Strict):
     days: int = Field(default=31, ge=2, le=MAX_DAYS)
     publishers: Literal["all"] | list[str] = "all"
     mechanism: SerializeAsAny[MechanismSettings]
-    """The chosen mechanism's block; the loader's folding always supplies it (the default
-    mechanism when the catalogue names none)."""
+    """The chosen mechanism's block; the loader's folding always supplies it (when the catalogue
+    names none, the mechanism whose keys it writes, else the default for its adjacency)."""
     attribution: AttributionConfig = AttributionConfig()
     privacy: PrivacyConfig = PrivacyConfig()
     workload: Workload = PrefixWorkload()
@@ -326,6 +337,15 @@ class CampaignConfig(Strict):
     """Public cap on one conversion's value (required iff ``value`` is measured)."""
     breakdown: list[BreakdownDimension] = Field(default_factory=list)
     """Dimensions crossing the publisher keys, by name from the catalogue's ``dimensions:``."""
+    _mechanism_defaulted: bool = PrivateAttr(default=False)
+
+    @property
+    def mechanism_defaulted(self) -> bool:
+        """True when the catalogue names no mechanism and writes no key of one: ``mechanism``
+        is then the default for the adjacency, and a registered campaign runs the mechanism it
+        registered with instead (a default a newer release changed is not an edit:
+        dp_platform/registration.py)."""
+        return self._mechanism_defaulted
 
     @field_validator("measures")
     @classmethod
@@ -356,16 +376,22 @@ class CampaignConfig(Strict):
             raise ValueError("a dimension must not repeat")
         return resolved
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _mechanism_blocks(cls, data: object, info: ValidationInfo) -> object:
+    def _mechanism_blocks(
+        cls, data: object, handler: ModelWrapValidatorHandler[CampaignConfig], info: ValidationInfo
+    ) -> CampaignConfig:
         """``mechanism: NAME`` or ``{kind: NAME, …}``; the older format's separate blocks
         (``mode: one_shot``, ``one_shot:``, ``adsbpc_plus:``, ``bounds:``) folded into it; a
         block of a mechanism that is not chosen is refused; release blocks (``reach:``) go to
-        ``releases`` (config_legacy.py, given by the loader)."""
+        ``releases`` (config_legacy.py, given by the loader). Whether the mechanism was left to
+        the default is kept (:attr:`mechanism_defaulted`)."""
         if not isinstance(data, dict):
-            return data
-        return _mechanisms(info).fold(data)
+            return handler(data)
+        blocks = _mechanisms(info)
+        campaign = handler(blocks.fold(data))
+        campaign._mechanism_defaulted = blocks.defaulted(data)
+        return campaign
 
     @field_validator("mechanism", mode="before")
     @classmethod

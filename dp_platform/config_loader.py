@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from dp_platform import mechanisms
 from dp_platform.config import CampaignConfig, Catalogue, MechanismSettings
-from dp_platform.config_legacy import fold_mechanism_blocks
+from dp_platform.config_legacy import fold_mechanism_blocks, mechanism_defaulted
 from dp_platform.errors import ConfigError
 
 __all__ = [
@@ -33,6 +33,9 @@ class RegisteredMechanisms:
 
     def fold(self, campaign: dict[str, object]) -> dict[str, object]:
         return fold_mechanism_blocks(campaign)
+
+    def defaulted(self, campaign: dict[str, object]) -> bool:
+        return mechanism_defaulted(campaign)
 
     def settings_type(self, kind: str) -> type[MechanismSettings]:
         return mechanisms.settings_type(kind)

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from dp_platform import mechanisms
 from dp_platform.config import AccountConfig, CampaignConfig
 from dp_platform.config_loader import parse_campaign
 from dp_platform.errors import ConfigError
@@ -144,6 +145,24 @@ def load_registration(ledger: Ledger, name: str) -> Registration:
     return _decode(record)
 
 
+def _registered_mechanism(campaign: CampaignConfig, record: CampaignRecord) -> CampaignConfig:
+    """``campaign`` as compared with its registration: when its entry names no mechanism
+    (``mechanism_defaulted``), with the daily mechanism it registered with. The default depends
+    on the platform release (AdsBPC+ under add/remove since issue 27, AdsBPC before), and a
+    changed default is not an edit: the entry is compared as if it named the registered
+    mechanism with no settings of its own, so its other fields, and any setting the
+    registration wrote, are still compared. An entry that names a mechanism, or a registration
+    whose mechanism replaces the daily stream (never a default), is compared as it is."""
+    block = record.config.get("mechanism")
+    kind = block.get("kind") if isinstance(block, dict) else None
+    if not campaign.mechanism_defaulted or kind == campaign.mechanism.kind:
+        return campaign
+    if kind not in mechanisms.STREAM:
+        return campaign
+    settings = mechanisms.settings_type(kind).model_validate({"kind": kind})
+    return campaign.model_copy(update={"mechanism": settings})
+
+
 def _refuse_edits(record: CampaignRecord, current: Declaration) -> None:
     changes = changed_fields(Declaration.from_record(record.declared), current)
     if changes:
@@ -174,8 +193,10 @@ def registered_campaign(
     ``warehouse_identity`` (the home's ``WarehouseEngine.identity``) only for a campaign with
     per-user state.
     """
-    current = declaration(campaign, base_dir)
     record = ledger.campaign_record(campaign.name)
+    if record is not None:
+        campaign = _registered_mechanism(campaign, record)  # a changed default: no edit
+    current = declaration(campaign, base_dir)
     if record is None:
         if isinstance(campaign.publishers, list):
             publishers = list(campaign.publishers)

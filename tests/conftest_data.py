@@ -96,7 +96,7 @@ def campaign(
                 "lookback_days": lookback_days,
                 "half_life_days": half_life_days,
             },
-            "bounds": {"quantile_days": 1},
+            "mechanism": {"kind": "adsbpc", "bounds": {"quantile_days": 1}},
         }
     )
 

@@ -80,8 +80,9 @@ def catalogue(
     engine: str = "duckdb",
     quantile_days: int | None = None,
 ) -> dict:
-    """One account and ``campaigns``, by default ``spring`` (AdsBPC; ``quantile_days`` its l when
-    not the default 7: a short campaign keeps both bound phases with l = 2)."""
+    """One account and ``campaigns``, by default ``spring`` (AdsBPC, named: the default under
+    add/remove is AdsBPC+; ``quantile_days`` its l when not the default 7: a short campaign keeps
+    both bound phases with l = 2)."""
     base = {
         "name": "spring",
         "advertiser": "acme",
@@ -91,6 +92,7 @@ def catalogue(
         "publishers": "all",
         "attribution": {"rule": "lta", "lookback_days": 30},
         "privacy": {"rho": 1.0},
+        "mechanism": {"kind": "adsbpc"},
     }
     if quantile_days is not None:
         base["mechanism"] = {"kind": "adsbpc", "bounds": {"quantile_days": quantile_days}}

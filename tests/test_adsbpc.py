@@ -36,6 +36,7 @@ def campaign(**overrides):
         "start": "2026-03-01",
         "days": 31,
         "publishers": ["p0", "p1", "p2", "p3"],
+        "mechanism": "adsbpc",  # named: the default under add/remove is AdsBPC+
     }
     data.update(overrides)
     return parse_campaign(data)

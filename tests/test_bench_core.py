@@ -21,6 +21,7 @@ def _campaign(publishers: int):
             "start": "2026-03-01",
             "days": 31,
             "publishers": [f"p{i}" for i in range(publishers)],
+            "mechanism": "adsbpc",  # AdsBPC's plan (the default under add/remove is AdsBPC+)
         }
     )
 

@@ -9,7 +9,13 @@ from dp_platform.errors import ConfigError
 
 
 def campaign(**overrides) -> dict:
-    data = {"name": "c1", "advertiser": "acme", "account": "users", "start": "2026-03-01"}
+    data = {
+        "name": "c1",
+        "advertiser": "acme",
+        "account": "users",
+        "start": "2026-03-01",
+        "mechanism": "adsbpc",  # named: these cases test AdsBPC's keys (the default is AdsBPC+)
+    }
     data.update(overrides)
     return data
 

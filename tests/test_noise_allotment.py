@@ -184,6 +184,7 @@ def _campaign(**overrides):
         "start": "2026-03-01",
         "days": 10,
         "publishers": ["p0", "p1", "p2"],
+        "mechanism": "adsbpc",  # named (the default under add/remove is AdsBPC+); overridable
     }
     data.update(overrides)
     return parse_campaign(data)

@@ -434,6 +434,34 @@ def test_a_campaign_registered_before_strategies_keeps_its_plan_and_releases(
         assert all(r.row_sigma is not None for r in ledger.releases("spring"))
 
 
+def test_a_campaign_registered_as_adsbpc_runs_on_when_its_entry_defaults_to_adsbpc_plus(
+    prepared, tmp_path
+) -> None:
+    """A campaign registered as AdsBPC, the default before issue 27, whose entry names no
+    mechanism — AdsBPC+ by default now — is not taken for an edit: its later days are drawn
+    through Dagster by the registered AdsBPC plan (charged as AdsBPC charges, quantile and
+    Gaussian), though the code location was built from the entry's AdsBPC+ default."""
+    import yaml
+
+    home = copy_home(prepared, tmp_path / "home")
+    config = home.root / "campaigns.yaml"  # spring, ``mechanism: {kind: adsbpc}`` written
+    instance = dg.DagsterInstance.ephemeral()
+    two = START + timedelta(days=1)
+    run_campaigns(config, home.root, instance=instance, today=TODAY, through=two)
+    document = catalogue()
+    del document["campaigns"][0]["mechanism"]  # the same entry as an earlier release read it
+    config.write_text(yaml.safe_dump(document))
+    assert load_catalogue(config).campaign("spring").mechanism.kind == "adsbpc_plus"
+    four = START + timedelta(days=3)
+    runs = run_campaigns(config, home.root, instance=instance, today=TODAY, through=four)
+    assert [len(r.days) for r in runs] == [2]
+    with Ledger.at_home(home.root) as ledger:
+        assert [r.day for r in ledger.releases("spring")] == [1, 2, 3, 4]
+        assert ledger.campaign_info("spring")["plan"]["stream"]["mechanism"] == "adsbpc"
+        per_day = ledger.campaign_budget("spring").per_day
+    assert all(set(per_day[day]) == {"quantile", "gaussian"} for day in (3, 4))
+
+
 def test_a_partition_that_breaks_its_schema_fails_the_check_and_blocks_the_release(home) -> None:
     """Rows that got past ingest into the warehouse but break the Pandera model (here a negative
     value written straight into the table) fail the day's blocking check: nothing downstream

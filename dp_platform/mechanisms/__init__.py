@@ -18,10 +18,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CAMPAIGN_LEVEL",
-    "DEFAULT_STREAM",
+    "DEFAULT_BY_ADJACENCY",
+    "MODE_STREAM",
     "STREAM",
     "addon_names",
     "campaign_level",
+    "default_stream",
     "names",
     "register",
     "settings_type",
@@ -41,7 +43,16 @@ CAMPAIGN_LEVEL: dict[str, str] = {
 """Releases of the whole period: one that replaces the daily stream is chosen as a
 ``mechanism``; the others are added by a top-level block of their name."""
 
-DEFAULT_STREAM = "adsbpc"
+DEFAULT_BY_ADJACENCY: dict[str, str] = {"add_remove": "adsbpc_plus", "replace": "adsbpc"}
+"""The daily mechanism of a campaign that names none, by its ``privacy.adjacency``: the most
+accurate one whose assumptions hold. AdsBPC+ spends 5 % of ρ choosing bounds (AdsBPC 30 %) and
+correlates noise across days, but its individual filter needs add/remove adjacency; under
+replace the default stays AdsBPC (docs/operators.md#default-mechanism). A campaign registered
+under an earlier default keeps its registered mechanism (dp_platform/registration.py)."""
+
+MODE_STREAM = "adsbpc"
+"""The daily mechanism the older catalogue format's ``mode:`` names: ``mode: adsbpc`` chose it,
+any other mode a campaign-level release that replaces it (dp_platform/config_legacy.py)."""
 
 
 @cache
@@ -52,6 +63,15 @@ def _load(module: str) -> StreamMechanism | CampaignMechanism:
 def register(name: str, module: str, *, campaign_level: bool = False) -> None:
     """Add a mechanism (an extension's one line; tests register a toy one)."""
     (CAMPAIGN_LEVEL if campaign_level else STREAM)[name] = module
+
+
+def default_stream(adjacency: str) -> str:
+    """The daily mechanism of a campaign with ``adjacency`` that names none
+    (:data:`DEFAULT_BY_ADJACENCY`); an unknown adjacency is a ValueError naming the known ones."""
+    if adjacency not in DEFAULT_BY_ADJACENCY:
+        known = ", ".join(sorted(DEFAULT_BY_ADJACENCY))
+        raise ValueError(f"unknown adjacency {adjacency!r}; known: {known}")
+    return DEFAULT_BY_ADJACENCY[adjacency]
 
 
 def names() -> list[str]:

@@ -76,6 +76,7 @@ class AdsbpcSettings(MechanismSettings):
     kind: Literal["adsbpc"]  # required, so a dump that leaves out defaults still names it
     bounds: BoundsConfig = BoundsConfig()
     legacy_blocks: ClassVar[tuple[str, ...]] = ("bounds",)
+    privacy_keys: ClassVar[tuple[str, ...]] = ("split",)  # ρ1 / l·ρ2 / ρ3: AdsBPC's split only
     cell_norm: ClassVar[Literal[1, 2] | None] = 2  # Gaussian noise: ℓ2 sensitivity
 
     def check(self, campaign: CampaignConfig) -> None:
