@@ -9,6 +9,7 @@ re-read from the same entry, is not an edit: it keeps its registered mechanism a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,35 @@ def test_a_defaulted_entry_registers_the_default_and_reads_back_as_it(ledger: Le
     assert register(ledger, entry()).plan.to_record() == registration.plan.to_record()
     with pytest.raises(PlanMismatch, match=r"mechanism\.kind: adsbpc_plus → adsbpc[;)]"):
         register(ledger, entry(mechanism="adsbpc"))
+
+
+# -- what `dp-platform plan` shows ------------------------------------------------------------
+
+
+def test_plan_shows_the_default_and_with_home_the_registered_plan(tmp_path, capsys) -> None:
+    """Without a home, `plan` plans the entry as written (the default, said so); with the home
+    whose ledger registered it as AdsBPC, it shows the registered AdsBPC plan that runs."""
+    import yaml
+
+    from dp_platform.cli import main
+    from dp_platform.home import Home
+
+    config = tmp_path / "campaigns.yaml"
+    entries = {"accounts": [ACCOUNT.model_dump()], "campaigns": [ENTRY]}
+    config.write_text(yaml.safe_dump(entries))
+    assert main(["plan", str(config), "--json"]) == 0
+    assert capsys.readouterr().out.count('"mechanism": "adsbpc_plus"') == 1
+    assert main(["plan", str(config)]) == 0
+    assert "mechanism adsbpc_plus: the default for add_remove adjacency" in capsys.readouterr().out
+
+    home = Home.at(tmp_path / "home")
+    with Ledger.at_home(home.root) as ledger:
+        register(ledger, entry(mechanism="adsbpc"))  # as an earlier release registered it
+    assert main(["plan", str(config), "--home", str(home.root), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)["campaigns"]["spring"]
+    assert shown["registered"] is True
+    assert shown["quantile_days"] == 7 and "mechanism" not in shown  # AdsBPC's plan
+    assert main(["plan", str(config), "--home", str(home.root)]) == 0
+    out = capsys.readouterr().out
+    assert "campaign spring: registered, its registered plan (what runs)" in out
+    assert "adsbpc_plus" not in out

@@ -6,6 +6,11 @@ standard error of every query at bound r = 1, plus each account's cap against it
 A campaign with a breakdown or the value measure also shows its cells and each measure's
 expected error per cell: σ of a cell at bound r is r·σ̄_i times the measure's public factor
 (1/s for counts, cap/s for values: docs/algorithm.md#cells).
+
+With ``--home DIR``, a campaign already registered in that home's ledger is shown with its
+registered plan — the one that runs, whatever the catalogue now plans for it (a campaign that
+names no mechanism keeps the one it registered with when the default changes:
+docs/operators.md#default-mechanism).
 """
 
 from __future__ import annotations
@@ -17,8 +22,11 @@ from pathlib import Path
 from dp_platform.cells import layout_of
 from dp_platform.config import CampaignConfig, Catalogue
 from dp_platform.config_loader import load_catalogue
+from dp_platform.home import Home
+from dp_platform.ledger import Ledger
 from dp_platform.plans import CampaignPlan, campaign_plans
 from dp_platform.privacy.accounting import Rho
+from dp_platform.registration import load_registration
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +35,39 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", help="campaign catalogue (YAML)")
     parser.add_argument("--campaign", help="only this campaign")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--home",
+        help="platform home: campaigns registered in its ledger are shown with their registered "
+        "plan (what runs)",
+    )
     parser.set_defaults(handler=run)
+
+
+def registered_plans(
+    catalogue: Catalogue, home: str
+) -> dict[str, tuple[CampaignConfig, CampaignPlan]]:
+    """Name → (registered configuration, registered plan) of the catalogue's campaigns that
+    the home's ledger has registered (read-only)."""
+    found = {}
+    with Ledger.at_home(
+        Home.existing(home).root, read_only=True, declared=catalogue.ledger
+    ) as ledger:
+        for campaign in catalogue.campaigns:
+            if ledger.campaign_record(campaign.name) is not None:
+                registration = load_registration(ledger, campaign.name)
+                found[campaign.name] = (registration.config, registration.plan)
+    return found
+
+
+def default_note(campaign: CampaignConfig) -> list[str]:
+    """A line for a campaign whose catalogue entry names no mechanism (text output)."""
+    if not campaign.mechanism_defaulted:
+        return []
+    return [
+        f"  mechanism {campaign.mechanism.kind}: the default for {campaign.privacy.adjacency} "
+        "adjacency (the entry names none);",
+        "    once registered, the campaign keeps its registered mechanism (--home shows it)",
+    ]
 
 
 def account_totals(catalogue: Catalogue, plans: dict[str, CampaignPlan]) -> dict[str, dict]:
@@ -79,22 +119,30 @@ def describe_cells(name: str, errors: dict) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     catalogue = load_catalogue(args.config)
-    campaigns = [catalogue.campaign(args.campaign)] if args.campaign else catalogue.campaigns
     base_dir = Path(args.config).resolve().parent
     plans = campaign_plans(catalogue, base_dir)
-    shown = {c.name: plans[c.name] for c in campaigns}
+    registered = registered_plans(catalogue, args.home) if args.home else {}
+    configs = {c.name: c for c in catalogue.campaigns}
+    for name, (config, plan) in registered.items():
+        configs[name], plans[name] = config, plan
+    names = [catalogue.campaign(args.campaign).name] if args.campaign else list(configs)
     accounts = account_totals(catalogue, plans)
-    cells = {c.name: cell_errors(c, plans[c.name]) for c in campaigns}
+    cells = {name: cell_errors(configs[name], plans[name]) for name in names}
     if args.json:
-        summaries = {name: plan.summary() for name, plan in shown.items()}
-        for name, errors in cells.items():
-            if errors is not None:
-                summaries[name]["cells"] = errors
+        summaries = {name: plans[name].summary() for name in names}
+        for name in names:
+            if cells[name] is not None:
+                summaries[name]["cells"] = cells[name]
+            if args.home:
+                summaries[name]["registered"] = name in registered
         document = {"campaigns": summaries, "accounts": accounts}
         print(json.dumps(document, indent=2))
     else:
-        for name, plan in shown.items():
-            print("\n".join(plan.describe()))
+        for name in names:
+            if name in registered:
+                print(f"campaign {name}: registered, its registered plan (what runs):")
+            lines = plans[name].describe()
+            print("\n".join([lines[0], *default_note(configs[name]), *lines[1:]]))
             if cells[name] is not None:
                 print("\n".join(describe_cells(name, cells[name])))
         for name, account in accounts.items():
