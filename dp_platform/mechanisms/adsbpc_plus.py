@@ -84,6 +84,20 @@ def _workload_weights(
     return variance, bias
 
 
+DEFAULT_SCALE_RULE = "objective"  # plans made since issue 27 (older records: "quantile")
+DEFAULT_TOTAL_WEIGHT = 1.0  # λ: the total weighs as much as the publishers' mean, per 1/k
+
+
+def _scale_weights(campaign: CampaignConfig, matrix: np.ndarray) -> tuple[float, ...] | None:
+    """w_q of the objective rule for s: γ² for wsum, None (the worst query) for maxvar, equal
+    weights for min_budget — the same reading of the objective as the strategy's."""
+    if campaign.objective.kind == "maxvar":
+        return None
+    if campaign.objective.kind == "wsum":
+        return tuple(float(w) for w in query_weights(campaign.objective, matrix.shape[0]))
+    return (1.0,) * matrix.shape[0]
+
+
 def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> PlusPlan:
     """Plan an adsbpc_plus campaign: data-independent, shown and audited before day 1."""
     if not isinstance(campaign.mechanism, PlusSettings):
@@ -112,6 +126,9 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> P
         sigma_profile=histogram_sigma(budget.profile.value) if cfg.profile_days else None,
         filter_cap=filter_cap(budget.rho1.value),
         queries=matrix,
+        scale_rule=cfg.scale_rule or DEFAULT_SCALE_RULE,
+        total_weight=DEFAULT_TOTAL_WEIGHT if cfg.total_weight is None else cfg.total_weight,
+        scale_weights=_scale_weights(campaign, matrix),
     )
     kind = cfg.strategy
     if kind == "auto":

@@ -17,13 +17,13 @@ from dp_platform.mechanisms.adsbpc_plus_plan import (
     PROFILE_BINS,
     SCALE_Z,
     PlusPlan,
-    profile_edge,
     profile_top,
 )
+from dp_platform.mechanisms.adsbpc_plus_scale import objective_scale, scale_interval
 from dp_platform.privacy.accounting import Rho, gaussian_rho
 from dp_platform.privacy.filter import worst_case_charge
 from dp_platform.privacy.noise import NoiseSource, resolve
-from dp_platform.privacy.noisy_histogram import noisy_histogram, tail_counts
+from dp_platform.privacy.noisy_histogram import noisy_histogram
 from dp_platform.privacy.quantile import cap_histogram
 from dp_platform.privacy.strategy import decoded_std, worst_row_norm
 
@@ -35,6 +35,7 @@ __all__ = [
     "day_sigma",
     "decide",
     "estimate_scale",
+    "profile_scale",
     "row_sensitivity",
     "select_bound",
 ]
@@ -116,19 +117,34 @@ def estimate_scale(
         raise ValueError("sigma must be > 0 and z >= 0")
     if not 0 < prior <= cap:
         raise ValueError(f"prior must be in (0, {cap}]")
-    active = float(h.sum())
-    if not active > 0:
+    if not float(h.sum()) > 0:
         return float(prior)
-    above = np.arange(PROFILE_BINS - 1, -1, -1, dtype=np.float64)  # t_j: bins above bin j
-    sd = sigma * np.sqrt(quantile**2 * above + (1.0 - quantile) ** 2 * (PROFILE_BINS - above))
-    excess = tail_counts(h) - (1.0 - quantile) * active
-    upper_bins = np.flatnonzero(excess + z * sd <= 0.0)
-    upper = float(cap) if upper_bins.size == 0 else profile_edge(cap, upper_bins[0] + 1)
+    lower, upper = scale_interval(h, quantile, cap, sigma=sigma, z=z)
     if upper <= prior:
         return upper
-    lower_bins = np.flatnonzero(excess - z * sd <= 0.0)
-    lower = float(cap) if lower_bins.size == 0 else profile_edge(cap, lower_bins[0])
     return upper if lower > prior else float(prior)
+
+
+def profile_scale(
+    plan: PlusPlan,
+    noisy_profile: np.ndarray,
+    *,
+    sigma: float,
+    publishers: int,
+    prior: float | None = None,
+    z: float = SCALE_Z,
+) -> float:
+    """s by the plan's rule: ``quantile`` (plans registered before issue 27) or ``objective``
+    (:mod:`~dp_platform.mechanisms.adsbpc_plus_scale`). Both are post-processing of the noisy
+    profile; ``prior`` defaults to the configured s0 (the evaluation's oracle passes the top)."""
+    s0 = plan.config.profile_prior if prior is None else prior
+    if plan.scale_rule == "objective":
+        return objective_scale(
+            plan, noisy_profile, sigma=sigma, publishers=publishers, prior=s0, z=z
+        )
+    return estimate_scale(
+        noisy_profile, plan.config.quantile, profile_top(plan), sigma=sigma, prior=s0, z=z
+    )
 
 
 def day_sigma(plan: PlusPlan, day: int, bound: float, scale: float | None) -> float:
@@ -209,12 +225,8 @@ def choose_bound(
         noisy_profile = noisy_histogram(
             profile, plan.sigma_profile, rho=plan.budget.profile, noise=source
         )
-        estimate = estimate_scale(
-            noisy_profile,
-            cfg.quantile,
-            profile_top(plan),
-            sigma=plan.sigma_profile,
-            prior=cfg.profile_prior,
+        estimate = profile_scale(
+            plan, noisy_profile, sigma=plan.sigma_profile, publishers=publishers
         )
     elif profile is not None:
         raise ValueError(f"day {day} takes no profile histogram (only day {plan.profile_day})")

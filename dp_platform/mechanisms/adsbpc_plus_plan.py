@@ -73,6 +73,19 @@ class PlusSettings(MechanismSettings):
             "(default ψ0·Λ; set Λ to fall back on cutting nobody)"
         ),
     )
+    scale_rule: Literal["quantile", "objective"] | None = Field(
+        default=None,
+        description=(
+            "how s is read from the noisy profile: quantile = the q-quantile's confidence bound; "
+            "objective = the least planned error per publisher and on the total, at or above "
+            "the quantile (default)"
+        ),
+    )
+    total_weight: float | None = Field(
+        default=None,
+        ge=0,
+        description="λ: weight of the all-publisher total's error in the objective rule (1)",
+    )
     strategy: Literal["auto", "diagonal", "sqrt"] = Field(
         default="auto",
         description=(
@@ -183,6 +196,11 @@ class PlusPlan:
     strategy_kind: str = "diagonal"
     strategy: np.ndarray | None = field(default=None, repr=False)  # C; None = the identity
     cross_weight: float = 0.0  # κ (privacy/strategy.py): 0 for the diagonal strategy
+    # A plan registered before issue 27 has none of the three below: it reads back with the
+    # quantile rule for s, exactly what it ran with.
+    scale_rule: str = "quantile"
+    total_weight: float = 0.0  # λ of the objective rule
+    scale_weights: tuple[float, ...] | None = None  # w_q = γ_q² (wsum); None: the worst query
 
     @property
     def query_ends(self) -> np.ndarray:
@@ -236,6 +254,8 @@ class PlusPlan:
             "scale_prior": cfg.profile_prior,
             "scale_z": SCALE_Z,
             "cap": cfg.cap,
+            "scale_rule": self.scale_rule,
+            "total_weight": self.total_weight,
             "strategy": self.strategy_kind,
             "cross_weight": self.cross_weight,
             "epsilon_at_delta": epsilon_at_deltas(float(self.budget.total)),

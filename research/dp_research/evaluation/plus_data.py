@@ -38,7 +38,7 @@ from dp_platform.mechanisms.adsbpc_plus_bound import (
     PlusState,
     choose_bound,
     decide,
-    estimate_scale,
+    profile_scale,
 )
 from dp_platform.mechanisms.adsbpc_plus_plan import (
     PROFILE_BINS,
@@ -384,15 +384,17 @@ def _oracle_choose(
     noise: NoiseSource,
 ) -> tuple[PlusChoice, PlusState]:
     """NOT PRIVATE: the mechanism's own choices on exact inputs — the day's true capped
-    histogram (no noise, so none counted as risk), s the true profile's q-quantile bin edge
-    (the plain rule, no confidence margin, no prior). ``noise`` is not used."""
+    histogram (no noise, so none counted as risk), s by the plan's rule on the true profile
+    (no confidence margin, no prior: the plain q-quantile, and for the objective rule the
+    least planned error above it). ``noise`` is not used."""
     del noise
     estimate = state.scale_estimate
     if plan.needs_profile(state.day + 1):
         assert profile is not None
-        top = profile_top(plan)
         exact = np.asarray(profile, dtype=np.float64)
-        estimate = estimate_scale(exact, plan.config.quantile, top, sigma=1.0, prior=top, z=0.0)
+        estimate = profile_scale(
+            plan, exact, sigma=1.0, publishers=publishers, prior=profile_top(plan), z=0.0
+        )
     capped = cap_histogram(histogram, plan.config.cap)[1:].astype(np.float64)
     return decide(plan, state, capped, estimate, publishers=publishers, histogram_sigma=0.0)
 
