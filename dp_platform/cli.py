@@ -128,7 +128,8 @@ def build_parser(
     that none provides is listed with what to install."""
     parser = argparse.ArgumentParser(
         prog="dp-platform",
-        description="User-level differentially private daily ad-conversion releases (AdsBPC).",
+        description="User-level differentially private daily ad-conversion releases "
+        "(AdsBPC+, AdsBPC).",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = _chosen(argv)

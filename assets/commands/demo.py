@@ -1,8 +1,9 @@
 """``dp-platform demo``: the whole platform on a simulated campaign, end to end.
 
 Generates a seeded event-level campaign (impressions and conversions of one advertiser),
-ingests it into the DuckDB warehouse under ``--home``, writes a catalogue with two campaigns on
-one budget account (daily prefix sums, and 7-day sliding windows), materialises every day
+ingests it into the DuckDB warehouse under ``--home``, writes a catalogue with three campaigns
+on one budget account, each on the default mechanism, AdsBPC+ (daily prefix sums, 7-day sliding
+windows, and prefix sums broken down by creative × region with the value), materialises every day
 through Dagster, and prints each day's release next to the truth — possible only because the
 data is simulated — with the errors, the budget and PNG plots. Re-running it finds the files
 already loaded and the days already released: it prints the stored releases and spends nothing.
