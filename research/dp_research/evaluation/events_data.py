@@ -52,13 +52,21 @@ def last_touch(events: EventSet, lookback_days: int = 30) -> np.ndarray:
     """Each conversion's publisher by last touch (−1: no impression of its user in the window).
 
     The rule of docs/data.md (latest impression of the same user strictly before, within the
-    look-back window), single advertiser, in NumPy for this evaluation.
+    look-back window), single advertiser, in NumPy for this evaluation. One sort of the keys
+    user·T + time; the time is the timestamp's rank among all the events' timestamps (same
+    order, same ties), not microseconds since the epoch, so the key stays far inside int64 at
+    millions of users (the earlier key wrapped around, and at 3.5·10⁶ users it dropped 7 % of
+    the conversions as unattributable).
     """
-    t0 = int(min(events.imp_ts.min(initial=0), events.conv_ts.min(initial=0)))
-    span = int(max(events.imp_ts.max(initial=0), events.conv_ts.max(initial=0))) - t0 + 1
-    imp_key = events.imp_user.astype(np.int64) * span + (events.imp_ts - t0)
+    imp_count = events.imp_ts.size
+    _, rank = np.unique(np.concatenate([events.imp_ts, events.conv_ts]), return_inverse=True)
+    span = int(rank.max(initial=0)) + 1
+    users = max(int(events.imp_user.max(initial=0)), int(events.conv_user.max(initial=0))) + 1
+    if users * span >= 2**62:
+        raise ValueError("too many users × events for one int64 key")
+    imp_key = events.imp_user.astype(np.int64) * span + rank[:imp_count]
     order = np.argsort(imp_key, kind="stable")
-    conv_key = events.conv_user.astype(np.int64) * span + (events.conv_ts - t0)
+    conv_key = events.conv_user.astype(np.int64) * span + rank[imp_count:]
     at = np.searchsorted(imp_key[order], conv_key, side="left") - 1
     found = order[np.maximum(at, 0)]
     valid = (
