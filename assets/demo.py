@@ -48,8 +48,8 @@ def catalogue_for(days: int) -> dict:
         "publishers": "all",
         "attribution": {"rule": "lta", "lookback_days": 30},
         # the default daily mechanism under add/remove (AdsBPC+), its profile read from the
-        # first min(7, n − 1) days so that a short demo (--days 2 .. 7) still plans
-        "mechanism": {"kind": default_stream("add_remove"), "profile_days": min(7, days - 1)},
+        # first min(4, n − 1) days (4 is its default) so that a short demo (--days 2 .. 4) plans
+        "mechanism": {"kind": default_stream("add_remove"), "profile_days": min(4, days - 1)},
     }
     return {
         "accounts": [{"name": "acme-users", "rho_cap": 2.0}],

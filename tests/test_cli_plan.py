@@ -107,4 +107,4 @@ def test_plan_text_of_an_adsbpc_plus_campaign_shows_its_split_and_scale_prior(
     assert main(["plan", str(plus), "--campaign", "spring_sale"]) == 0
     out = capsys.readouterr().out
     assert "mechanism adsbpc_plus" in out
-    assert "profile after day 7: q 0.99, scale prior s0 2.5" in out
+    assert "profile after day 4: q 0.99, scale prior s0 2.5" in out

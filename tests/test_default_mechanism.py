@@ -19,8 +19,14 @@ from dp_platform.config import AccountConfig, CampaignConfig
 from dp_platform.config_loader import load_catalogue, parse_campaign
 from dp_platform.daily import stream_of
 from dp_platform.ledger import Ledger, PlanMismatch
+from dp_platform.ledger_records import CampaignRecord
 from dp_platform.plans import campaign_plan
-from dp_platform.registration import Declaration, Registration, registered_campaign
+from dp_platform.registration import (
+    Declaration,
+    Registration,
+    declaration,
+    registered_campaign,
+)
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "campaigns.yaml"
 ACCOUNT = AccountConfig(name="users", rho_cap=10.0)
@@ -137,6 +143,32 @@ def test_an_entry_registered_as_adsbpc_keeps_adsbpc_when_the_default_changes(
     assert registration.config.mechanism.kind == "adsbpc"
     assert stream_of(registration)[0] is mechanisms.stream("adsbpc")
     assert ledger.campaign_record("spring") == record  # nothing rewritten
+
+
+def test_an_adsbpc_plus_entry_registered_with_m_7_keeps_it_when_the_default_becomes_4(
+    ledger: Ledger,
+) -> None:
+    """Issue 27 lowered AdsBPC+'s default ``profile_days`` from 7 to 4. What an earlier release
+    registered for an entry that wrote no ``profile_days``: m = 7 in its config and plan, the
+    field not among those written. Re-read now it is not an edit, and the plan keeps m = 7."""
+    written = entry(mechanism="adsbpc_plus")
+    assert written.mechanism.profile_days == 4
+    then = entry(mechanism={"kind": "adsbpc_plus", "profile_days": 7})
+    ledger.register(
+        CampaignRecord(
+            name="spring",
+            account=ACCOUNT.name,
+            days=then.days,
+            planned=campaign_plan(then).total,
+            declared=declaration(written, None).to_record(),
+            config=then.model_dump(mode="json"),
+            plan=campaign_plan(then).to_record(),
+        ),
+        ACCOUNT,
+    )
+    registration = register(ledger, written)  # no PlanMismatch
+    assert registration.config.mechanism.profile_days == 7
+    assert registration.plan.stream.profile_day == 8  # the profile after day 7, as registered
 
 
 def test_naming_another_mechanism_than_the_registered_one_is_refused(ledger: Ledger) -> None:

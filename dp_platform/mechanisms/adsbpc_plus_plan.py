@@ -58,7 +58,11 @@ class PlusSettings(MechanismSettings):
     cell_norm: ClassVar[Literal[1, 2] | None] = 2  # Gaussian noise: ℓ2 sensitivity
     histogram_share: float = Field(default=0.03, ge=SHARE_FLOOR, lt=1)
     profile_share: float = Field(default=0.02, ge=0, lt=1)
-    profile_days: int = Field(default=7, ge=0, description="m: days the profile is read from")
+    profile_days: int = Field(
+        default=4,
+        ge=0,
+        description="m: days the profile is read from (4 since issue 27; registered plans keep 7)",
+    )
     quantile: float = Field(default=0.99, gt=0, lt=1, description="q of the per-user profile")
     prior_scale: float = Field(
         default=0.5, gt=0, le=1, description="ψ0: σ_i = σ̄_i·ψ0·r_i on days 1..m (public prior)"
