@@ -40,6 +40,7 @@ from dp_platform.mechanisms.adsbpc import (
     measure,
     sensitivity_factor,
 )
+from dp_platform.mechanisms.adsbpc_plus_plan import PlusSettings
 from dp_platform.privacy.accounting import epsilon_for_exponential_rho
 from dp_platform.privacy.noise import NoiseSource
 from dp_platform.privacy.quantile import private_quantile
@@ -109,10 +110,12 @@ def campaign_for(
 
 
 def plus_campaign_for(workload: Workload, *, rho: float, cap: int) -> CampaignConfig:
-    """The same campaign as :func:`campaign_for` run by AdsBPC+ (defaults, Λ = the dataset's)."""
+    """The same campaign as :func:`campaign_for` run by AdsBPC+: the platform's defaults, Λ =
+    the dataset's, the profile read from the default m days (fewer when the campaign is short)."""
     data = campaign_for(workload, rho=rho, cap=cap).model_dump(mode="json")
     data["mechanism"] = "adsbpc_plus"
-    data["adsbpc_plus"] = {"cap": cap, "profile_days": min(PAPER_QUANTILE_DAYS, workload.n - 1)}
+    default_m = int(PlusSettings.model_fields["profile_days"].default)
+    data["adsbpc_plus"] = {"cap": cap, "profile_days": min(default_m, workload.n - 1)}
     return parse_campaign(data)
 
 
