@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from dp_platform.events.model import ConversionSet
 from dp_platform.mechanisms import adsbpc_plus
 from dp_platform.mechanisms.adsbpc import make_plan
 from dp_platform.privacy.noise import NoiseSource, SeededNoise
@@ -53,6 +54,7 @@ __all__ = [
     "noise_seed",
     "prepare_dataset",
     "run_experiment",
+    "run_workloads",
 ]
 
 WINDOW = 7
@@ -97,6 +99,16 @@ class ExperimentConfig:
             return self.users
         return generator_users(self.dataset, self.users_per_day, self.days)
 
+    def conversions(self) -> ConversionSet:
+        """The config's dataset, generated (seeded) for :meth:`generator_users` users."""
+        return load_dataset(
+            self.dataset,
+            users=self.generator_users(),
+            publishers=self.publishers,
+            days=self.days,
+            seed=self.seed,
+        )
+
     def make_workload(self) -> Workload:
         return prefix(self.days) if self.workload == "prefix" else sliding(self.days, self.window)
 
@@ -111,14 +123,7 @@ def prepare_dataset(config: ExperimentConfig) -> tuple[PreparedData, float]:
     """Generate and prepare the config's data; returns it with the seconds it took."""
     started = time.perf_counter()
     spec = dataset_spec(config.dataset)
-    conversions = load_dataset(
-        config.dataset,
-        users=config.generator_users(),
-        publishers=config.publishers,
-        days=config.days,
-        seed=config.seed,
-    )
-    data = prepare(conversions, spec.global_bound)
+    data = prepare(config.conversions(), spec.global_bound)
     return data, time.perf_counter() - started
 
 
@@ -248,6 +253,28 @@ def _fixed_bound(name: str, ctx: Context) -> dict[str, float] | None:
     return None
 
 
+def run_workloads(
+    config: ExperimentConfig,
+    data: PreparedData,
+    workloads: Sequence[str],
+    *,
+    prepare_seconds: float,
+    show_progress: bool | None,
+    plus_data: PlusData | None = None,
+) -> dict[str, ExperimentResult]:
+    """``config`` on the same prepared data once per workload (the data does not depend on it)."""
+    return {
+        workload: run_experiment(
+            replace(config, workload=workload),
+            data,
+            prepare_seconds=prepare_seconds,
+            show_progress=show_progress,
+            plus_data=plus_data,
+        )
+        for workload in workloads
+    }
+
+
 def _ordered(methods: Sequence[str]) -> list[str]:
     """AdsBPC before MMBPC (which reuses its bounds); otherwise the order given."""
     names = list(dict.fromkeys(methods))
@@ -277,15 +304,7 @@ def run_experiment(
     if set(PLUS_METHODS) & set(config.methods):
         if plus_data is None:
             started = time.perf_counter()
-            plus_data = prepare_plus(
-                load_dataset(
-                    config.dataset,
-                    users=config.generator_users(),
-                    publishers=config.publishers,
-                    days=config.days,
-                    seed=config.seed,
-                )
-            )
+            plus_data = prepare_plus(config.conversions())
             prepare_seconds += time.perf_counter() - started
         plus_campaign = plus_campaign_for(config.make_workload(), rho=config.rho, cap=spec.cap)
         plus_plan = adsbpc_plus.make_plan(plus_campaign)

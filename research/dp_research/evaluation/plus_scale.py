@@ -29,8 +29,9 @@ from dp_platform.mechanisms.adsbpc_plus_plan import (
     PlusPlan,
     profile_top,
 )
+from dp_platform.mechanisms.adsbpc_plus_scale import scale_interval, scale_objective
 from dp_platform.privacy.noise import NoiseSource
-from dp_platform.privacy.noisy_histogram import noisy_histogram, tail_counts
+from dp_platform.privacy.noisy_histogram import noisy_histogram
 from dp_platform.privacy.quantile import cap_histogram
 
 __all__ = ["daily_amount", "mse_choose", "mse_scale"]
@@ -49,37 +50,22 @@ def mse_scale(plan: PlusPlan, publishers: int, weights: np.ndarray | None) -> Sc
     """The rule for ``plan`` (module doc); ``weights`` w_q of a wsum objective, None: maxvar."""
     cfg = plan.config
     n, m = plan.days, cfg.profile_days
-    c = plan.matrix
-    inverse = np.linalg.inv(c)
-    decoder = plan.queries @ inverse
-    sigma_bar = np.asarray(plan.sigma_bar)
-    late = (decoder[:, m:] ** 2) @ sigma_bar[m:] ** 2  # Var_q per unit s²
-    share = np.cumsum([float(g) for g in plan.allotments]) / float(plan.budget.rho1)
-    ones = np.ones(n)
-    rows = c @ ones
-    loss = np.zeros((n + 1, plan.queries.shape[0]))
-    for cut in range(n + 1):
-        kept = rows.copy()
-        kept[cut:] = 0.0
-        loss[cut] = plan.queries @ (ones - inverse @ kept)
+    parts = scale_objective(plan)  # the production rule's public parts: the same model
+    late, share, loss, centre, amount = (
+        parts.late,
+        parts.share,
+        parts.loss,
+        parts.centre,
+        parts.amount,
+    )
     top = profile_top(plan)
-    edges = top * top * PROFILE_EDGES
-    centre = np.sqrt(edges[:-1] * edges[1:])
-    amount = daily_amount(centre)
     assert plan.sigma_profile is not None
     sigma = plan.sigma_profile
 
     def rule(noisy: np.ndarray) -> float:
         quantile = estimate_scale(noisy, cfg.quantile, top, sigma=sigma, prior=cfg.profile_prior)
         h = np.asarray(noisy, dtype=np.float64)
-        above = np.arange(PROFILE_BINS - 1, -1, -1, dtype=np.float64)
-        q = cfg.quantile
-        sd = sigma * np.sqrt(q**2 * above + (1.0 - q) ** 2 * (PROFILE_BINS - above))
-        excess = tail_counts(h) - (1.0 - q) * float(h.sum())
-        upper_bins = np.flatnonzero(excess + SCALE_Z * sd <= 0.0)
-        upper = top if upper_bins.size == 0 else top * math.sqrt(PROFILE_EDGES[upper_bins[0] + 1])
-        lower_bins = np.flatnonzero(excess - SCALE_Z * sd <= 0.0)
-        lower = top if lower_bins.size == 0 else top * math.sqrt(PROFILE_EDGES[lower_bins[0]])
+        lower, upper = scale_interval(h, cfg.quantile, top, sigma=sigma, z=SCALE_Z)
         prior = cfg.profile_prior
         if not (h.sum() > 0 and (upper <= prior or lower > prior)):
             return quantile  # the interval cannot rule s0 out: the production rule's s0

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from dp_research.evaluation.datasets import dataset_spec, load_dataset
-from dp_research.evaluation.experiment import ExperimentConfig, ExperimentResult, run_experiment
+from dp_research.evaluation.datasets import dataset_spec
+from dp_research.evaluation.experiment import ExperimentConfig, ExperimentResult, run_workloads
 from dp_research.evaluation.methods import LABELS
 from dp_research.evaluation.plus_data import prepare_plus
 from dp_research.evaluation.plus_report import write_block
@@ -129,28 +129,22 @@ def _prepared_runs(
     preparing = 0.0
     for config in configs:
         started = time.perf_counter()
-        conversions = load_dataset(
-            config.dataset,
-            users=config.generator_users(),
-            publishers=config.publishers,
-            days=config.days,
-            seed=config.seed,
-        )
+        conversions = config.conversions()
         data = prepare(conversions, dataset_spec(config.dataset).global_bound)
         plus = prepare_plus(conversions)
         del conversions
         seconds = time.perf_counter() - started
         preparing += seconds
-        for workload in workloads:
-            out[workload].append(
-                run_experiment(
-                    replace(config, workload=workload),
-                    data,
-                    prepare_seconds=seconds,
-                    show_progress=show_progress,
-                    plus_data=plus,
-                )
-            )
+        results = run_workloads(
+            config,
+            data,
+            workloads,
+            prepare_seconds=seconds,
+            show_progress=show_progress,
+            plus_data=plus,
+        )
+        for workload, result in results.items():
+            out[workload].append(result)
         del data, plus
     return out, preparing
 

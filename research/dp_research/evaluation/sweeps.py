@@ -16,6 +16,7 @@ from dp_research.evaluation.experiment import (
     ExperimentResult,
     prepare_dataset,
     run_experiment,
+    run_workloads,
 )
 from dp_research.evaluation.methods import LABELS
 from dp_research.evaluation.prepared import PreparedData
@@ -56,15 +57,11 @@ def sweep(
     for days in grid:
         config = replace(base, days=int(days))
         prepared, seconds = prepare_dataset(config)
-        for workload in workloads:
-            out[workload].append(
-                run_experiment(
-                    replace(config, workload=workload),
-                    prepared,
-                    prepare_seconds=seconds,
-                    show_progress=show_progress,
-                )
-            )
+        results = run_workloads(
+            config, prepared, workloads, prepare_seconds=seconds, show_progress=show_progress
+        )
+        for workload, result in results.items():
+            out[workload].append(result)
     return out
 
 
