@@ -59,6 +59,8 @@ __all__ = [
 ]
 
 PAPER_QUANTILE_DAYS = 7
+PLUS_PROFILE_DAYS = int(PlusSettings.model_fields["profile_days"].default)
+"""m of AdsBPC+ in the evaluation: the platform's default (the tables split r at it)."""
 
 BoundRule = Callable[
     [AdsbpcPlan, BoundState, np.ndarray, NoiseSource], tuple[BoundChoice, BoundState]
@@ -114,8 +116,7 @@ def plus_campaign_for(workload: Workload, *, rho: float, cap: int) -> CampaignCo
     the dataset's, the profile read from the default m days (fewer when the campaign is short)."""
     data = campaign_for(workload, rho=rho, cap=cap).model_dump(mode="json")
     data["mechanism"] = "adsbpc_plus"
-    default_m = int(PlusSettings.model_fields["profile_days"].default)
-    data["adsbpc_plus"] = {"cap": cap, "profile_days": min(default_m, workload.n - 1)}
+    data["adsbpc_plus"] = {"cap": cap, "profile_days": min(PLUS_PROFILE_DAYS, workload.n - 1)}
     return parse_campaign(data)
 
 

@@ -31,7 +31,7 @@ from dp_research.evaluation.datasets import dataset_spec
 from dp_research.evaluation.experiment import ExperimentConfig, ExperimentResult, run_workloads
 from dp_research.evaluation.methods import LABELS
 from dp_research.evaluation.plus_data import prepare_plus
-from dp_research.evaluation.plus_report import write_block
+from dp_research.evaluation.plus_report import R_SPLIT, r_split, write_block
 from dp_research.evaluation.prepared import prepare
 from dp_research.evaluation.tiers import CI_TIERS, TIERS, Tier
 
@@ -251,7 +251,7 @@ def _detail_lines(rows: list[ScaleRow]) -> list[str]:
     lines = [
         "| users a day × publishers | dataset | workload | users a day (realised) | "
         f"conversions | fixed 3 | AdsBPC (previous default) | {ours} bias share | "
-        f"{ours} r, days 1–7 / 8–n | {ours} s: median (range) | {ours} seconds | "
+        f"{ours} {R_SPLIT} | {ours} s: median (range) | {ours} seconds | "
         "row seconds |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
@@ -268,7 +268,7 @@ def _detail_lines(rows: list[ScaleRow]) -> list[str]:
             f"{np.mean([r.active_per_day or 0.0 for r in results]):,.0f} | "
             f"{np.mean([r.conversions for r in results]):,.0f} | "
             f"{_num(row.error('fixed_3'))} | {_num(row.error('adsbpc'))} | "
-            f"{100 * share:.0f}% | {bounds[:7].mean():.2f} / {bounds[7:].mean():.2f} | {s} | "
+            f"{100 * share:.0f}% | {r_split(bounds)} | {s} | "
             f"{own:.1f} | {every:.1f} |"
         )
     return lines
