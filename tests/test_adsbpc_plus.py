@@ -17,6 +17,7 @@ from dp_platform.mechanisms.adsbpc_plus_bound import (
     PlusState,
     choose_bound,
     estimate_scale,
+    profile_scale,
     select_bound,
 )
 from dp_platform.mechanisms.adsbpc_plus_plan import (
@@ -273,8 +274,9 @@ def test_the_scale_and_bound_see_only_the_noisy_outputs_and_public_sigma():
     assert choices[0] == choices[1]
     prior = plan.config.profile_prior
     assert prior == pytest.approx(0.5 * 6)  # default s0 = ψ0·Λ
-    expected = estimate_scale(noisy_profile, 0.99, 6, sigma=plan.sigma_profile, prior=prior)
-    assert choices[0][1] == expected
+    floor = estimate_scale(noisy_profile, 0.99, 6, sigma=plan.sigma_profile, prior=prior)
+    expected = profile_scale(plan, noisy_profile, sigma=plan.sigma_profile, publishers=5)
+    assert choices[0][1] == expected >= floor  # the plan's rule (objective), on the noisy P
     assert plan.to_json()["scale_z"] == SCALE_Z
 
 
