@@ -145,7 +145,7 @@ def test_weighing_the_total_raises_s_where_publishers_are_many():
     weighted = make_plan(_campaign(total_weight=1.0))
     sigma = plain.sigma_profile
     assert sigma is not None
-    heavy = _profile({20: 200_000.0, 40: 50.0})
+    heavy = _profile({20: 200_000.0, **{j: 10.0 for j in range(21, 41)}})  # a thin, long tail
     chosen = [
         objective_scale(plan, heavy, sigma=sigma, publishers=k, prior=5.0)
         for plan in (plain, weighted)
@@ -174,6 +174,22 @@ def test_noise_above_the_data_is_not_read_as_users():
     counts = readable_counts(h, sigma=5.0, z=3.3)
     assert counts[10] == 5_000.0 and counts[45:].sum() == 0.0  # 8 users: within the noise
     assert (readable_counts(-h, sigma=5.0, z=3.3) >= 0).all()
+
+
+def test_a_noise_spike_far_above_the_data_does_not_send_s_to_the_top():
+    """About SCALE_ALPHA of noisy profiles have one bin high above the data that passes the
+    per-bin level by chance (a real Facebook campaign met it: s = 29.9 of a 32.9 range). The
+    bins between the data and the spike must not be read as users."""
+    plan = make_plan(_campaign(strategy="sqrt"))
+    sigma = plan.sigma_profile
+    assert sigma is not None
+    rng = np.random.default_rng(6)
+    h = _profile({4: 250.0, 5: 40.0}) + rng.normal(0.0, sigma, PROFILE_BINS)
+    h[46] = 30.0  # one spike: 30 users-at-or-above over two bins passes z·σ·√2 ≈ 23
+    counts = readable_counts(h, sigma, SCALE_Z)
+    assert counts[7:].sum() == 0.0
+    s = objective_scale(plan, h, sigma=sigma, publishers=1, prior=5.0)
+    assert s < 0.5 * profile_top(plan)
 
 
 def test_the_objective_is_the_planned_variance_when_nobody_is_cut():

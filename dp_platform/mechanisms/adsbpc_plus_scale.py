@@ -24,8 +24,9 @@ kept. Per publisher that is B/k (spread over the k publishers), on the total B (
 λ (``total_weight``) weighs the total's MSE against the publishers' mean MSE, scaled by 1/k.
 w_q: the objective's γ² (wsum) or the worst query (maxvar).
 
-Counts the profile cannot tell from noise are not read as users: bins above the last one
-whose users-at-or-above exceed z·σ·√(bins) count as empty, and negative noisy counts as 0.
+Counts the profile cannot tell from noise are not read as users: from the first bin whose
+users-at-or-above do not exceed z·σ·√(bins) upwards every bin counts as empty, and negative
+noisy counts as 0.
 When the noisy profile rules the prior out at confidence (L > s0) the floor is L, not U.
 
 Privacy: reads only the noisy profile (a DP output), its public σ, the public plan and the
@@ -141,14 +142,16 @@ def scale_objective(plan: PlusPlan) -> ScaleObjective:
 
 
 def readable_counts(noisy_profile: np.ndarray, sigma: float, z: float) -> np.ndarray:
-    """The bins read as users: those at or below the last bin whose users-at-or-above exceed
-    z·σ·√(bins at or above) — above it the profile cannot tell users from noise — with
-    negative noisy counts read as 0."""
+    """The bins read as users: from the bottom up to the first bin whose users-at-or-above do
+    not exceed z·σ·√(bins at or above) — there the profile stops telling users from noise —
+    with negative noisy counts read as 0. The scan stops at the first such bin: a noise spike
+    high above the data (z is a per-bin level, so one of the 48 bins passes by chance in about
+    SCALE_ALPHA of profiles) must not make the empty bins between read as users."""
     h = np.asarray(noisy_profile, dtype=np.float64)
     at_or_above = np.cumsum(h[::-1])[::-1]
     width = np.arange(PROFILE_BINS, 0, -1, dtype=np.float64)
-    shown = np.flatnonzero(at_or_above > z * sigma * np.sqrt(width))
-    last = shown[-1] if shown.size else -1
+    hidden = np.flatnonzero(at_or_above <= z * sigma * np.sqrt(width))
+    last = hidden[0] - 1 if hidden.size else PROFILE_BINS - 1
     return np.where(np.arange(PROFILE_BINS) <= last, np.maximum(h, 0.0), 0.0)
 
 
