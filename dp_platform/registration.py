@@ -137,12 +137,18 @@ def _decode(record: CampaignRecord) -> Registration:
     )
 
 
+def find_registration(ledger: Ledger, name: str) -> Registration | None:
+    """The registered campaign, or None when the ledger has not registered it (one read)."""
+    record = ledger.campaign_record(name)
+    return None if record is None else _decode(record)
+
+
 def load_registration(ledger: Ledger, name: str) -> Registration:
     """The registered campaign (read-only paths: releases, budget, answers)."""
-    record = ledger.campaign_record(name)
-    if record is None:
+    registration = find_registration(ledger, name)
+    if registration is None:
         raise LedgerError(f"campaign {name} is not registered in the ledger")
-    return _decode(record)
+    return registration
 
 
 def _registered_mechanism(campaign: CampaignConfig, record: CampaignRecord) -> CampaignConfig:

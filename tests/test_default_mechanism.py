@@ -231,3 +231,25 @@ def test_plan_shows_the_default_and_with_home_the_registered_plan(tmp_path, caps
     out = capsys.readouterr().out
     assert "campaign spring: registered, its registered plan (what runs)" in out
     assert "adsbpc_plus" not in out
+
+
+def test_plan_with_home_does_not_point_a_registered_campaign_at_home(tmp_path, capsys) -> None:
+    """A campaign registered under the default, shown with ``--home``, is shown with the
+    mechanism that runs (its registered configuration names it): no note points at ``--home``."""
+    import yaml
+
+    from dp_platform.cli import main
+    from dp_platform.home import Home
+
+    config = tmp_path / "campaigns.yaml"
+    entries = {"accounts": [ACCOUNT.model_dump()], "campaigns": [ENTRY]}
+    config.write_text(yaml.safe_dump(entries))
+    home = Home.at(tmp_path / "home")
+    with Ledger.at_home(home.root) as ledger:
+        register(ledger, entry())
+    assert main(["plan", str(config)]) == 0
+    assert "(--home shows it)" in capsys.readouterr().out
+    assert main(["plan", str(config), "--home", str(home.root)]) == 0
+    out = capsys.readouterr().out
+    assert "campaign spring: registered, its registered plan (what runs)" in out
+    assert "--home shows it" not in out

@@ -26,7 +26,7 @@ from dp_platform.home import Home
 from dp_platform.ledger import Ledger
 from dp_platform.plans import CampaignPlan, campaign_plans
 from dp_platform.privacy.accounting import Rho
-from dp_platform.registration import load_registration
+from dp_platform.registration import find_registration
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -53,14 +53,16 @@ def registered_plans(
         Home.existing(home).root, read_only=True, declared=catalogue.ledger
     ) as ledger:
         for campaign in catalogue.campaigns:
-            if ledger.campaign_record(campaign.name) is not None:
-                registration = load_registration(ledger, campaign.name)
+            registration = find_registration(ledger, campaign.name)
+            if registration is not None:
                 found[campaign.name] = (registration.config, registration.plan)
     return found
 
 
 def default_note(campaign: CampaignConfig) -> list[str]:
-    """A line for a campaign whose catalogue entry names no mechanism (text output)."""
+    """A line for a campaign whose catalogue entry names no mechanism (text output). A
+    registered campaign shown with ``--home`` gets none: its registered configuration names
+    the mechanism it registered with."""
     if not campaign.mechanism_defaulted:
         return []
     return [
