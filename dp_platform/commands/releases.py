@@ -6,7 +6,9 @@ processing of the noisy values); and the campaign-level releases (one-shot, reac
 frequency) when there are any. A campaign with a breakdown or the value measure publishes
 cells (publisher, dimension values, measure, value, σ, 95 % interval): ``--json`` has every
 cell of every day, the derived totals over every subset of the breakdown (exact sums of the
-cells) and the campaign-to-date numbers projected non-negative and non-decreasing; the table
+cells) and every cell's and total's campaign-to-date number: the running sum (unbiased, exact
+95 % interval, totals exact sums of cells), and apart from it, labelled, a per-cell projection
+onto non-negative, non-decreasing series (biased upward when summed); the table
 shows the last day's largest cells per measure (``--cells N``) and each dimension's totals.
 Its per-publisher values and answers are counts summed over the cells. Every number comes with
 its 95 % interval (noise only: docs/slices.md#confidence-intervals). This is what an
