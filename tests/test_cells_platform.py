@@ -381,6 +381,14 @@ def test_releases_table_shows_intervals_and_the_dimension_totals(released, docum
     for region in REGIONS:
         assert f"region={region}" in out
     assert " ± " in out.splitlines()[2]  # day 1's total and answers carry their half-width
+    # campaign to date: the running sums (issue 28), the same numbers as --json's `value`
+    heading = f"totals over all publishers to date, through day {DAYS} (running sums of the"
+    to_date = out[out.index(heading) :]
+    for row in last["cumulative"]:
+        if row["publisher"] == "all" and sum(row[d] != "all" for d in ("region", "device")) <= 1:
+            label = next((f"{d}={row[d]}" for d in ("region", "device") if row[d] != "all"), "all")
+            shown = round_to_noise(row["value"], row["se"]) + 0.0
+            assert f"    {row['measure']:<6} {label:<40} {shown:g} ± " in to_date, label
 
 
 def test_slice_chart_draws_the_top_slices_of_the_cumulative_series(document) -> None:
