@@ -164,7 +164,8 @@ def _truth(home: Home, campaign, released_days: int) -> np.ndarray:
 def _slice_plot(home: Home, ledger: Ledger, name: str, layout: CellLayout) -> Path:
     """The top slices (over all publishers, every dimension kept) by campaign-to-date noisy
     count, one line each over the days with its 95 % band: the ``cumulative`` series of
-    ``releases --json`` (DP values only; no truth on this chart)."""
+    ``releases --json`` — running sums of the released cells, unbiased, not the labelled
+    ``projected`` numbers (DP values only; no truth on this chart)."""
     series = [
         row
         for row in release_document(ledger, name)["cumulative"]
@@ -176,7 +177,7 @@ def _slice_plot(home: Home, ledger: Ledger, name: str, layout: CellLayout) -> Pa
     plot.write_bytes(
         slice_chart(
             series,
-            title=f"{name}: top {TOP_SLICES} slices, conversions to date (released)",
+            title=f"{name}: top {TOP_SLICES} slices, conversions to date (released running sums)",
             label_keys=layout.dimension_names,
             top=TOP_SLICES,
         )

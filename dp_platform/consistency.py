@@ -16,8 +16,7 @@ NumPy/SciPy with no I/O.
   exact; totals read from it are again sums of its cells, hence consistent.
 - :func:`isotonic_cumulative` projects a cumulative series onto non-negative, non-decreasing
   series (weighted isotonic regression, then clipping at 0). The projection is non-linear:
-  there is no exact standard error for it, and the interval shown with it is the unprojected
-  one (see the function for what that covers, measured).
+  there is no exact standard error for it, and it is biased upward near 0 (see the function).
 - :func:`normal_interval`: the two-sided normal interval at a level (95 % by default).
 
 **What the intervals cover: the noise only.** A release is noisy *clipped* data: each user's
@@ -232,8 +231,11 @@ def isotonic_cumulative(series: np.ndarray, sigmas: np.ndarray) -> np.ndarray:
     0: together the weighted least-squares projection onto {0 ≤ s_1 ≤ … ≤ s_n} (clipping an
     isotonic fit at a bound gives the bounded isotonic fit). Post-processing of DP outputs: free.
 
-    Not linear, so no exact standard error: the interval published with a projected value is the
-    unprojected one's half-width around the projected value. The true cumulative series is in the
+    Not linear, so no exact standard error, and biased upward near 0 (it never lowers a number
+    below 0 and pooling a dip raises it): summed over many cells the bias adds up, so
+    ``releases`` publishes it only as a labelled ``projected`` field next to the unbiased running
+    sum (dp_platform/release_view.py). The half-width of the unprojected sum around a projected
+    value, measured below, is not published any more. The true cumulative series is in the
     constraint set, so the projection never moves the whole series further from it in the
     weighted norm; per value, measured coverage is at or above the nominal level on flat and
     increasing truths (docs/slices.md), but that is an empirical finding, not a guarantee.

@@ -11,15 +11,19 @@ noise, no privacy cost.
   where summed, ``measure``, ``value``, ``se``, ``ci_low``, ``ci_high``. They are sums of the
   published (gridded) cells, so a total equals the sum of its slices exactly, on every day and
   every level; the standard error √Σσ² is exact.
-- **Cumulative** (campaign with cells): per cell and per total, the campaign-to-date value
-  through day d projected onto non-negative, non-decreasing series over days 1..d
-  (:func:`~dp_platform.consistency.isotonic_cumulative`, weights 1/se²), recomputed each day
-  from every release so far. A later day's fit may revise an earlier day's projected number:
-  the document's top-level ``cumulative`` holds the latest fit's whole series. ``se`` is the
-  exact standard error of the *unprojected* sum; the interval is the projected value ± 1.96·se
-  (the projection has no exact standard error; its coverage is measured, docs/slices.md). The
-  projection is non-linear, so projected totals need not equal the sum of projected slices:
-  consistency is a property of the daily ``totals``, not of ``cumulative``.
+- **Cumulative** (campaign with cells): per cell and per total, the campaign-to-date number
+  through day d. ``value`` is the running sum of the published cells over days 1..d: linear in
+  the DP outputs, so unbiased for the clipped total, its ``se`` exact (√Σσ², times the
+  strategy's to-date factor when days share noise) and ``ci_low``/``ci_high`` value ∓ 1.96·se
+  exact; the cells are gridded, so every total equals the sum of its cells exactly on every
+  day, and a day's number is never revised later. It may dip or go below 0: that is noise.
+  ``projected`` is a separate, secondary number: the same row's series projected onto
+  non-negative, non-decreasing series over days 1..d
+  (:func:`~dp_platform.consistency.isotonic_cumulative`, weights 1/se²), with no interval. Per
+  cell it is closer to the truth where counts are small against the noise, but it is biased
+  upward (clipping at 0 and pooling only ever raise a sum that dips), so summed over cells it
+  overstates the total and projected totals are not the sums of projected cells; nothing
+  here ranks, sums or plots it. :data:`CUMULATIVE_FIELDS` is the label the document carries.
 """
 
 from __future__ import annotations
@@ -39,9 +43,23 @@ from dp_platform.ledger import Ledger
 from dp_platform.publication import PublishedDay, campaign_layout, published_days
 from dp_platform.release_intervals import day_intervals
 
-__all__ = ["CumulativeRows", "prefix_isotonic", "release_document", "total_levels"]
+__all__ = [
+    "CUMULATIVE_FIELDS",
+    "CumulativeRows",
+    "prefix_isotonic",
+    "release_document",
+    "total_levels",
+]
 
 Row = dict[str, str | float]
+
+CUMULATIVE_FIELDS = {
+    "value": "campaign-to-date running sum of the released cells: unbiased, exact se and 95 % "
+    "interval; every total equals the sum of its cells exactly",
+    "projected": "projected: non-negative and non-decreasing per cell (isotonic, no interval), "
+    "biased upward when summed; not additive, not for totals or rankings",
+}
+"""The document's ``cumulative_fields``: what each number of a ``cumulative`` row is."""
 
 
 def total_levels(layout: CellLayout) -> list[tuple[str, ...]]:
@@ -104,7 +122,8 @@ class CumulativeRows:
     """Campaign-to-date numbers of every cell and total (cells first, then each level).
 
     ``raw``/``se``: rows × days, the exact running sums of the published cells and their
-    standard errors. Built once per campaign, projected in one pass (:func:`prefix_isotonic`).
+    standard errors — the published ``value``. The isotonic projection (``projected``, labelled
+    biased) is computed once per campaign in one pass (:func:`prefix_isotonic`).
     """
 
     def __init__(self, layout: CellLayout, days: list[PublishedDay]) -> None:
@@ -123,7 +142,8 @@ class CumulativeRows:
                 np.stack([t.standard_errors.ravel() ** 2 for t in totals], axis=1)
             )
         self.labels = labels
-        # gridded values: every running sum is exact (consistency.on_grid)
+        # gridded values: every running sum is exact (consistency.on_grid), so a total to date
+        # is the sum of its cells to date bit for bit
         self.raw = np.cumsum(np.concatenate(raw_parts), axis=1)
         self.se = np.sqrt(np.cumsum(np.concatenate(variance_parts), axis=1))
         # correlated noise across days (an AdsBPC+ strategy): the exact to-date σ, per day
@@ -132,29 +152,41 @@ class CumulativeRows:
         self._last, self._whole = prefix_isotonic(self.raw, self.se)
 
     def day_rows(self, day: int) -> list[Row]:
-        """Day ``day``'s projected campaign-to-date number of each row (the last value of the
-        projection over days 1..``day``), with its interval."""
-        value = self._last[:, day - 1]
+        """Day ``day``'s campaign-to-date number of each row: the running sum through ``day``
+        with its exact interval, and the (biased) projection over days 1..``day``."""
+        value = self.raw[:, day - 1]
         se = self.se[:, day - 1]
         low, high = normal_interval(value, se)
+        projected = self._last[:, day - 1]
         return [
-            {**label, "value": float(v), "se": float(s), "ci_low": float(lo), "ci_high": float(hi)}
-            for label, v, s, lo, hi in zip(self.labels, value, se, low, high, strict=True)
+            {
+                **label,
+                "value": float(v),
+                "se": float(s),
+                "ci_low": float(lo),
+                "ci_high": float(hi),
+                "projected": float(p),
+            }
+            for label, v, s, lo, hi, p in zip(
+                self.labels, value, se, low, high, projected, strict=True
+            )
         ]
 
     def series(self) -> list[Row]:
-        """The latest fit (over every released day) as one series per row, for plots/tools."""
-        projected, se = self._whole, self.se
-        day = projected.shape[1]
-        low, high = normal_interval(projected, se)
+        """Every row's running sums over the released days with their intervals (what plots
+        draw), and the latest projection over every day as ``projected``."""
+        raw, se = self.raw, self.se
+        day = raw.shape[1]
+        low, high = normal_interval(raw, se)
         return [
             {
                 **label,
                 "days": list(range(1, day + 1)),
-                "value": projected[r].tolist(),
+                "value": raw[r].tolist(),
                 "se": se[r].tolist(),
                 "ci_low": low[r].tolist(),
                 "ci_high": high[r].tolist(),
+                "projected": self._whole[r].tolist(),
             }
             for r, label in enumerate(self.labels)
         ]
@@ -175,5 +207,6 @@ def release_document(ledger: Ledger, campaign: str) -> dict:
             record["totals"] = slice_rows(layout, values, sigmas, total_levels(layout))
             record["cumulative"] = cumulative.day_rows(position)
         document["cumulative"] = cumulative.series()
+        document["cumulative_fields"] = dict(CUMULATIVE_FIELDS)
     document.update(ledger.campaign_releases(campaign))
     return document

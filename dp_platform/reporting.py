@@ -48,7 +48,9 @@ def cumulative_chart(
 
 
 def top_slices(series: Sequence[dict], top: int) -> list[dict]:
-    """The ``top`` series with the largest last value (campaign-to-date noisy number)."""
+    """The ``top`` series with the largest last ``value``: the campaign-to-date running sum,
+    unbiased — never the per-slice ``projected`` number, which is biased upward (most for the
+    small slices a ranking would otherwise lift)."""
     return sorted(series, key=lambda s: -float(s["value"][-1]))[:top]
 
 
@@ -62,7 +64,7 @@ def slice_chart(
 ) -> bytes:
     """One line per slice over the campaign's days with its 95 % band, for the ``top`` slices
     by their last value; ``series`` are ``releases --json``'s ``cumulative`` rows (DP values
-    only: campaign-to-date numbers projected non-decreasing, ± 1.96·se)."""
+    only: the unprojected running sums, unbiased, ± 1.96·se exactly — a line may dip: noise)."""
     figure, axes = plt.subplots(figsize=(7, 3.6), dpi=100)
     for row in top_slices(series, top):
         label = " / ".join(str(row[k]) for k in label_keys)

@@ -305,11 +305,14 @@ def test_every_released_number_has_its_95_interval(document) -> None:
             )
 
 
-def test_cumulative_numbers_are_the_isotonic_projection_of_the_running_sums(document) -> None:
+def test_cumulative_numbers_are_the_running_sums_and_the_projection_is_labelled(document) -> None:
+    """Issue 28: a campaign-to-date ``value`` is the running sum of the released numbers
+    (unbiased, exact se) — it was the per-row isotonic projection, biased upward when summed;
+    that projection is kept only as the separate ``projected`` field, labelled in the document."""
     from scipy.optimize import isotonic_regression
 
     running: dict[tuple[str, ...], list[tuple[float, float]]] = {}
-    dipped = 0
+    dipped = moved = 0
     for d, day in enumerate(document["days"], start=1):
         for row in day["cells"]:
             running.setdefault(_label(row), []).append((row["value"], row["sigma"]))
@@ -322,19 +325,43 @@ def test_cumulative_numbers_are_the_isotonic_projection_of_the_running_sums(docu
             sums = np.cumsum([v for v, _ in daily])
             ses = np.sqrt(np.cumsum([s**2 for _, s in daily]))
             dipped += bool(np.any(np.diff(sums) < 0) or sums.min() < 0)
-            fitted = isotonic_regression(sums, weights=1 / ses**2, increasing=True).x
-            assert row["value"] == pytest.approx(max(fitted[-1], 0.0), rel=1e-9, abs=1e-9)
-            assert row["value"] >= 0
+            assert row["value"] == sums[-1]  # gridded: the running sum is exact
             assert row["se"] == pytest.approx(ses[-1], rel=1e-9)
-    assert dipped > 0  # the projection had something to correct in this run
-    last = {_label(row): row for row in document["days"][-1]["cumulative"]}
-    assert len(document["cumulative"]) == len(last)
-    for series in document["cumulative"]:  # the latest fit, as series: the plots' lines
-        values = np.asarray(series["value"])
+            fitted = isotonic_regression(sums, weights=1 / ses**2, increasing=True).x
+            assert row["projected"] == pytest.approx(max(fitted[-1], 0.0), rel=1e-9, abs=1e-9)
+            moved += row["projected"] != row["value"]
+    assert dipped > 0 and moved > 0  # the two numbers differ in this run
+    assert "biased upward when summed" in document["cumulative_fields"]["projected"]
+    assert "unbiased" in document["cumulative_fields"]["value"]
+    by_day = [{_label(r): r for r in day["cumulative"]} for day in document["days"]]
+    assert len(document["cumulative"]) == len(by_day[-1])
+    for series in document["cumulative"]:  # the plots' lines: each day's number, never revised
+        label = _label(series)
         assert series["days"] == list(range(1, DAYS + 1))
-        assert np.all(values >= 0) and np.all(np.diff(values) >= 0)
-        assert values[-1] == last[_label(series)]["value"]
-        assert np.allclose(np.asarray(series["ci_high"]) - values, Z * np.asarray(series["se"]))
+        assert series["value"] == [rows[label]["value"] for rows in by_day]
+        assert np.allclose(
+            np.asarray(series["ci_high"]) - series["value"], Z * np.asarray(series["se"])
+        )
+        projected = np.asarray(series["projected"])
+        assert np.all(projected >= 0) and np.all(np.diff(projected) >= 0)
+        assert projected[-1] == by_day[-1][label]["projected"]
+
+
+def test_every_campaign_to_date_total_is_exactly_the_sum_of_its_cells(document) -> None:
+    """On every day, every total to date in `releases --json` equals the sum of the cells to
+    date it covers, exactly (issue 28: the projected numbers shown before did not add up)."""
+    for day in document["days"]:
+        cells = [r for r in day["cumulative"] if "all" not in _label(r)]
+        totals = [r for r in day["cumulative"] if "all" in _label(r)]
+        assert len(cells) == len(day["cells"]) and totals
+        for total in totals:
+            covered = [
+                c["value"]
+                for c in cells
+                if all(total[a] in ("all", c[a]) for a in AXES[:-1])
+                and c["measure"] == total["measure"]
+            ]
+            assert total["value"] == sum(covered), (day["day"], _label(total))
 
 
 def test_releases_table_shows_intervals_and_the_dimension_totals(released, document, capsys):
@@ -354,9 +381,18 @@ def test_releases_table_shows_intervals_and_the_dimension_totals(released, docum
     for region in REGIONS:
         assert f"region={region}" in out
     assert " ± " in out.splitlines()[2]  # day 1's total and answers carry their half-width
+    # campaign to date: the running sums (issue 28), the same numbers as --json's `value`
+    heading = f"totals over all publishers to date, through day {DAYS} (running sums of the"
+    to_date = out[out.index(heading) :]
+    for row in last["cumulative"]:
+        if row["publisher"] == "all" and sum(row[d] != "all" for d in ("region", "device")) <= 1:
+            label = next((f"{d}={row[d]}" for d in ("region", "device") if row[d] != "all"), "all")
+            shown = round_to_noise(row["value"], row["se"]) + 0.0
+            assert f"    {row['measure']:<6} {label:<40} {shown:g} ± " in to_date, label
 
 
 def test_slice_chart_draws_the_top_slices_of_the_cumulative_series(document) -> None:
+    """Ranked and drawn by the running sums (``value``), not by the biased projection."""
     from dp_platform.reporting import slice_chart, top_slices
 
     slices = [

@@ -6,8 +6,11 @@ processing of the noisy values); and the campaign-level releases (one-shot, reac
 frequency) when there are any. A campaign with a breakdown or the value measure publishes
 cells (publisher, dimension values, measure, value, σ, 95 % interval): ``--json`` has every
 cell of every day, the derived totals over every subset of the breakdown (exact sums of the
-cells) and the campaign-to-date numbers projected non-negative and non-decreasing; the table
-shows the last day's largest cells per measure (``--cells N``) and each dimension's totals.
+cells) and every cell's and total's campaign-to-date number: the running sum (unbiased, exact
+95 % interval, totals exact sums of cells), and apart from it, labelled, a per-cell projection
+onto non-negative, non-decreasing series (biased upward when summed); the table
+shows the last day's largest cells per measure (``--cells N``), each dimension's totals that day
+and campaign to date (running sums).
 Its per-publisher values and answers are counts summed over the cells. Every number comes with
 its 95 % interval (noise only: docs/slices.md#confidence-intervals). This is what an
 advertiser may see. Releases live in the ledger whatever the warehouse engine: ``--config`` is
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from dp_platform.cells import CellLayout
+    from dp_platform.publication import PublishedDay
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -58,12 +62,34 @@ def margin_table(layout: CellLayout, cells: list[dict]) -> list[str]:
     """Each dimension's totals over every publisher, and the grand total, per measure: sums of
     the day's published cells (the same numbers as ``--json``'s ``totals``), value ± 95 %."""
     from dp_platform.cells import PUBLISHER
-    from dp_platform.consistency import ALL, slice_rows
+    from dp_platform.consistency import slice_rows
 
     names = layout.dimension_names
     levels = [(PUBLISHER, *(n for n in names if n != kept)) for kept in names]
     levels.append((PUBLISHER, *names))
     rows = slice_rows(layout, [c["value"] for c in cells], [c["sigma"] for c in cells], levels)
+    return _margin_lines(layout, rows)
+
+
+def to_date_table(layout: CellLayout, days: list[PublishedDay]) -> list[str]:
+    """The same totals campaign to date (``--json``'s ``cumulative`` ``value``): running sums of
+    the released cells, unbiased, each the exact sum of its slices, value ± 95 % — never the
+    labelled per-cell projection, which is biased upward when summed."""
+    from dp_platform.consistency import ALL
+    from dp_platform.release_view import CumulativeRows
+
+    rows = [
+        row
+        for row in CumulativeRows(layout, days).day_rows(len(days))
+        if row["publisher"] == ALL and sum(row[n] != ALL for n in layout.dimension_names) <= 1
+    ]
+    return _margin_lines(layout, rows)
+
+
+def _margin_lines(layout: CellLayout, rows: list[dict]) -> list[str]:
+    from dp_platform.consistency import ALL
+
+    names = layout.dimension_names
     lines = []
     for row in sorted(rows, key=lambda r: str(r["measure"])):  # stable: level order kept
         label = " / ".join(f"{n}={row[n]}" for n in names if row[n] != ALL) or "all"
@@ -122,4 +148,9 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(cell_table(days[-1].cells, args.cells)))
         print(f"day {days[-1].day} totals over all publishers (exact sums of its cells):")
         print("\n".join(margin_table(layout, days[-1].cells)))
+        print(
+            f"totals over all publishers to date, through day {days[-1].day} "
+            "(running sums of the released cells, unbiased):"
+        )
+        print("\n".join(to_date_table(layout, days)))
     return 0
