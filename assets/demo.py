@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import asdict
 from datetime import date
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from dp_platform.events.campaign import CREATIVES, DEVICES, REGIONS
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger
 from dp_platform.mechanisms import default_stream
+from dp_platform.noise_fit import noise_fit
 from dp_platform.publication import noise_std, release_strategy
 from dp_platform.registration import load_registration
 from dp_platform.release_view import release_document
@@ -185,6 +187,31 @@ def _slice_plot(home: Home, ledger: Ledger, name: str, layout: CellLayout) -> Pa
     return plot
 
 
+def _fit(
+    errors: list[float],
+    weights: list[np.ndarray],
+    strategy: np.ndarray | None,
+    releases: list,
+    scale: float,
+) -> dict | None:
+    """Each answer's error against its own stated std, with the correlation the answers'
+    noise has (dp_platform/noise_fit.py): cov(a, b) = (var(a + b) − var(a − b)) / 4, each
+    variance the releases' own (publication.noise_std) times ``scale`` (publishers × the
+    count cells' factor)."""
+    if not errors:
+        return None
+    days = max(len(w) for w in weights)
+    padded = [np.pad(np.asarray(w, dtype=np.float64), (0, days - len(w))) for w in weights]
+
+    def variance(w: np.ndarray) -> float:
+        return scale * noise_std(strategy, releases[:days], w) ** 2
+
+    cov = np.array([[(variance(a + b) - variance(a - b)) / 4.0 for b in padded] for a in padded])
+    stds = np.sqrt(np.diag(cov))
+    fit = noise_fit(np.array(errors), stds, cov / np.outer(stds, stds))
+    return {**asdict(fit), "within_noise": fit.within_noise, "sentence": fit.sentence()}
+
+
 def run_demo(home_dir: Path, *, days: int, users: int, publishers: int) -> dict:
     """Run the demo and return its report (releases next to the truth, errors, budget, plots)."""
     home = Home.at(home_dir)
@@ -210,7 +237,7 @@ def run_demo(home_dir: Path, *, days: int, users: int, publishers: int) -> dict:
             noisy = np.array([publisher_counts(layout, r.values) for r in releases])
             unit = layout.unscale("count") * math.sqrt(layout.combinations)
             ends = plan.query_ends
-            rows, errors, variances, points = [], [], [], []
+            rows, errors, variances, points, answer_weights = [], [], [], [], []
             for release in releases:
                 day = release.day
                 ending = [j for j in range(plan.queries.shape[0]) if ends[j] == day]
@@ -220,6 +247,7 @@ def run_demo(home_dir: Path, *, days: int, users: int, publishers: int) -> dict:
                     noisy_answer = float(weights @ noisy[:day].sum(axis=1))
                     true_answer = float(weights @ truth[:day].sum(axis=1))
                     errors.append(noisy_answer - true_answer)
+                    answer_weights.append(weights)
                     std = unit * noise_std(strategy, releases[:day], weights)
                     variances.append(noisy.shape[1] * std**2)
                     points.append((day, noisy_answer, true_answer, math.sqrt(variances[-1])))
@@ -251,6 +279,9 @@ def run_demo(home_dir: Path, *, days: int, users: int, publishers: int) -> dict:
                 "days": rows,
                 "answer_rmse": float(np.sqrt(np.mean(np.square(errors)))) if errors else 0.0,
                 "expected_std": float(np.sqrt(np.mean(variances))) if variances else 0.0,
+                "noise_fit": _fit(
+                    errors, answer_weights, strategy, releases, noisy.shape[1] * unit**2
+                ),
                 "plot": str(plot),
             }
             if not layout.plain and releases:

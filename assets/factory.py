@@ -65,6 +65,7 @@ from dp_platform.daily import (
     release_day,
     stream_of,
 )
+from dp_platform.dimension_coverage import require_dimension_data
 from dp_platform.errors import ConfigError
 from dp_platform.ledger import Ledger
 from dp_platform.plans import CampaignPlan
@@ -221,6 +222,7 @@ def _attributed(scope: CampaignScope):
     ) -> Events:
         days = _days(context, scope.campaign)
         with warehouse.open() as wh, ledger.open() as led:
+            require_dimension_data(wh, scope.campaign, days[0], days[-1])  # before registering
             registered = scope.register(led, wh).config
             # a run's partitions are one contiguous range: one range query, not one per day
             wh.attribute_days(registered, days[0], days[-1])

@@ -29,8 +29,10 @@ import dagster as dg
 from assets.definitions import build_definitions
 from assets.launch import CodeServer, run_error
 from assets.partitions import daily_job_name, final_job_name
+from dp_platform.config import CampaignConfig
 from dp_platform.config_loader import load_catalogue
 from dp_platform.daily import campaign_days, register_campaigns
+from dp_platform.dimension_coverage import require_dimension_data
 from dp_platform.file_lock import exclusive
 from dp_platform.home import Home
 from dp_platform.journal import ReleaseJournal
@@ -38,6 +40,7 @@ from dp_platform.ledger import Ledger
 from dp_platform.plans import campaign_plans
 from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
 from dp_platform.registration import Registration
+from dp_platform.settings import WarehouseConfig
 from dp_platform.warehouse.base import open_warehouse
 
 # What <home>/dagster/dagster.yaml says; the repository's dagster.yaml is the same settings for
@@ -174,6 +177,7 @@ def run_campaigns(
         with open_warehouse(catalogue.warehouse, home_dir) as warehouse:
             return warehouse.identity
 
+    _require_dimension_data(catalogue.warehouse, home_dir, selected, through)
     with Ledger.at_home(home_dir.root, declared=catalogue.ledger) as ledger:
         ReleaseJournal.at_home(home_dir.root).reconcile(ledger)  # a stale restore: refused here
         chosen = catalogue.model_copy(update={"campaigns": selected})
@@ -211,6 +215,21 @@ def run_campaigns(
             execute = _launched(server, log_level)
         runs = _materialise_all(execute, home_dir, busy, through, today, parallel)
     return [runs.get(item.name, CampaignRun(item.name, item.days, None)) for item in work]
+
+
+def _require_dimension_data(
+    settings: WarehouseConfig, home: Home, selected: list[CampaignConfig], through: date | None
+) -> None:
+    """A broken-down campaign whose period's events were loaded without one of its dimensions
+    is refused before anything is reserved or drawn (dp_platform/dimension_coverage.py)."""
+    broken_down = [c for c in selected if c.breakdown]
+    if not broken_down:
+        return
+    with open_warehouse(settings, home) as warehouse:
+        for campaign in broken_down:
+            last = campaign.end if through is None else min(campaign.end, through)
+            if last >= campaign.start:
+                require_dimension_data(warehouse, campaign, campaign.start, last)
 
 
 def _materialise_all(

@@ -639,3 +639,22 @@ def test_impression_cells_adsbpc_plus_is_identical(touch_engines, rule, strategy
         assert summaries[0]["users"] == summaries[1]["users"] > 0
         assert summaries[0]["max_spend"] == pytest.approx(summaries[1]["max_spend"], abs=1e-12)
         assert summaries[1]["max_spend"] == pytest.approx(2.0, rel=1e-9)  # the filter bit
+
+
+def test_both_engines_name_the_same_loads_without_a_dimension(engines, touch_engines) -> None:
+    """The check behind refusing a breakdown over events loaded without its columns
+    (dp_platform/dimension_coverage.py) reads the same ingest metadata on both engines: the
+    conversions loaded without region hold day 2 only; the impressions loaded without creative
+    day 3 only."""
+    day = [START + timedelta(days=k) for k in range(DAYS)]
+    for duck, sparkw in (engines[:2], touch_engines[:2]):
+        for kind, dimension in (("conversions", "region"), ("impressions", "creative")):
+            for first, last in ((day[0], day[0]), (day[1], day[1]), (day[0], day[-1])):
+                found = duck.loads_without(kind, ADVERTISER, first, last, dimension)
+                assert sparkw.loads_without(kind, ADVERTISER, first, last, dimension) == found
+    duck, sparkw = engines[:2]
+    assert duck.loads_without("conversions", ADVERTISER, day[0], day[0], "region") == []
+    assert len(duck.loads_without("conversions", ADVERTISER, day[1], day[1], "region")) == 1
+    duck, sparkw = touch_engines[:2]
+    assert duck.loads_without("impressions", ADVERTISER, day[0], day[1], "creative") == []
+    assert len(duck.loads_without("impressions", ADVERTISER, day[2], day[2], "creative")) == 1

@@ -64,10 +64,8 @@ def render(report: dict) -> str:
                 f"{row['noisy_total']:>12.1f} {row['true_total']:>11.1f} "
                 f"{row['noisy_total'] - row['true_total']:>+8.1f}  {answer}"
             )
-        lines.append(
-            f"  RMSE of the answers vs truth: {campaign['answer_rmse']:.2f} "
-            f"(noise alone: expected std {campaign['expected_std']:.2f}; clipping adds bias)"
-        )
+        if campaign.get("noise_fit"):  # each day's error against that day's stated std
+            lines.append(f"  answers vs truth: {campaign['noise_fit']['sentence']}")
         lines.append(f"  plot: {campaign['plot']}")
         if "slice_plot" in campaign:
             lines.append(f"  top slices: {campaign['slice_plot']}")

@@ -139,6 +139,14 @@ class WarehouseEngine(Protocol):
 
     def table_rows(self, table: str) -> int: ...
 
+    def loads_without(
+        self, kind: str, advertiser: str, first: date, last: date, dimension: str
+    ) -> list[int]:
+        """The loads of ``kind`` (conversions | impressions) holding the advertiser's events
+        dated ``first``..``last`` that were ingested without ``dimension``'s column: ingest
+        metadata, never counts (dp_platform/dimension_coverage.py)."""
+        ...
+
     def day_frame(self, table: str, campaign: CampaignConfig, days: list[date]) -> pd.DataFrame: ...
 
     def advertiser_publishers(self, advertiser: str) -> list[str]: ...

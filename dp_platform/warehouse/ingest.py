@@ -326,6 +326,12 @@ def _load_one(runner: SqlRunner, source: Source, now: datetime, own: DimensionLi
     if source.kind == "impressions":
         runner.run("ingest_ties", load_id=load_id, tie_room=TIE_ROOM, max_tie=TIE_ROOM)
     _insert_dimensions(runner, source, load_id, own)
+    if own:  # the load's record of its dimension columns (dp_platform/dimension_coverage.py)
+        runner.query(
+            "INSERT INTO load_dimensions SELECT $load_id, unnest($names)",
+            load_id=load_id,
+            names=list(own),
+        )
     reasons = runner.run(
         "ingest_quarantine", load_id=load_id, kind=source.kind, source_file=str(source.path)
     )

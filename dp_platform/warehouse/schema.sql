@@ -98,6 +98,14 @@ CREATE TABLE IF NOT EXISTS impression_dimensions (
     value_key SMALLINT NOT NULL
 );
 
+-- Which dimension columns each load was ingested with (its catalogue's dimensions of that file):
+-- ingest metadata, never counts. A campaign broken down by a dimension is refused when a load
+-- holding events of its period lacks it (dp_platform/dimension_coverage.py).
+CREATE TABLE IF NOT EXISTS load_dimensions (
+    load_id BIGINT NOT NULL,
+    dimension VARCHAR NOT NULL
+);
+
 -- Rejected rows: where they came from and why, never their values.
 CREATE TABLE IF NOT EXISTS quarantine (
     load_id BIGINT NOT NULL,

@@ -97,6 +97,31 @@ class WarehouseCore:
                 "INSERT INTO meta SELECT 'warehouse_id', CAST(uuid() AS VARCHAR) "
                 "WHERE NOT EXISTS (SELECT 1 FROM meta WHERE key = 'warehouse_id')"
             )
+            self._record_load_dimensions()
+
+    def _record_load_dimensions(self) -> None:
+        """Once per warehouse: which dimensions the loads made before ``load_dimensions`` was
+        kept were ingested with (load_dimensions_backfill.sql)."""
+        if self.sql.query("SELECT 1 FROM meta WHERE key = 'load_dimensions_recorded'"):
+            return
+        with self.sql.transaction():
+            self.sql.run("load_dimensions_backfill")
+            self.sql.query("INSERT INTO meta VALUES ('load_dimensions_recorded', '1')")
+
+    def loads_without(
+        self, kind: str, advertiser: str, first: date, last: date, dimension: str
+    ) -> list[int]:
+        """The loads of ``kind`` holding the advertiser's events dated ``first``..``last`` that
+        were ingested without ``dimension``'s column (loads_without_dimension.sql)."""
+        rows = self.sql.run(
+            "loads_without_dimension",
+            kind=kind,
+            advertiser=advertiser,
+            first=first,
+            last=last,
+            dimension=dimension,
+        )
+        return [int(row[0]) for row in rows]
 
     @classmethod
     def at_home(cls, home: str | Path, **options: object) -> Self:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -61,6 +61,13 @@ CREATE TABLE IF NOT EXISTS loads (
     accepted INTEGER,
     quarantined INTEGER,
     loaded_at TEXT
+);
+-- The dimension columns each load was ingested with (DuckDB's load_dimensions): read only for
+-- committed loads, like the loads themselves.
+CREATE TABLE IF NOT EXISTS load_dimensions (
+    load_id INTEGER NOT NULL REFERENCES loads(load_id),
+    dimension TEXT NOT NULL,
+    PRIMARY KEY (load_id, dimension)
 );
 CREATE TABLE IF NOT EXISTS partitions (
     asset TEXT NOT NULL,
@@ -174,6 +181,34 @@ class Catalog:
                 )
                 ids.append(int(cursor.lastrowid))
         return ids
+
+    def record_dimensions(self, load_id: int, dimensions: list[str]) -> None:
+        """The dimension columns a started load is ingested with (counted once it commits)."""
+        with self.transaction() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO load_dimensions VALUES (?, ?)",
+                [(load_id, name) for name in dimensions],
+            )
+
+    def record_dimensions_once(self, rows: Callable[[], list[tuple[int, str]]]) -> None:
+        """Catalogs made before load_dimensions was kept: ``rows()`` (each committed load's
+        dimensions, read from its dimension rows) recorded once (meta load_dimensions_recorded)."""
+        flag = "SELECT 1 FROM meta WHERE key = 'load_dimensions_recorded'"
+        if self._db.execute(flag).fetchone() is not None:
+            return
+        found = rows()
+        with self.transaction() as db:
+            db.executemany("INSERT OR IGNORE INTO load_dimensions VALUES (?, ?)", found)
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('load_dimensions_recorded', '1')")
+
+    def loads_with_dimension(self, dimension: str) -> set[int]:
+        """Committed loads ingested with ``dimension``'s column."""
+        rows = self._db.execute(
+            f"SELECT load_id FROM {_COMMITTED_LOADS} "
+            "AND load_id IN (SELECT load_id FROM load_dimensions WHERE dimension = ?)",
+            (dimension,),
+        ).fetchall()
+        return {int(row[0]) for row in rows}
 
     def stage_ingest(
         self, load_ids: list[int], reports: list[tuple[int, int, int]], moves: list[tuple[str, str]]

@@ -353,6 +353,8 @@ def _load_all(
         [(s.kind, str(s.path), s.sha256) for s in todo], staging
     )
     ingest = warehouse.catalog.ingest_of(load_ids[0])
+    for source, load_id in zip(todo, load_ids, strict=True):
+        warehouse.catalog.record_dimensions(load_id, list(own[source.kind]))
     moves: list[tuple[str, str]] = []
     try:
         for source, files, load_id in zip(todo, staged, load_ids, strict=True):

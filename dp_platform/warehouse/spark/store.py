@@ -80,6 +80,7 @@ class SparkWarehouse(SparkWarehouseCore):
         self.refresh()
         recover(self)
         self._drop_uncommitted_touches()
+        self.catalog.record_dimensions_once(self._dimensions_of_loads)
 
     # -- loading -------------------------------------------------------------------------
 

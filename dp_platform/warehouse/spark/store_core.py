@@ -77,6 +77,26 @@ class SparkWarehouseCore:
             if "touch" not in self.spark.table(table).columns:
                 self.spark.sql(f"ALTER TABLE {table} ADD COLUMNS (touch INT)")
 
+    def _dimensions_of_loads(self) -> list[tuple[int, str]]:
+        """Each load's dimensions as its dimension rows show them (catalogs made before the
+        catalog kept them; DuckDB's load_dimensions_backfill.sql)."""
+        rows = self.sql.run("load_dimensions_backfill")
+        return [(int(load_id), str(name)) for load_id, name in rows]
+
+    def loads_without(
+        self, kind: str, advertiser: str, first: date, last: date, dimension: str
+    ) -> list[int]:
+        """The committed loads of ``kind`` holding the advertiser's events dated
+        ``first``..``last`` that were ingested without ``dimension``'s column (DuckDB's
+        loads_without_dimension.sql; the catalog records each load's columns)."""
+        if kind not in ("conversions", "impressions"):
+            raise ValueError(f"unknown event kind {kind!r}")
+        self._use()
+        rows = self.sql.run(f"loads_of_{kind}", advertiser=advertiser, first=first, last=last)
+        committed = {int(row[0]) for row in self.catalog.committed_loads()}
+        held = {int(row[0]) for row in rows} & committed
+        return sorted(held - self.catalog.loads_with_dimension(dimension))
+
     def refresh(self) -> None:
         """Forget cached file listings (after files changed outside Spark's writers)."""
         self._use()
