@@ -12,7 +12,7 @@ import numpy as np
 import yaml
 
 from assets.runner import run_campaigns
-from dp_platform.cells import CellLayout, layout_of, publisher_counts
+from dp_platform.cells import CellLayout, publisher_counts
 from dp_platform.config_loader import load_catalogue
 from dp_platform.consistency import ALL
 from dp_platform.daily import campaign_days
@@ -196,8 +196,8 @@ def _fit(
 ) -> dict | None:
     """Each answer's error against its own stated std, with the correlation the answers'
     noise has (dp_platform/noise_fit.py): cov(a, b) = (var(a + b) − var(a − b)) / 4, each
-    variance the releases' own (publication.noise_std) times ``scale`` (publishers × the
-    count cells' factor)."""
+    variance the releases' own (publication.noise_std) times ``scale`` (the squared σ factor of
+    the total over publishers, from the layout's strategy)."""
     if not errors:
         return None
     days = max(len(w) for w in weights)
@@ -232,10 +232,10 @@ def run_demo(home_dir: Path, *, days: int, users: int, publishers: int) -> dict:
                 ledger.campaign_info(campaign.name)["plan"]["stream"]["plan"]
             )
             truth = _truth(home, campaign, len(releases))
-            layout = layout_of(campaign, list(campaign.publishers))
+            layout = registration.layout
             # per publisher, counts: a sliced campaign's count cells summed over the breakdown
             noisy = np.array([publisher_counts(layout, r.values) for r in releases])
-            unit = layout.unscale("count") * math.sqrt(layout.combinations)
+            unit = layout.strategy.entry_std((), "count")  # the total over publishers
             ends = plan.query_ends
             rows, errors, variances, points, answer_weights = [], [], [], [], []
             for release in releases:
@@ -249,7 +249,7 @@ def run_demo(home_dir: Path, *, days: int, users: int, publishers: int) -> dict:
                     errors.append(noisy_answer - true_answer)
                     answer_weights.append(weights)
                     std = unit * noise_std(strategy, releases[:day], weights)
-                    variances.append(noisy.shape[1] * std**2)
+                    variances.append(std**2)
                     points.append((day, noisy_answer, true_answer, math.sqrt(variances[-1])))
                 rows.append(
                     {
@@ -279,9 +279,7 @@ def run_demo(home_dir: Path, *, days: int, users: int, publishers: int) -> dict:
                 "days": rows,
                 "answer_rmse": float(np.sqrt(np.mean(np.square(errors)))) if errors else 0.0,
                 "expected_std": float(np.sqrt(np.mean(variances))) if variances else 0.0,
-                "noise_fit": _fit(
-                    errors, answer_weights, strategy, releases, noisy.shape[1] * unit**2
-                ),
+                "noise_fit": _fit(errors, answer_weights, strategy, releases, unit**2),
                 "plot": str(plot),
             }
             if not layout.plain and releases:

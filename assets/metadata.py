@@ -102,7 +102,7 @@ def _interval(interval: dict[str, float], std: float) -> str:
 def release_metadata(day: PublishedDay, drawn_now: bool) -> dict[str, dg.MetadataValue]:
     """The day's release as ``dp-platform releases`` shows it, rounded to its noise."""
     values = list(day.values.values())
-    total_std = day.value_std * len(values) ** 0.5
+    total_std = day.values_total_std()
     intervals = day_intervals(day)
     values_ci, total_ci = intervals["values_ci"], intervals["total_ci"]
     rows = [
@@ -141,7 +141,7 @@ def _latest_answers(day: PublishedDay) -> tuple[float, float, dict[str, float], 
         return None
     query = max(day.answers, key=int)
     std = day.answer_std[query]
-    one_std = std / len(day.answers[query]) ** 0.5  # release_intervals: total σ / √P
+    one_std = day.answer_one_std(query)  # as release_intervals reads it
     per_publisher = {p: round_to_noise(v, one_std) for p, v in day.answers[query].items()}
     return round_to_noise(sum(day.answers[query].values()), std), std, per_publisher, one_std
 

@@ -32,6 +32,7 @@ from typing import Literal
 import numpy as np
 import scipy.sparse
 
+from dp_platform.cell_strategy import CellStrategy, MarginalWeights, strategy_for
 from dp_platform.config import CampaignConfig
 
 __all__ = [
@@ -104,6 +105,9 @@ class CellLayout:
     norm: Literal[1, 2] = 2
     """The ℓp norm (the releasing mechanism's ``cell_norm``) in which one conversion's cells
     must stay ≤ 1: it decides the measures' scale (:meth:`scale`)."""
+    marginals: MarginalWeights | None = None
+    """The registered workload of marginals when the cells are measured by a residual strategy;
+    None: each cell on its own (:mod:`dp_platform.cell_strategy`)."""
 
     def __post_init__(self) -> None:
         if self.norm not in (1, 2):
@@ -163,6 +167,11 @@ class CellLayout:
     def aggregation(self, over: Sequence[str]) -> scipy.sparse.csr_matrix:
         """The 0/1 matrix mapping flat cells to flat totals over ``over`` (C order both)."""
         return _aggregation(self, self.summed_axes(over))
+
+    @property
+    def strategy(self) -> CellStrategy:
+        """How the cells are measured (encode, decode, each marginal's σ)."""
+        return strategy_for(self)
 
     @property
     def plain(self) -> bool:
@@ -246,15 +255,19 @@ def _aggregation(layout: CellLayout, summed: tuple[int, ...]) -> scipy.sparse.cs
     )
 
 
-def layout_of(campaign: CampaignConfig, publishers: list[str]) -> CellLayout:
+def layout_of(
+    campaign: CampaignConfig, publishers: list[str], marginals: MarginalWeights | None = None
+) -> CellLayout:
     """The cells of ``campaign`` over its frozen ``publishers`` (the registered config's),
-    scaled for the norm its mechanism's sensitivity is stated in."""
+    scaled for the norm its mechanism's sensitivity is stated in; ``marginals``: the
+    registered plan's residual workload (:func:`plan_marginals`), None for independent cells."""
     return CellLayout(
         publishers=tuple(publishers),
         dimensions=tuple((d.name, tuple(d.values)) for d in campaign.breakdown),
         measures=tuple(campaign.measures),
         value_cap=campaign.value_cap,
         norm=campaign.mechanism.cell_norm or 2,
+        marginals=marginals,
     )
 
 
@@ -286,17 +299,20 @@ def cell_records(
 ) -> list[dict[str, str | float]]:
     """A release as published cells: ``{"publisher", one key per dimension, "measure",
     "value", "sigma", "ci_low", "ci_high"}`` in vector order — :func:`published_values` and σ
-    (the noise's standard deviation per entry) times each cell's :meth:`CellLayout.unscale`
-    factor (post-processing of DP values only); the 95 % interval is value ± z·σ, ``z`` the
-    noise law's (:data:`Z95` for Gaussian noise; a Laplace mechanism passes its own).
+    (the release's noise σ) times each cell's factor from the layout's strategy (the
+    :meth:`CellLayout.unscale` factor for independent cells; post-processing of DP values
+    only); the 95 % interval is value ± z·σ, ``z`` the noise law's (:data:`Z95` for Gaussian
+    noise; a Laplace mechanism passes its own).
 
     The one place a release becomes cells: derived totals or consistency post-processing start
     from these records."""
     values = published_values(layout, entries)
     records: list[dict[str, str | float]] = []
     names = layout.dimension_names
-    for cell, value, factor in zip(layout.cells(), values, layout.unscale_factors(), strict=True):
-        spread = float(sigma) * factor
+    axes = layout.axis_names[:-1]
+    factors = {m: layout.strategy.entry_std(axes, m) for m in layout.measures}
+    for cell, value in zip(layout.cells(), values, strict=True):
+        spread = float(sigma) * factors[cell.measure]
         record: dict[str, str | float] = {"publisher": cell.publisher}
         record.update(zip(names, cell.values, strict=True))
         record.update(
@@ -332,7 +348,7 @@ def largest_cells(
 def publisher_counts(layout: CellLayout, entries: Sequence[float]) -> np.ndarray:
     """Per publisher, the count cells summed over the breakdown, in published units: a plain
     campaign's entries as they are; otherwise the exact sum of the published (gridded) count
-    cells, σ of each sum σ·unscale(count)·√combinations."""
+    cells, σ of each sum σ·``layout.strategy.entry_std(("publisher",), "count")``."""
     values = published_values(layout, entries)
     if layout.plain:
         return values

@@ -88,9 +88,11 @@ class Totals:
 def derived_totals(
     layout: CellLayout, values: np.ndarray, sigmas: np.ndarray, over: Sequence[str]
 ) -> Totals:
-    """Totals over the axes ``over`` as sums of the noisy cells, with SE √Σσ² (exact).
+    """Totals over the axes ``over`` as sums of the noisy cells, with their exact SE.
 
-    The cells' noises are independent Gaussians, so a sum of k cells has variance Σσ²: exact.
+    Independent cells: a sum of k cells has variance Σσ². Cells measured by a residual strategy
+    (dp_platform/cell_strategy.py) share correlated noise: the marginal's own σ, which the
+    layout's strategy states (:meth:`~dp_platform.cell_strategy.CellStrategy.total_std`).
     The cells are first put on the grid :data:`GRID` (:func:`on_grid`), so every sum is exact in
     floating point: a total equals the sum of its slices bit for bit, in any order. Summing
     over ``()`` returns the (gridded) cells themselves.
@@ -101,7 +103,7 @@ def derived_totals(
     return Totals(
         axes=layout.kept(over),
         values=cells.sum(axis=summed),
-        standard_errors=np.sqrt((scales**2).sum(axis=summed)),
+        standard_errors=layout.strategy.total_std(scales, summed),
     )
 
 

@@ -11,6 +11,7 @@ only calls these and turns their DP outputs into metadata.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dp_platform import mechanisms
-from dp_platform.cells import layout_of, publisher_counts
+from dp_platform.cells import CellLayout, publisher_counts
 from dp_platform.config import CampaignConfig, Catalogue
 from dp_platform.errors import ConfigError
 from dp_platform.faults import fault_point
@@ -165,7 +166,8 @@ def release_day(
         return stored[-1], False
     clipped = clipped_day(warehouse, ledger, registration, day)
     publishers = registration.publishers
-    cells = layout_of(campaign, publishers).size
+    layout = registration.layout
+    cells = layout.size
     if cells != clipped.size:
         raise LedgerError(
             f"campaign {campaign.name}: {clipped.size} clipped values for {cells} released cells"
@@ -179,11 +181,19 @@ def release_day(
 
     def draw(stored_choice: BoundChoice) -> Measurement:
         # the declaration comes from the registered plan and the stored chain, not from the
-        # computation that sizes the noise (dp_platform/privacy/allotment.py)
+        # computation that sizes the noise (dp_platform/privacy/allotment.py); the noise is
+        # added to the cells as the strategy encodes them, and the stored release is decoded
+        # (post-processing), so every reader sees cells
         allotment = mechanism.declare(plan, stored_choice, chain_state)
-        return mechanism.measure(
-            plan, stored_choice, clipped, allotment=allotment, noise=noise, earlier=earlier
+        measured = mechanism.measure(
+            plan,
+            stored_choice,
+            layout.strategy.encode(clipped),
+            allotment=allotment,
+            noise=noise,
+            earlier=tuple(encoded(layout, m) for m in earlier),
         )
+        return decoded(layout, measured)
 
     return ledger.release_for_day(
         campaign.name,
@@ -193,6 +203,18 @@ def release_day(
         publishers,
         mechanism.chain,
     )
+
+
+def encoded(layout: CellLayout, release: Measurement) -> Measurement:
+    """A stored release as its strategy measured it (what a correlated mechanism decodes from)."""
+    values = layout.strategy.encode(np.asarray(release.values))
+    return dataclasses.replace(release, values=tuple(values.tolist()))
+
+
+def decoded(layout: CellLayout, release: Measurement) -> Measurement:
+    """A fresh release's cells, decoded from what the strategy measured (post-processing)."""
+    values = layout.strategy.decode(np.asarray(release.values))
+    return dataclasses.replace(release, values=tuple(values.tolist()))
 
 
 @dataclass(frozen=True)
@@ -224,7 +246,7 @@ def answers_through(ledger: Ledger, registration: Registration, day: date) -> Ca
             f"through day {index} need every day before it"
         )
     publishers = registration.publishers
-    layout = layout_of(campaign, publishers)
+    layout = registration.layout
     if releases and len(releases[0].values) != layout.size:
         raise LedgerError("the registered cells and stored releases disagree in length")
     counts = [publisher_counts(layout, r.values) for r in releases]

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dp_platform.cells import CellLayout, cell_records, layout_of, publisher_counts
-from dp_platform.config_loader import parse_campaign
-from dp_platform.ledger import Ledger, LedgerError
+from dp_platform.cells import PUBLISHER, CellLayout, cell_records, publisher_counts
+from dp_platform.ledger import Ledger
 from dp_platform.mechanisms.base import Measurement
 from dp_platform.privacy.accounting import Rho
 from dp_platform.privacy.strategy import decoded_std
+from dp_platform.registration import load_registration
 from dp_platform.workload import query_ends
 
 __all__ = [
@@ -66,13 +66,30 @@ class PublishedDay:
     answer_std: dict[str, float]  # query number → std of its total over publishers
     value_std: float
     """σ of each entry of ``values`` (σ_i for a count-only campaign without breakdown; with
-    cells, the count cells' σ times √(cells summed))."""
+    cells, the σ of a publisher's count as the layout's strategy states it: √(cells summed)
+    times a count cell's for independent cells)."""
     cells: list[dict[str, str | float]] = field(default_factory=list)
     """Every released cell (dp_platform/cells.py: publisher, dimensions, measure, value, σ,
     95 % interval); for a count-only campaign without breakdown, one count per publisher."""
     to_date_factor: float = 1.0
     """Standard error of a campaign-to-date sum through this day (one entry per day) over the
     independent-days value √(Σ σ_i²): 1 unless the noise is correlated across days."""
+    total_std: float | None = None
+    """σ of the day's values summed over publishers; None: publishers' noises are independent
+    (:meth:`values_total_std` is then ``value_std``·√P). Cells measured by a residual strategy
+    correlate them (dp_platform/cell_strategy.py)."""
+    answer_publisher_std: dict[str, float] | None = None
+    """Query number → σ of one publisher's answer; None: ``answer_std``/√P (independent)."""
+
+    def values_total_std(self) -> float:
+        if self.total_std is not None:
+            return self.total_std
+        return self.value_std * math.sqrt(len(self.values))
+
+    def answer_one_std(self, query: str) -> float:
+        if self.answer_publisher_std is not None:
+            return self.answer_publisher_std[query]
+        return self.answer_std[query] / math.sqrt(len(self.values))
 
     def to_json(self) -> dict:
         return {
@@ -87,11 +104,9 @@ class PublishedDay:
 
 
 def campaign_layout(ledger: Ledger, campaign: str) -> CellLayout:
-    """The registered campaign's cells (its frozen publishers × breakdown × measures)."""
-    record = ledger.campaign_record(campaign)
-    if record is None:
-        raise LedgerError(f"campaign {campaign} is not registered in the ledger")
-    return layout_of(parse_campaign(record.config), list(record.config["publishers"]))
+    """The registered campaign's cells (its frozen publishers × breakdown × measures) and how
+    its plan measures them."""
+    return load_registration(ledger, campaign).layout
 
 
 def published_days(ledger: Ledger, campaign: str) -> list[PublishedDay]:
@@ -105,35 +120,27 @@ def published_days(ledger: Ledger, campaign: str) -> list[PublishedDay]:
     ends = query_ends(queries)
     publishers = info["publishers"]
     layout = campaign_layout(ledger, campaign)
-    # a count's σ in published units, and how many cells a publisher's count sums
-    unit = layout.unscale("count")
-    summed = layout.combinations
+    # per unit of a release's σ: the σ of a publisher's count and of the total over publishers
+    unit = layout.strategy.entry_std((PUBLISHER,), "count")
+    scale = layout.strategy.entry_std((), "count")
     budget = ledger.campaign_budget(campaign)
     spent = Rho.zero()
-    records, history, variances, stored = [], [], [], []
-    scale = unit * math.sqrt(summed * len(publishers))  # one count's σ → a total over publishers
+    records, history, stored = [], [], []
     for release in ledger.releases(campaign):
         history.append(publisher_counts(layout, release.values))
-        variances.append((release.sigma * unit) ** 2 * summed)
         stored.append(release)
         day = release.day
         charged = sum(budget.per_day.get(day, {}).values(), Rho.zero())
         spent = spent + charged
         ready = list(np.flatnonzero(ends == day))
         answers = queries[ready, :day] @ np.asarray(history)
-        if strategy is None:  # independent days
-            std = {
-                str(int(j) + 1): math.sqrt(
-                    len(publishers) * float(queries[j, :day] ** 2 @ variances)
-                )
-                for j in ready
-            }
-            factor = 1.0
-        else:  # correlated across days: the decoded rows' exact σ
-            std = {
-                str(int(j) + 1): scale * noise_std(strategy, stored, queries[j, :day])
-                for j in ready
-            }
+        # each answer's σ over the days it reads (independent days, or the decoded rows' exact
+        # σ when the strategy correlates them), times the cells' factor of a publisher's count
+        # or of the total over publishers
+        spread = {str(int(j) + 1): noise_std(strategy, stored, queries[j, :day]) for j in ready}
+        std = {query: scale * s for query, s in spread.items()}
+        factor = 1.0
+        if strategy is not None:
             to_date = np.ones(day)
             factor = noise_std(strategy, stored, to_date) / noise_std(None, stored, to_date)
         records.append(
@@ -151,8 +158,10 @@ def published_days(ledger: Ledger, campaign: str) -> list[PublishedDay]:
                 },
                 answer_std=std,
                 cells=cell_records(layout, release.values, release.sigma),
-                value_std=release.sigma * unit * math.sqrt(summed),
+                value_std=release.sigma * unit,
                 to_date_factor=factor,
+                total_std=release.sigma * scale,
+                answer_publisher_std={query: unit * s for query, s in spread.items()},
             )
         )
     return records

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dp_platform import mechanisms
+from dp_platform.cells import CellLayout, layout_of
 from dp_platform.config import AccountConfig, CampaignConfig
 from dp_platform.config_loader import parse_campaign
 from dp_platform.errors import ConfigError
@@ -126,6 +127,13 @@ class Registration:
     def publishers(self) -> list[str]:
         assert isinstance(self.config.publishers, list)
         return list(self.config.publishers)
+
+    @property
+    def layout(self) -> CellLayout:
+        """The registered cells and how they are measured (the stream plan's marginals)."""
+        stream = self.plan.stream
+        marginals = None if stream is None else stream.marginals
+        return layout_of(self.config, self.publishers, marginals)
 
 
 def _decode(record: CampaignRecord) -> Registration:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dp_platform.cells import layout_of, published_values, publisher_counts
+from dp_platform.cells import published_values, publisher_counts
 from dp_platform.config import AccountConfig, CampaignConfig, Catalogue
 from dp_platform.daily import (
     answers_through,
@@ -202,7 +202,7 @@ def _stream(
     ends = (plan.queries != 0)[:, ::-1].argmax(axis=1)
     ends = plan.queries.shape[1] - ends  # the last day each query reads
     truth = _truth(warehouse, registration, days)
-    layout = layout_of(campaign, registration.publishers)
+    layout = registration.layout
     measures_value = "value" in layout.measures
     value_truth = _truth(warehouse, registration, days, "value") if measures_value else None
     rows = []

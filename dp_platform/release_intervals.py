@@ -1,20 +1,20 @@
 """95 % intervals for every number of a published day: ready for ``releases``, the table and the UI.
 
 A day's published numbers are its noisy per-publisher values (each value + N(0, s²),
-independent across publishers, s = :attr:`~dp_platform.publication.PublishedDay.value_std`:
-σ_i, or with cells the count cells' σ times √(cells summed)) and the answers of the queries
-ending that day, which are linear in the released values: answer_p = Σ_i q_i·x̃_{p,i}, so its
-standard error is √(Σ_i q_i² s_i²), which is
-:attr:`~dp_platform.publication.PublishedDay.answer_std` (the std of the total over the P
-publishers) divided by √P. Both are exact — for the noise only: the interval covers the
-*clipped* value the mechanism measured, not the clipping bias
-(docs/slices.md#confidence-intervals).
+s = :attr:`~dp_platform.publication.PublishedDay.value_std`: σ_i, or with cells the σ of a
+publisher's count as the cells' strategy states it) and the answers of the queries ending that
+day, which are linear in the released values: answer_p = Σ_i q_i·x̃_{p,i}, so its standard
+error is √(Σ_i q_i² s_i²). Publishers are independent for independent cells (the total's σ is
+then √P times one's); a residual strategy correlates them, and the totals' σ are the
+strategy's own (:meth:`~dp_platform.publication.PublishedDay.values_total_std`,
+:meth:`~dp_platform.publication.PublishedDay.answer_one_std`). All are exact — for the
+noise only: the interval covers the *clipped* value the mechanism measured, not the clipping
+bias (docs/slices.md#confidence-intervals).
 Reads only what :class:`~dp_platform.publication.PublishedDay` holds (DP outputs and σ's).
 """
 
 from __future__ import annotations
 
-import math
 from typing import TypedDict
 
 from dp_platform.consistency import normal_interval
@@ -43,13 +43,12 @@ def day_intervals(day: PublishedDay, level: float = 0.95) -> DayIntervals:
     Shaped to sit next to :meth:`PublishedDay.to_json`: ``values_ci`` (publisher → interval),
     ``total_ci``, ``answers_ci`` (query → publisher → interval, plus ``"total"``).
     """
-    publishers = len(day.values)
     values = {p: _interval(v, day.value_std, level) for p, v in day.values.items()}
-    total = _interval(sum(day.values.values()), day.value_std * math.sqrt(publishers), level)
+    total = _interval(sum(day.values.values()), day.values_total_std(), level)
     answers: dict[str, dict[str, Interval]] = {}
     for query, per_publisher in day.answers.items():
         total_se = day.answer_std[query]
-        one_se = total_se / math.sqrt(publishers)
+        one_se = day.answer_one_std(query)
         answers[query] = {p: _interval(v, one_se, level) for p, v in per_publisher.items()}
         answers[query]["total"] = _interval(sum(per_publisher.values()), total_se, level)
     return {"level": level, "values_ci": values, "total_ci": total, "answers_ci": answers}

@@ -266,6 +266,30 @@ def test_adsbpc_removing_any_user_moves_the_cell_vector_by_at_most_r(removals, n
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(LAYOUTS))
+def test_adsbpc_residual_strategy_moves_by_at_most_r_and_its_gram_is_exact(removals, name) -> None:
+    """What AdsBPC draws at (the plan's residual strategy, default weights) moves by at most
+    r when any user is removed, so its charge r²/(2σ²) holds; each user's move equals the
+    Gram form AdsBPC+'s filter would charge. With counts only, the heavy user (8 conversions
+    in one cell) reaches r exactly: the normalisation is tight, not loose."""
+    full, without, _ = removals
+    campaign = next(c for c in _campaigns() if c.name == name)
+    plan = make_plan(campaign)
+    assert plan.marginals is not None
+    layout = layout_of(campaign, PUBLISHERS, plan.marginals)
+    strategy, gram = layout.strategy, layout.strategy.gram()
+    vector = full[name][0]
+    norms = []
+    for rest in without.values():
+        change = vector - rest[name][0]
+        norms.append(float(np.linalg.norm(strategy.encode(change))))
+        assert norms[-1] ** 2 == pytest.approx(gram.norm_squared(change), rel=1e-9, abs=1e-12)
+    assert max(norms) <= BOUND * (1 + 1e-12)
+    if LAYOUTS[name][1] == ["count"]:
+        assert max(norms) >= BOUND * (1 - 1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(LAYOUTS))
 def test_adsbpc_plus_charges_each_user_the_norm_of_their_cells(removals, name) -> None:
     """Removing user u changes the released vector by exactly their filtered cell row, whose
     squared norm is what the filter charged them × 2σ²; the heavy user hits the filter."""
@@ -313,27 +337,65 @@ def test_a_count_only_campaign_releases_the_same_vector_through_either_cell_path
     assert plain.sum() > 0
 
 
-def test_plan_shows_each_measures_error_per_cell(tmp_path, capsys) -> None:
+def _plan_document(tmp_path, capsys, **fields: object) -> tuple[dict, str]:
     import json
 
     import yaml
 
     from dp_platform.cli import main
 
-    fields = {"breakdown": ["region"], "measures": ["count", "value"], "value_cap": VALUE_CAP}
     path = tmp_path / "catalogue.yaml"
     path.write_text(yaml.safe_dump(catalogue([campaign_entry(**fields)])))
     assert main(["plan", str(path), "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)["campaigns"]["cells"]
+    assert main(["plan", str(path)]) == 0
+    return plan, capsys.readouterr().out
+
+
+SLICED = {"breakdown": ["region"], "measures": ["count", "value"], "value_cap": VALUE_CAP}
+
+
+def test_plan_shows_each_measures_error_per_cell_for_independent_cells(tmp_path, capsys) -> None:
+    """Under replace adjacency the cells are measured one by one: a cell's σ is σ̄·√m (×cap
+    for the value) and a publisher's count √(cells) times a count cell's."""
+    plan, text = _plan_document(tmp_path, capsys, **SLICED, privacy={"adjacency": "replace"})
     cells = plan["cells"]
-    assert cells["cells_per_publisher"] == 4
+    assert cells["cells_per_publisher"] == 4 and cells["strategy"] == "independent"
     sigma_bar = plan["sigma_bar"]
     count = cells["sigma_per_cell_at_unit_bound"]["count"]
     value = cells["sigma_per_cell_at_unit_bound"]["value"]
     assert count == pytest.approx([s * math.sqrt(2) for s in sigma_bar])
     assert value == pytest.approx([s * math.sqrt(2) * VALUE_CAP for s in sigma_bar])
-    assert main(["plan", str(path)]) == 0
-    assert "cells = publishers × 4 (region; measures count, value)" in capsys.readouterr().out
+    totals = next(m for m in cells["marginals"] if m["keeps"] == ["publisher"])
+    assert totals["sigma_at_unit_bound"]["count"] == pytest.approx(
+        [s * math.sqrt(2) * math.sqrt(2) for s in sigma_bar]  # 2 regions summed
+    )
+    assert "cells = publishers × 4 (region; measures count, value; independent strategy)" in text
+
+
+def test_plan_shows_each_marginals_error_for_a_residual_strategy(tmp_path, capsys) -> None:
+    """Under add/remove AdsBPC measures the default marginals (publisher totals 4, publisher ×
+    region 2 — the full cells here) by a residual strategy: `plan` shows each one's σ, equal
+    to σ̄ times its factor from privacy/marginals.py, before anything is spent."""
+    from dp_platform.privacy.marginals import ResidualStrategy
+
+    plan, text = _plan_document(tmp_path, capsys, **SLICED)
+    cells = plan["cells"]
+    assert cells["strategy"] == "residual"
+    weights = {(m, frozenset(k)): w for m in (0, 1) for k, w in [({0}, 4.0), ({0, 1}, 2.0)]}
+    strategy = ResidualStrategy.planned((len(PUBLISHERS), 2), 2, weights)
+    sigma_bar = np.asarray(plan["sigma_bar"])
+    shown = {tuple(m["keeps"]): m for m in cells["marginals"]}
+    assert set(shown) == {("publisher",), ("publisher", "region")}
+    for kept, axes in [(("publisher",), {0}), (("publisher", "region"), {0, 1})]:
+        for index, measure in enumerate(["count", "value"]):
+            factor = math.sqrt(strategy.marginal_variance(index, frozenset(axes)))
+            factor *= VALUE_CAP if measure == "value" else 1.0
+            assert shown[kept]["sigma_at_unit_bound"][measure] == pytest.approx(
+                sigma_bar * factor, rel=1e-9
+            )
+    assert shown[("publisher",)]["weight"] == 4.0
+    assert "residual strategy" in text and "σ of a number of publisher (weight 4)" in text
 
 
 @pytest.mark.system

@@ -270,8 +270,31 @@ def test_every_derived_total_is_exactly_the_sum_of_its_slices_on_every_day(relea
             assert value == numbers[(publisher, "all", "all", "count")]
 
 
+def _residual_factors() -> tuple[float, float, float]:
+    """σ per unit of the release's σ of a count cell, a publisher's count and the total over
+    publishers, for "sliced" (AdsBPC, add/remove: the default residual workload over
+    publisher × region × device) — from privacy/marginals.py directly, not through the cells'
+    strategy the platform reads them from."""
+    from dp_platform.privacy.marginals import ResidualStrategy
+
+    weights = {
+        (measure, frozenset(kept)): weight
+        for measure in (0, 1)
+        for kept, weight in [({0}, 4.0), ({0, 1}, 2.0), ({0, 2}, 2.0), ({0, 1, 2}, 1.0)]
+    }
+    sizes = (len(PUBLISHERS), len(REGIONS), len(DEVICES))
+    strategy = ResidualStrategy.planned(sizes, 2, weights)
+    cell, publisher, total = (
+        np.sqrt(strategy.marginal_variance(0, frozenset(kept))) for kept in ({0, 1, 2}, {0}, set())
+    )
+    return cell, publisher, total
+
+
 def test_every_released_number_has_its_95_interval(document) -> None:
-    combinations = len(REGIONS) * len(DEVICES)
+    """Every number's interval is value ± 1.96·se, and the σ's are the residual strategy's:
+    a publisher's count and the total over publishers have their marginal's own σ, not √k
+    times a cell's (the cells' noises are correlated)."""
+    cell_factor, publisher_factor, total_factor = _residual_factors()
     for day in document["days"]:
         rows = [*day["cells"], *day["totals"], *day["cumulative"]]
         for row in rows:
@@ -281,14 +304,19 @@ def test_every_released_number_has_its_95_interval(document) -> None:
             assert row["ci_high"] - row["value"] == pytest.approx(Z * se, rel=1e-6)
             assert row["value"] - row["ci_low"] == pytest.approx(Z * se, rel=1e-6)
         count_sigma = next(c["sigma"] for c in day["cells"] if c["measure"] == "count")
-        value_se = count_sigma * np.sqrt(combinations)
+        assert count_sigma == pytest.approx(day["sigma"] * cell_factor, rel=1e-9)
+        value_se = day["sigma"] * publisher_factor
         for publisher, value in day["values"].items():
             interval = day["values_ci"][publisher]
             assert interval["ci_low"] == pytest.approx(value - Z * value_se, rel=1e-6)
             assert interval["ci_high"] == pytest.approx(value + Z * value_se, rel=1e-6)
         total = sum(day["values"].values())
-        half = Z * value_se * np.sqrt(len(PUBLISHERS))
+        half = Z * day["sigma"] * total_factor
         assert day["total_ci"]["ci_low"] == pytest.approx(total - half, rel=1e-6)
+        totals = {_label(t): t for t in day["totals"]}
+        assert totals[("all", "all", "all", "count")]["se"] == pytest.approx(
+            day["sigma"] * total_factor, rel=1e-9
+        )
         for query, answers in day["answers"].items():
             intervals = day["answers_ci"][query]
             halves = []
@@ -299,9 +327,9 @@ def test_every_released_number_has_its_95_interval(document) -> None:
                 halves.append(high - answer)
             whole = intervals["total"]
             assert whole["ci_low"] < sum(answers.values()) < whole["ci_high"]
-            # independent publishers, equal σ: the total's half-width is √P times one's
+            # correlated publishers: the total's half-width is its marginal's, not √P times one's
             assert whole["ci_high"] - sum(answers.values()) == pytest.approx(
-                halves[0] * np.sqrt(len(PUBLISHERS))
+                halves[0] * total_factor / publisher_factor
             )
 
 

@@ -19,6 +19,7 @@ import argparse
 import json
 from pathlib import Path
 
+from dp_platform.cell_strategy import MarginalWeights
 from dp_platform.cells import layout_of
 from dp_platform.config import CampaignConfig, Catalogue
 from dp_platform.config_loader import load_catalogue
@@ -89,33 +90,73 @@ def account_totals(catalogue: Catalogue, plans: dict[str, CampaignPlan]) -> dict
 
 
 def cell_errors(campaign: CampaignConfig, plan: CampaignPlan) -> dict | None:
-    """Per measure, the σ of one cell per day at bound r = 1 (public: the plan's σ̄_i times the
-    measure's unscale factor); None for a count-only campaign without breakdown."""
-    layout = layout_of(campaign, [])
-    sigma_bar = getattr(plan.stream, "sigma_bar", None)
+    """Per measure, the σ of one cell per day at bound r = 1, and per marginal the advertiser
+    reads (publisher totals, publisher × each dimension, …) the σ of one of its numbers — all
+    public: the plan's σ̄_i times the layout's strategy factor. None for a count-only campaign
+    without breakdown. A marginal's σ under a residual strategy depends on how many publishers
+    there are: shown when the entry lists them (or is registered: ``--home``)."""
+    stream = plan.stream
+    sigma_bar = getattr(stream, "sigma_bar", None)
+    known = campaign.publishers if isinstance(campaign.publishers, list) else None
+    marginals = None if stream is None else stream.marginals
+    layout = layout_of(campaign, known or [], marginals)
     if layout.plain or sigma_bar is None:
         return None
-    return {
+    axes = layout.axis_names[:-1]
+    errors: dict = {
         "breakdown": list(layout.dimension_names),
         "cells_per_publisher": layout.combinations * len(layout.measures),
-        "sigma_per_cell_at_unit_bound": {
-            measure: [float(s) * layout.unscale(measure) for s in sigma_bar]
-            for measure in layout.measures
-        },
+        "strategy": "independent" if marginals is None else "residual",
     }
+    if marginals is not None and not known:
+        errors["marginals"] = None  # the number of publishers is fixed at registration
+        return errors
+    strategy = layout.strategy
+    errors["sigma_per_cell_at_unit_bound"] = {
+        measure: [float(s) * strategy.entry_std(axes, measure) for s in sigma_bar]
+        for measure in layout.measures
+    }
+    workload = marginals or MarginalWeights.default(layout.dimension_names)
+    errors["marginals"] = [
+        {
+            "keeps": list(kept),
+            "weight": weight if marginals is not None else None,
+            "sigma_at_unit_bound": {
+                measure: [float(s) * strategy.entry_std(kept, measure) for s in sigma_bar]
+                for measure in layout.measures
+            },
+        }
+        for kept, weight in workload.weights
+    ]
+    return errors
 
 
 def describe_cells(name: str, errors: dict) -> list[str]:
     dims = " × ".join(errors["breakdown"]) or "no breakdown"
+    measures = ", ".join(errors.get("sigma_per_cell_at_unit_bound", {})) or "count, value"
     lines = [
         f"campaign {name}: cells = publishers × {errors['cells_per_publisher']} "
-        f"({dims}; measures {', '.join(errors['sigma_per_cell_at_unit_bound'])})"
+        f"({dims}; measures {measures}; {errors['strategy']} strategy)"
     ]
+    if errors["marginals"] is None:
+        lines.append(
+            "  each marginal's σ depends on the number of publishers, fixed at registration "
+            "(the entry reads all of them): --home shows it once registered"
+        )
+        return lines
     for measure, sigmas in errors["sigma_per_cell_at_unit_bound"].items():
         lines.append(
             f"  σ of a {measure} cell at r = 1: day 1 {sigmas[0]:.4g}, day {len(sigmas)} "
             f"{sigmas[-1]:.4g} (× the day's bound r_i)"
         )
+    for marginal in errors["marginals"]:
+        keeps = " × ".join(marginal["keeps"]) or "campaign total"
+        weight = "" if marginal["weight"] is None else f" (weight {marginal['weight']:g})"
+        spread = ", ".join(
+            f"{measure} {sigmas[0]:.4g}"
+            for measure, sigmas in marginal["sigma_at_unit_bound"].items()
+        )
+        lines.append(f"  σ of a number of {keeps}{weight} at r = 1, day 1: {spread}")
     return lines
 
 

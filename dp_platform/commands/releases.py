@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         "answer(s) ending today (total ± 95 %)"
     )
     for day in days:  # shown rounded to what the noise justifies (display.py); --json is exact
-        std = day.value_std * len(day.values) ** 0.5
+        std = day.values_total_std()
         total = f"{_plus_minus(sum(day.values.values()), std)}"
         answers = ", ".join(
             f"q{j}={_plus_minus(sum(v.values()), day.answer_std[j])}"

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dp_platform.cell_strategy import MarginalWeights, planned_marginals
 from dp_platform.config import (
     CampaignConfig,
 )
@@ -131,6 +132,9 @@ class AdsbpcPlan:
     query_std: tuple[float, ...]
     bounds: BoundsConfig
     rho1_needed: float | None = None
+    marginals: MarginalWeights | None = None
+    """The residual workload the cells are measured by (dp_platform/cell_strategy.py); None:
+    each cell on its own — every plan registered before residual strategies reads back so."""
 
     @property
     def query_ends(self) -> np.ndarray:
@@ -217,6 +221,7 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> A
         query_std=tuple(float(s) for s in query_std),
         bounds=campaign.mechanism.bounds,
         rho1_needed=None if scales.rho1_needed is None else scales.rho1_needed * factor,
+        marginals=planned_marginals(campaign, campaign.mechanism.marginals),
     )
 
 

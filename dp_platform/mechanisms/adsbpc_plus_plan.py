@@ -16,6 +16,7 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from dp_platform.cell_strategy import MarginalWeights
 from dp_platform.config import (
     MAX_BOUND_CAP,
     SHARE_FLOOR,
@@ -205,6 +206,7 @@ class PlusPlan:
     scale_rule: str = "quantile"
     total_weight: float = 0.0  # λ of the objective rule
     scale_weights: tuple[float, ...] | None = None  # w_q = γ_q² (wsum); None: the worst query
+    marginals: MarginalWeights | None = None  # cells measured one by one (the filter's norm)
 
     @property
     def query_ends(self) -> np.ndarray:

@@ -31,6 +31,7 @@ from dp_platform.privacy.accounting import Rho
 from dp_platform.records import JsonValue
 
 if TYPE_CHECKING:
+    from dp_platform.cell_strategy import MarginalWeights
     from dp_platform.config import CampaignConfig, MechanismSettings
     from dp_platform.privacy.allotment import Allotment
     from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
@@ -128,6 +129,10 @@ class StreamPlan(Protocol):
     def queries(self) -> np.ndarray: ...
     @property
     def total(self) -> Rho: ...
+    @property
+    def marginals(self) -> MarginalWeights | None:
+        """The residual workload the cells are measured by; None: each cell on its own."""
+        ...
 
 
 class Markdown(str):

@@ -55,7 +55,9 @@ __all__ = [
     "Marginal",
     "ResidualStrategy",
     "helmert",
+    "measure_transform",
     "optimal_scales",
+    "subsets",
 ]
 
 CENTRE = 0.5
@@ -78,7 +80,7 @@ def helmert(n: int) -> np.ndarray:
     return basis
 
 
-def _subsets(axes: int) -> list[Marginal]:
+def subsets(axes: int) -> list[Marginal]:
     return [
         frozenset(chosen)
         for size in range(axes + 1)
@@ -86,7 +88,7 @@ def _subsets(axes: int) -> list[Marginal]:
     ]
 
 
-def _measure_transform(measures: int) -> np.ndarray:
+def measure_transform(measures: int) -> np.ndarray:
     """T on the measure axis: identity for count alone; (count, value − c·count) for both."""
     if measures == 1:
         return np.eye(1)
@@ -98,7 +100,7 @@ def _measure_transform(measures: int) -> np.ndarray:
 def _vertex_weights(measures: int) -> np.ndarray:
     """max over a conversion's vertices of (T·(1, t))_m²: what a measure row costs per unit
     of 1/d² — 1 for the count, max(c, 1 − c)² for the centred value."""
-    transform = _measure_transform(measures)
+    transform = measure_transform(measures)
     shares = [np.array([1.0, t])[:measures] for t in (0.0, 1.0)]
     return np.max([(transform @ share) ** 2 for share in shares], axis=0)
 
@@ -117,10 +119,10 @@ def optimal_scales(
     (ResidualPlanner's closed form, with the measure rows as one more index).
     """
     axes, total = len(sizes), math.prod(sizes)
-    inverse = np.linalg.inv(_measure_transform(measures))
+    inverse = np.linalg.inv(measure_transform(measures))
     kappa = _vertex_weights(measures)
     rows: dict[tuple[int, Marginal], tuple[float, float]] = {}
-    for m, residual in itertools.product(range(measures), _subsets(axes)):
+    for m, residual in itertools.product(range(measures), subsets(axes)):
         dimension = math.prod(sizes[i] - 1 for i in residual)
         share = kappa[m] * dimension / total
         effect = sum(
@@ -189,7 +191,7 @@ class ResidualStrategy:
     def measure_vector(self, cells: np.ndarray) -> np.ndarray:
         """D(T ⊗ H)x: what the Gaussian is added to (a vector as long as x)."""
         coefficients = self._apply(
-            self._tensor(cells), self._bases, _measure_transform(self.measures)
+            self._tensor(cells), self._bases, measure_transform(self.measures)
         )
         return (self._diagonal * coefficients).ravel()
 
@@ -199,7 +201,7 @@ class ResidualStrategy:
         scaled = np.divide(
             self._tensor(measured), diagonal, out=np.zeros_like(diagonal), where=diagonal > 0
         )
-        inverse = np.linalg.inv(_measure_transform(self.measures))
+        inverse = np.linalg.inv(measure_transform(self.measures))
         return self._apply(scaled, [basis.T for basis in self._bases], inverse).ravel()
 
     def user_norm(self, cells: np.ndarray) -> float:
@@ -221,11 +223,11 @@ class ResidualStrategy:
         """Variance of one cell of marginal ``kept`` of ``measure`` at σ = 1 (every cell of a
         marginal has the same variance, by the symmetry of the residual basis); inf when a
         residual it needs is not measured."""
-        inverse = np.linalg.inv(_measure_transform(self.measures))
+        inverse = np.linalg.inv(measure_transform(self.measures))
         axes = len(self.sizes)
         total = 0.0
         for m in range(self.measures):
-            for residual in _subsets(axes):
+            for residual in subsets(axes):
                 if not residual <= kept or inverse[measure, m] == 0:
                     continue
                 d = self.scales[(m, residual)]

@@ -1,0 +1,109 @@
+"""How a campaign's cells are measured (dp_platform/cell_strategy.py): the catalogue's
+``marginals:`` refused by field and rule, registered plans keeping independent cells, the Gram
+form AdsBPC+'s filter would charge, and totals' σ read from the strategy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dp_platform.cell_strategy import IndependentCells, MarginalWeights, ResidualCells
+from dp_platform.cells import CellLayout
+from dp_platform.config_loader import parse_catalogue
+from dp_platform.errors import ConfigError
+from dp_platform.mechanisms.adsbpc import AdsbpcPlan, make_plan
+from dp_platform.records import from_record, to_record
+from tests.cells_data import VALUE_CAP, campaign_entry
+from tests.test_cells import catalogue
+
+SLICED = {"breakdown": ["region", "device"], "measures": ["count", "value"], "value_cap": 50}
+ADSBPC = {"kind": "adsbpc", "bounds": {"quantile_days": 2, "cap": 5}}
+
+
+def _with_marginals(marginals: dict, **fields: object) -> dict:
+    return campaign_entry(**{**SLICED, **fields}, mechanism={**ADSBPC, "marginals": marginals})
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (_with_marginals({"publisher": 2, "publisher,colour": 1}), "'colour' is not publisher"),
+        (_with_marginals({"publisher": 2}), "the full cells (publisher, region, device)"),
+        (
+            _with_marginals({"publisher,region,device": 1, "device,publisher,region": 2}),
+            "listed twice",
+        ),
+        (_with_marginals({"publisher,region,device": 0}), "needs a weight > 0"),
+        (
+            _with_marginals({"publisher,region,device": 1}, privacy={"adjacency": "replace"}),
+            "add_remove adjacency only",
+        ),
+        (
+            campaign_entry(mechanism={**ADSBPC, "marginals": {"publisher": 1}}),
+            "one count per publisher",
+        ),
+    ],
+)
+def test_marginals_are_refused_by_field_and_rule(entry: dict, message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_catalogue(catalogue([entry]))
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_written_marginals_are_what_the_plan_registers() -> None:
+    entry = _with_marginals({"publisher": 8, "publisher,region,device": 1})
+    campaign = parse_catalogue(catalogue([entry])).campaigns[0]
+    assert make_plan(campaign).marginals == MarginalWeights(
+        ((("publisher",), 8.0), (("publisher", "region", "device"), 1.0))
+    )
+
+
+def test_a_plan_registered_before_residual_strategies_keeps_independent_cells() -> None:
+    """The ledger's plan record of an earlier release has no ``marginals``: it reads back as
+    independent cells, what it ran with — and a new plan's record reads back equal."""
+    campaign = parse_catalogue(catalogue([campaign_entry(**SLICED)])).campaigns[0]
+    plan = make_plan(campaign)
+    assert plan.marginals == MarginalWeights.default(["region", "device"])
+    record = to_record(plan)
+    assert from_record(AdsbpcPlan, record).marginals == plan.marginals
+    del record["marginals"]
+    assert from_record(AdsbpcPlan, record).marginals is None
+
+
+LAYOUT = CellLayout(
+    ("a", "b", "c"),
+    (("region", ("n", "s")), ("device", ("m", "d", "t"))),
+    ("count", "value"),
+    value_cap=VALUE_CAP,
+    marginals=MarginalWeights.default(["region", "device"]),
+)
+
+
+@pytest.mark.parametrize("layout", [LAYOUT, CellLayout(("a", "b"), (), ("count", "value"))])
+def test_the_gram_form_is_the_encoded_norm(layout: CellLayout) -> None:
+    """What AdsBPC+'s filter would charge a user from marginal sums (signed weights) equals
+    the squared norm of what the strategy encodes, for any vector (seeded)."""
+    gram = layout.strategy.gram()
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        x = rng.random(layout.size) * (rng.random(layout.size) < 0.3)
+        encoded = layout.strategy.encode(x)
+        assert gram.norm_squared(x) == pytest.approx(float(encoded @ encoded), rel=1e-9)
+
+
+def test_strategies_follow_the_layout() -> None:
+    assert isinstance(LAYOUT.strategy, ResidualCells)
+    plain = CellLayout(("a", "b"), (("region", ("n", "s")),), ("count",))
+    assert isinstance(plain.strategy, IndependentCells)
+    x = np.arange(plain.size, dtype=np.float64)
+    assert plain.strategy.encode(x).tolist() == x.tolist()
+
+
+def test_a_residual_total_refuses_cells_whose_sigma_differs() -> None:
+    """A residual total's σ is the release's σ times the marginal's factor: cells of one
+    measure with different σ cannot come from one release, and are refused."""
+    sigmas = np.ones(LAYOUT.shape)
+    sigmas[0, 0, 0, 0] = 2.0
+    with pytest.raises(ValueError, match="count cells of one release must share their σ"):
+        LAYOUT.strategy.total_std(sigmas, (0,))
