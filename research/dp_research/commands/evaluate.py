@@ -79,6 +79,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="coverage of the published campaign-to-date interval (docs/slices.md; seconds)",
     )
+    parser.add_argument(
+        "--marginals",
+        action="store_true",
+        help="what the residual strategy gains per marginal on the demo's layout "
+        "(docs/slices.md; seconds)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(handler=run)
@@ -189,17 +195,20 @@ def _need(args: argparse.Namespace, *names: str) -> None:
 
 
 def _slices(args: argparse.Namespace) -> int:
-    """The consistency gains, the campaign-to-date coverage, or the Facebook age × gender demo
-    (docs/slices.md)."""
+    """The residual strategy's gains, the consistency gains, the campaign-to-date coverage, or
+    the Facebook age × gender demo (docs/slices.md)."""
     from dp_platform.events.facebook import facebook_ad_groups
     from dp_research.evaluation.facebook_slices import SliceSettings
+    from dp_research.evaluation.marginals_report import marginals_report
     from dp_research.evaluation.slices_report import (
         consistency_report,
         coverage_report,
         facebook_report,
     )
 
-    if args.consistency:
+    if args.marginals:
+        text, payload = marginals_report(seed=args.seed)
+    elif args.consistency:
         text, payload = consistency_report(seed=args.seed)
     elif args.isotonic_coverage:
         text, payload = coverage_report(seed=args.seed)
@@ -221,7 +230,7 @@ def _slices(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     show = False if args.quiet else None
     out = Path(args.out)
-    if args.slices or args.consistency or args.isotonic_coverage:
+    if args.slices or args.consistency or args.isotonic_coverage or args.marginals:
         return _slices(args)
     if args.scale_table:
         command = "dp-platform evaluate --scale-table --out " + str(args.out)
