@@ -90,7 +90,25 @@ def cell_metadata(day: PublishedDay) -> dict[str, dg.MetadataValue]:
         rule = "|" + "---|" * (len(keys) + 2)
         metadata[f"sigma_per_{measure}_cell"] = dg.MetadataValue.float(significant(sigma))
         metadata[f"top_{measure}_slices"] = dg.MetadataValue.md("\n".join([header, rule, *rows]))
+    if day.marginals:
+        metadata["marginals_sigma"] = dg.MetadataValue.md(_marginal_table(day))
     return metadata
+
+
+def _marginal_table(day: PublishedDay) -> str:
+    """One line per marginal the advertiser reads: its weight in the strategy and the σ of one
+    of its numbers per measure this day (public: the release's σ times the plan's factor)."""
+    measures = list(day.marginals[0]["sigma"])
+    lines = [
+        f"| marginal | weight | {' | '.join(f'σ of a {m} number' for m in measures)} |",
+        "|" + "---|" * (len(measures) + 2),
+    ]
+    for row in day.marginals:
+        keeps = " × ".join(row["keeps"]) or "all publishers"
+        weight = "—" if row["weight"] is None else f"{row['weight']:g}"
+        sigmas = " | ".join(f"{significant(row['sigma'][m]):g}" for m in measures)
+        lines.append(f"| {keeps} | {weight} | {sigmas} |")
+    return "\n".join(lines)
 
 
 def _interval(interval: dict[str, float], std: float) -> str:

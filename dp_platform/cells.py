@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
-from typing import Literal
+from typing import Literal, TypedDict
 
 import numpy as np
 import scipy.sparse
@@ -43,6 +43,7 @@ __all__ = [
     "Z95",
     "Cell",
     "CellLayout",
+    "MarginalSigma",
     "cell_records",
     "dimension_keys",
     "largest_cells",
@@ -55,6 +56,14 @@ __all__ = [
 Z95 = NormalDist().inv_cdf(0.975)
 """Two-sided 95 % normal quantile (1.95996…): a cell's interval is value ± Z95·σ, the same
 number :func:`dp_platform.consistency.normal_interval` uses at 95 %."""
+
+
+class MarginalSigma(TypedDict):
+    """One marginal the advertiser reads and the σ of one of its numbers per measure."""
+
+    keeps: list[str]
+    weight: float | None  # its weight in the residual strategy; None: independent cells
+    sigma: dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -172,6 +181,26 @@ class CellLayout:
     def strategy(self) -> CellStrategy:
         """How the cells are measured (encode, decode, each marginal's σ)."""
         return strategy_for(self)
+
+    @property
+    def workload(self) -> MarginalWeights:
+        """The marginals the advertiser reads: the registered ones, or for independent cells
+        the default list (their σ then only shown, not optimised for)."""
+        return self.marginals or MarginalWeights.default(self.dimension_names)
+
+    def marginal_sigmas(self, sigma: float) -> list[MarginalSigma]:
+        """Per marginal of :attr:`workload`, the σ of one of its numbers per measure at the
+        release's σ ``sigma`` (public: what ``plan``, ``releases`` and the UI show)."""
+        return [
+            {
+                "keeps": list(kept),
+                "weight": weight if self.marginals is not None else None,
+                "sigma": {
+                    m: float(sigma) * self.strategy.entry_std(kept, m) for m in self.measures
+                },
+            }
+            for kept, weight in self.workload.weights
+        ]
 
     @property
     def plain(self) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dp_platform.cells import PUBLISHER, CellLayout, cell_records, publisher_counts
+from dp_platform.cells import PUBLISHER, CellLayout, MarginalSigma, cell_records, publisher_counts
 from dp_platform.ledger import Ledger
 from dp_platform.mechanisms.base import Measurement
 from dp_platform.privacy.accounting import Rho
@@ -80,6 +80,9 @@ class PublishedDay:
     correlate them (dp_platform/cell_strategy.py)."""
     answer_publisher_std: dict[str, float] | None = None
     """Query number → σ of one publisher's answer; None: ``answer_std``/√P (independent)."""
+    marginals: list[MarginalSigma] = field(default_factory=list)
+    """With cells: per marginal the advertiser reads (:meth:`CellLayout.marginal_sigmas`), the σ
+    of one of its numbers this day, per measure."""
 
     def values_total_std(self) -> float:
         if self.total_std is not None:
@@ -162,6 +165,7 @@ def published_days(ledger: Ledger, campaign: str) -> list[PublishedDay]:
                 to_date_factor=factor,
                 total_std=release.sigma * scale,
                 answer_publisher_std={query: unit * s for query, s in spread.items()},
+                marginals=[] if layout.plain else layout.marginal_sigmas(release.sigma),
             )
         )
     return records

@@ -196,6 +196,19 @@ def test_dagster_metadata_shows_per_cell_sigma_and_top_slices_of_noisy_cells(rel
     shown = round_to_noise(top["value"], top["sigma"])
     assert table[2].startswith(f"| {top['publisher']} | {top['region']} | {top['device']} | ")
     assert f"| {shown:g} |" in table[2]
+    # one line per marginal the advertiser reads, with its weight and its own σ
+    marginals = metadata["marginals_sigma"].value.splitlines()
+    assert marginals[0] == "| marginal | weight | σ of a count number | σ of a value number |"
+    assert [line.split(" | ")[0] for line in marginals[2:]] == [
+        "| publisher",
+        "| publisher × region",
+        "| publisher × device",
+        "| publisher × region × device",
+    ]
+    _, publisher_factor, _ = _residual_factors()
+    assert marginals[2].startswith(
+        f"| publisher | 4 | {significant(last.sigma * publisher_factor):g} |"
+    )
 
 
 def test_releases_table_shows_the_last_days_largest_cells(released, capsys) -> None:

@@ -19,7 +19,6 @@ import argparse
 import json
 from pathlib import Path
 
-from dp_platform.cell_strategy import MarginalWeights
 from dp_platform.cells import layout_of
 from dp_platform.config import CampaignConfig, Catalogue
 from dp_platform.config_loader import load_catalogue
@@ -116,17 +115,16 @@ def cell_errors(campaign: CampaignConfig, plan: CampaignPlan) -> dict | None:
         measure: [float(s) * strategy.entry_std(axes, measure) for s in sigma_bar]
         for measure in layout.measures
     }
-    workload = marginals or MarginalWeights.default(layout.dimension_names)
     errors["marginals"] = [
         {
-            "keeps": list(kept),
-            "weight": weight if marginals is not None else None,
+            "keeps": row["keeps"],
+            "weight": row["weight"],
             "sigma_at_unit_bound": {
-                measure: [float(s) * strategy.entry_std(kept, measure) for s in sigma_bar]
-                for measure in layout.measures
+                measure: [float(s) * one for s in sigma_bar]
+                for measure, one in row["sigma"].items()
             },
         }
-        for kept, weight in workload.weights
+        for row in layout.marginal_sigmas(1.0)
     ]
     return errors
 
