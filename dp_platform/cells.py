@@ -251,7 +251,7 @@ def layout_of(campaign: CampaignConfig, publishers: list[str]) -> CellLayout:
     scaled for the norm its mechanism's sensitivity is stated in."""
     return CellLayout(
         publishers=tuple(publishers),
-        dimensions=tuple((d.name, tuple(d.values)) for d in campaign.breakdown),
+        dimensions=tuple((d.name, d.cell_values) for d in campaign.breakdown),
         measures=tuple(campaign.measures),
         value_cap=campaign.value_cap,
         norm=campaign.mechanism.cell_norm or 2,

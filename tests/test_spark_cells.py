@@ -241,7 +241,10 @@ def test_dimension_ingest_reports_quarantine_and_stored_values_are_identical(eng
 def _catalogue(campaigns: list[dict]) -> dict:
     return {
         "accounts": [{"name": "acct", "rho_cap": 100}],
-        "dimensions": {name: {"source": "conversions", "values": v} for name, v in GROWN.items()},
+        "dimensions": {
+            name: {"source": "conversions", "values": v, "catch_all": None}
+            for name, v in GROWN.items()
+        },
         "campaigns": campaigns,
         "warehouse": {"engine": "spark"},
     }
@@ -559,8 +562,14 @@ def _touch_campaigns(rule: str, mechanism: dict | None = None, suffix: str = "")
         entries.append(_entry(f"{rule}_{name}{suffix}", attribution=attribution, **cells, **extra))
     catalogue = _catalogue(entries)
     catalogue["dimensions"] = {
-        **{n: {"source": "conversions", "values": v} for n, v in TOUCH_CONVERSION_LISTS.items()},
-        **{n: {"source": "impressions", "values": v} for n, v in TOUCH_LISTS.items()},
+        **{
+            n: {"source": "conversions", "values": v, "catch_all": None}
+            for n, v in TOUCH_CONVERSION_LISTS.items()
+        },
+        **{
+            n: {"source": "impressions", "values": v, "catch_all": None}
+            for n, v in TOUCH_LISTS.items()
+        },
     }
     return parse_catalogue(catalogue).campaigns
 
