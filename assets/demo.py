@@ -55,10 +55,12 @@ def catalogue_for(days: int) -> dict:
     }
     return {
         "accounts": [{"name": "acme-users", "rho_cap": 2.0}],
+        # the simulated events carry only listed values: no catch-all cell (an empty one would
+        # add noise to every total); a real catalogue keeps the default (docs/operators.md)
         "dimensions": {
-            "region": {"source": "conversions", "values": list(REGIONS)},
-            "device": {"source": "conversions", "values": list(DEVICES)},
-            "creative": {"source": "impressions", "values": list(CREATIVES)},
+            "region": {"source": "conversions", "values": list(REGIONS), "catch_all": None},
+            "device": {"source": "conversions", "values": list(DEVICES), "catch_all": None},
+            "creative": {"source": "impressions", "values": list(CREATIVES), "catch_all": None},
         },
         "campaigns": [
             {

@@ -289,10 +289,10 @@ def layout_of(
 ) -> CellLayout:
     """The cells of ``campaign`` over its frozen ``publishers`` (the registered config's),
     scaled for the norm its mechanism's sensitivity is stated in; ``marginals``: the
-    registered plan's residual workload (:func:`plan_marginals`), None for independent cells."""
+    registered stream plan's ``marginals`` (Registration.layout), None for independent cells."""
     return CellLayout(
         publishers=tuple(publishers),
-        dimensions=tuple((d.name, tuple(d.values)) for d in campaign.breakdown),
+        dimensions=tuple((d.name, d.cell_values) for d in campaign.breakdown),
         measures=tuple(campaign.measures),
         value_cap=campaign.value_cap,
         norm=campaign.mechanism.cell_norm or 2,

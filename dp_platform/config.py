@@ -21,9 +21,12 @@ from pydantic import (
     Field,
     ModelWrapValidatorHandler,
     PrivateAttr,
+    SerializationInfo,
     SerializeAsAny,
+    SerializerFunctionWrapHandler,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -50,7 +53,10 @@ MAX_BOUND_CAP = 100_000
 MAX_REACHABLE_BOUND = 1e9
 """Largest bound the SVT can reach from Λ (Λ·s_up^k): every σ and count stays finite."""
 MAX_DIMENSION_VALUES = 1000
-"""Largest public value list of one dimension (stored as a small integer per event)."""
+"""Largest public value list of one dimension, its catch-all included (stored as a small
+integer per event)."""
+CATCH_ALL = "other"
+"""A catalogue dimension's catch-all unless it names another (or ``catch_all: null``)."""
 MAX_CELLS_PER_PUBLISHER = 10_000
 """Largest number of cells per publisher (value combinations × measures): the release vector
 is publishers × this, drawn and stored every day."""
@@ -205,6 +211,11 @@ class DimensionConfig(Strict):
     """The event file whose column it is: a conversion's own value (``region``), or the value
     of the impression attribution credits (``creative``: docs/algorithm.md#cells)."""
     values: list[str] = Field(min_length=1, max_length=MAX_DIMENSION_VALUES)
+    catch_all: str | None = CATCH_ALL
+    """The public bucket an unlisted value is stored as at ingest, so the event still counts
+    (in every campaign, and in this cell of a broken-down one); the last of
+    :attr:`cell_values` unless ``values`` lists it. ``None``: an unlisted value is
+    quarantined (``unknown_<dimension>_value``), as before catch-alls existed."""
 
     @field_validator("values")
     @classmethod
@@ -215,12 +226,64 @@ class DimensionConfig(Strict):
             raise ValueError("values must not repeat")
         return values
 
+    @field_validator("catch_all")
+    @classmethod
+    def _catch_all_text(cls, catch_all: str | None) -> str | None:
+        if catch_all is not None and (not catch_all.strip() or catch_all != catch_all.strip()):
+            raise ValueError("catch_all must be non-empty text without surrounding spaces")
+        return catch_all
+
+    @model_validator(mode="after")
+    def _room(self) -> DimensionConfig:
+        if len(self.cell_values) > MAX_DIMENSION_VALUES:
+            raise ValueError(
+                f"values: at most {MAX_DIMENSION_VALUES} values, the catch-all "
+                f"{self.catch_all!r} included"
+            )
+        return self
+
+    @property
+    def cell_values(self) -> tuple[str, ...]:
+        """Every value a stored event can carry, in cell order: the listed values, then the
+        catch-all (a catch-all the list already names keeps its place)."""
+        if self.catch_all is None or self.catch_all in self.values:
+            return tuple(self.values)
+        return (*self.values, self.catch_all)
+
 
 class BreakdownDimension(DimensionConfig):
     """A campaign's breakdown dimension as registered: its name with the catalogue's
-    definition copied in, so the registered cells never change with the catalogue."""
+    definition copied in, so the registered cells never change with the catalogue.
+
+    ``catch_all`` defaults to none here: a registration written before catch-alls existed
+    carries no such key and keeps its cells. A catalogue entry always gets one written in
+    (:meth:`CampaignConfig._resolve_breakdown`), and none is written out when it is ``None``,
+    so such a registration reads and compares as it was stored."""
 
     name: str
+    catch_all: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_catch_all(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, object]:
+        data = handler(self)
+        if data.get("catch_all", CATCH_ALL) is None:
+            del data["catch_all"]
+        return data
+
+
+def _catch_all_defaulted(data: dict, info: ValidationInfo) -> frozenset[str]:
+    """Breakdown names resolved from a catalogue definition that writes no ``catch_all``."""
+    declared = (info.context or {}).get("dimensions")
+    breakdown = data.get("breakdown")
+    if not isinstance(declared, dict) or not isinstance(breakdown, list):
+        return frozenset()
+    return frozenset(
+        item
+        for item in breakdown
+        if isinstance(item, str) and "catch_all" not in as_block(declared.get(item))
+    )
 
 
 def check_dimension_name(name: str) -> str:
@@ -338,6 +401,14 @@ class CampaignConfig(Strict):
     breakdown: list[BreakdownDimension] = Field(default_factory=list)
     """Dimensions crossing the publisher keys, by name from the catalogue's ``dimensions:``."""
     _mechanism_defaulted: bool = PrivateAttr(default=False)
+    _catch_all_defaulted: frozenset[str] = PrivateAttr(default=frozenset())
+
+    @property
+    def catch_all_defaulted(self) -> frozenset[str]:
+        """The breakdown dimensions whose catalogue definition writes no ``catch_all``: their
+        catch-all is the default, and a registered campaign keeps the one it registered with
+        (none, for a registration older than catch-alls: dp_platform/registration.py)."""
+        return self._catch_all_defaulted
 
     @property
     def mechanism_defaulted(self) -> bool:
@@ -357,7 +428,8 @@ class CampaignConfig(Strict):
     @field_validator("breakdown", mode="before")
     @classmethod
     def _resolve_breakdown(cls, value: object, info: ValidationInfo) -> object:
-        """Names are looked up in the catalogue's ``dimensions:`` (passed as context); a
+        """Names are looked up in the catalogue's ``dimensions:`` (passed as context), a
+        definition without ``catch_all`` getting the default :data:`CATCH_ALL` written in; a
         registered campaign carries the definitions themselves."""
         if not isinstance(value, list):
             return value
@@ -369,7 +441,7 @@ class CampaignConfig(Strict):
                     raise ValueError(
                         f"dimension {item!r} is not declared under the catalogue's dimensions"
                     )
-                item = {"name": item, **as_block(declared[item])}
+                item = {"name": item, "catch_all": CATCH_ALL, **as_block(declared[item])}
             resolved.append(item)
         names = [item.get("name") for item in resolved if isinstance(item, dict)]
         if len(set(names)) != len(names):
@@ -391,6 +463,7 @@ class CampaignConfig(Strict):
         blocks = _mechanisms(info)
         campaign = handler(blocks.fold(data))
         campaign._mechanism_defaulted = blocks.defaulted(data)
+        campaign._catch_all_defaulted = _catch_all_defaulted(data, info)
         return campaign
 
     @field_validator("mechanism", mode="before")
@@ -481,7 +554,7 @@ class CampaignConfig(Strict):
     @property
     def cells_per_publisher(self) -> int:
         """Value combinations of the breakdown × measures (1 for a count-only campaign)."""
-        return math.prod(len(d.values) for d in self.breakdown) * len(self.measures)
+        return math.prod(len(d.cell_values) for d in self.breakdown) * len(self.measures)
 
     @property
     def end(self) -> date:

@@ -177,6 +177,28 @@ def _registered_mechanism(campaign: CampaignConfig, record: CampaignRecord) -> C
     return campaign.model_copy(update={"mechanism": settings})
 
 
+def _registered_catch_alls(campaign: CampaignConfig, record: CampaignRecord) -> CampaignConfig:
+    """``campaign`` as compared with its registration: a breakdown dimension whose catalogue
+    definition writes no ``catch_all`` (``catch_all_defaulted``) takes the catch-all it
+    registered with — none for a registration older than catch-alls, whose cells must not
+    grow. Like a defaulted mechanism, a default is not an edit; a written one is compared."""
+    if not campaign.catch_all_defaulted:
+        return campaign
+    breakdown = record.config.get("breakdown")
+    registered = {
+        item.get("name"): item.get("catch_all")
+        for item in (breakdown if isinstance(breakdown, list) else [])
+        if isinstance(item, dict)
+    }
+    dimensions = [
+        dimension.model_copy(update={"catch_all": registered[dimension.name]})
+        if dimension.name in campaign.catch_all_defaulted and dimension.name in registered
+        else dimension
+        for dimension in campaign.breakdown
+    ]
+    return campaign.model_copy(update={"breakdown": dimensions})
+
+
 def _refuse_edits(record: CampaignRecord, current: Declaration) -> None:
     changes = changed_fields(Declaration.from_record(record.declared), current)
     if changes:
@@ -210,6 +232,7 @@ def registered_campaign(
     record = ledger.campaign_record(campaign.name)
     if record is not None:
         campaign = _registered_mechanism(campaign, record)  # a changed default: no edit
+        campaign = _registered_catch_alls(campaign, record)
     current = declaration(campaign, base_dir)
     if record is None:
         if isinstance(campaign.publishers, list):

@@ -110,7 +110,7 @@ def _truth(
 
 def _simulated_lists(campaign: CampaignConfig, source: str) -> dict[str, list[str]]:
     """The breakdown's dimensions read from ``source``'s events, with their public lists."""
-    return {d.name: list(d.values) for d in campaign.breakdown if d.source == source}
+    return {d.name: list(d.cell_values) for d in campaign.breakdown if d.source == source}
 
 
 def rehearse(

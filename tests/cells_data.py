@@ -40,9 +40,16 @@ T = TypeVar("T")
 NOW = datetime(2100, 1, 1, tzinfo=UTC)  # ingest's "now": every generated event is in the past
 CONVERSION_LISTS = {"region": REGIONS, "device": DEVICES}
 IMPRESSION_LISTS = {"creative": CREATIVES}
-DIMENSIONS = {  # the catalogue's ``dimensions`` block for these files
-    **{name: {"source": "conversions", "values": v} for name, v in CONVERSION_LISTS.items()},
-    **{name: {"source": "impressions", "values": v} for name, v in IMPRESSION_LISTS.items()},
+DIMENSIONS = {  # the catalogue's ``dimensions`` block for these files: their rows carry only
+    # listed values, so without catch-all cells (tests/test_catch_all.py covers those)
+    **{
+        name: {"source": "conversions", "values": v, "catch_all": None}
+        for name, v in CONVERSION_LISTS.items()
+    },
+    **{
+        name: {"source": "impressions", "values": v, "catch_all": None}
+        for name, v in IMPRESSION_LISTS.items()
+    },
 }
 
 

@@ -35,7 +35,10 @@ from tests.cells_data import (
     write,
 )
 
-DIMENSIONS = {name: {"source": "conversions", "values": v} for name, v in CONVERSION_LISTS.items()}
+DIMENSIONS = {  # generated rows carry listed values only: no catch-all cells
+    name: {"source": "conversions", "values": v, "catch_all": None}
+    for name, v in CONVERSION_LISTS.items()
+}
 
 
 def catalogue(campaigns: list[dict], **extra: object) -> dict:
@@ -430,8 +433,12 @@ def test_simulate_rehearses_a_sliced_campaign_with_values_through_the_cli(tmp_pa
         ]
     )
     data["dimensions"] = {
-        "region": {"source": "conversions", "values": ["north", "south", "east"]},
-        "creative": {"source": "impressions", "values": ["banner", "video"]},
+        "region": {
+            "source": "conversions",
+            "values": ["north", "south", "east"],
+            "catch_all": None,
+        },
+        "creative": {"source": "impressions", "values": ["banner", "video"], "catch_all": None},
     }
     path = tmp_path / "catalogue.yaml"
     path.write_text(yaml.safe_dump(data))

@@ -24,6 +24,7 @@ import pandas as pd
 import pytest
 
 from dp_platform.cells import layout_of
+from dp_platform.config import DimensionConfig
 from dp_platform.config_loader import parse_catalogue
 from dp_platform.errors import ConfigError
 from dp_platform.mechanisms.adsbpc_plus_plan import PROFILE_GRID
@@ -120,6 +121,40 @@ def _second_load(root: Path) -> tuple[Path, Path]:
     return imps, convs
 
 
+CAUGHT = {
+    "region": DimensionConfig(source="conversions", values=GROWN["region"]),
+    "device": DimensionConfig(source="conversions", values=DEVICES),
+}
+"""The catalogue's definitions with their default catch-all ('other')."""
+
+
+def _catch_all_load(root: Path) -> tuple[tuple[Path, Path], dict[str, tuple[str, str] | str]]:
+    """A load under :data:`CAUGHT`: unlisted values (a case variant, an injected text, a value
+    of neither list) are stored as the catch-all, 'other' itself is one, a blank is missing;
+    returns the files and each row's stored (region, device) or reason."""
+    imps, convs = root / "caught_impressions.csv", root / "caught_conversions.csv"
+    _append(imps, [IMPRESSION_HEADER])
+    t = datetime(START.year, START.month, START.day, 20, 0, tzinfo=UTC) + timedelta(days=2)
+    rows = {
+        "k_case": (["North", "tv"], ("other", "tv")),
+        "k_inject": (["x'); DROP TABLE conversions; --", "watch"], ("other", "other")),
+        "k_listed": (["west", "mobile"], ("west", "mobile")),
+        "k_other": (["other", " tv "], ("other", "tv")),
+        "k_blank": (["north", "  "], "missing_device"),
+    }
+    _append(
+        convs,
+        [
+            [*CONVERSION_HEADER, "region", "device"],
+            *(
+                [cid, "u008", ADVERTISER, _iso(t + timedelta(minutes=n)), "1", *values]
+                for n, (cid, (values, _)) in enumerate(rows.items())
+            ),
+        ],
+    )
+    return (imps, convs), {cid: fate for cid, (_, fate) in rows.items()}
+
+
 def _undimensioned_load(root: Path) -> tuple[Path, Path]:
     """Conversions loaded without the catalogue's dimensions: in no cell of a breakdown."""
     imps, convs = root / "plain_impressions.csv", root / "plain_conversions.csv"
@@ -158,6 +193,7 @@ def engines(spark, tmp_path_factory):
     second = _second_load(root)
     plain = _undimensioned_load(root)
     parquet = _parquet_load(root)
+    caught, caught_fates = _catch_all_load(root)
     no_device = root / "no_device.csv"
     _append(no_device, [[*CONVERSION_HEADER, "region"]])
     duck = Warehouse(root / "duck.duckdb")
@@ -170,13 +206,14 @@ def engines(spark, tmp_path_factory):
             warehouse.ingest(*plain, now=NOW).to_json(),
             warehouse.ingest(imps, convs, now=NOW, dimensions=LISTS).to_json(),  # again: nothing
             warehouse.ingest(second[0], parquet, now=NOW, dimensions=GROWN).to_json(),
+            warehouse.ingest(*caught, now=NOW, dimensions=CAUGHT).to_json(),
         ]
         before = warehouse.table_rows("conversions")
         with pytest.raises(ConfigError) as refused:
             warehouse.ingest(second[0], no_device, now=NOW, dimensions=LISTS)
         refusals[name] = str(refused.value)
         assert warehouse.table_rows("conversions") == before  # nothing was loaded
-    yield duck, sparkw, reports, refusals, fates
+    yield duck, sparkw, reports, refusals, {**fates, **caught_fates}
     duck.close()
     sparkw.close()
 
@@ -192,12 +229,12 @@ def _stored(duck: Warehouse, sparkw) -> tuple[pd.DataFrame, pd.DataFrame]:
 def test_dimension_ingest_reports_quarantine_and_stored_values_are_identical(engines):
     duck, sparkw, reports, refusals, fates = engines
     assert reports["duckdb"] == reports["spark"]
-    first, second, plain, again, typed = reports["spark"]
+    first, second, plain, again, typed, caught = reports["spark"]
     conversions = first["conversions"]
     assert conversions["rows"] == conversions["accepted"] + conversions["quarantined"]
     expected: dict[str, int] = {"duplicate_in_load": 1, "malformed_row": 1}
-    for fate in fates.values():
-        if fate != "accepted":
+    for cid, fate in fates.items():
+        if fate != "accepted" and cid.startswith("h_"):
             expected[fate] = expected.get(fate, 0) + 1
     assert conversions["reasons"] == expected
     assert second["conversions"]["reasons"] == {"unknown_region_value": 1}  # 'east' is unlisted
@@ -206,6 +243,9 @@ def test_dimension_ingest_reports_quarantine_and_stored_values_are_identical(eng
     assert again["conversions"]["already_loaded"] and again["impressions"]["already_loaded"]
     assert typed["conversions"]["reasons"] == {"missing_region": 1}  # a Parquet null
     assert typed["conversions"]["accepted"] == 1
+    # with a catch-all only the blank device is quarantined: rows in = accepted + quarantined
+    assert caught["conversions"]["reasons"] == {"missing_device": 1}
+    assert caught["conversions"]["rows"] == 5 == caught["conversions"]["accepted"] + 1
     assert refusals["duckdb"] == refusals["spark"]
     assert (
         "missing column(s) device (declared under the catalogue's dimensions)"
@@ -222,9 +262,10 @@ def test_dimension_ingest_reports_quarantine_and_stored_values_are_identical(eng
     left, right = _stored(duck, sparkw)
     pd.testing.assert_frame_equal(left, right, check_dtype=False)
     # every accepted conversion of a load made with dimensions has one row per dimension
-    accepted = sum(r["conversions"]["accepted"] for r in (first, second, typed))
+    accepted = sum(r["conversions"]["accepted"] for r in (first, second, typed, caught))
     assert len(right) == sparkw.table_rows("conversion_dimensions") == 2 * accepted
-    assert sparkw.table_rows("dimension_values") == len(GROWN["region"]) + len(DEVICES)
+    # the catch-all of each dimension got a key too
+    assert sparkw.table_rows("dimension_values") == len(GROWN["region"]) + len(DEVICES) + 2
     values = right.set_index(keys=["conversion_id", "dimension"])["value"]
     assert values[("h_padded", "region")] == "south" and values[("h_padded", "device")] == "tv"
     assert values[("h_quoted", "region")] == QUOTED
@@ -233,15 +274,24 @@ def test_dimension_ingest_reports_quarantine_and_stored_values_are_identical(eng
     assert values[("pq_ok", "region")] == "west"
     assert values[("c0_0_0", "region")] == "north"  # the first copy's (the generated row's)
     assert "p_plain" not in set(right.conversion_id)
+    for cid, fate in fates.items():
+        if isinstance(fate, tuple):  # the catch-all load: the unlisted stored as 'other'
+            assert (values[(cid, "region")], values[(cid, "device")]) == fate
+    assert "k_blank" not in set(right.conversion_id)
     keys = right.drop_duplicates(["dimension", "value"]).set_index(["dimension", "value"])
-    # keys in list order, 'west' appended after the first list's: none renumbered
+    # keys in list order, 'west' appended after the first list's, the catch-all after the
+    # list it ends: none renumbered
     assert [keys.value_key[("region", v)] for v in ("north", "south", "west")] == [0, 1, 4]
+    assert keys.value_key[("region", "other")] == 5 and keys.value_key[("device", "other")] == 3
 
 
 def _catalogue(campaigns: list[dict]) -> dict:
     return {
         "accounts": [{"name": "acct", "rho_cap": 100}],
-        "dimensions": {name: {"source": "conversions", "values": v} for name, v in GROWN.items()},
+        "dimensions": {
+            name: {"source": "conversions", "values": v, "catch_all": None}
+            for name, v in GROWN.items()
+        },
         "campaigns": campaigns,
         "warehouse": {"engine": "spark"},
     }
@@ -559,8 +609,14 @@ def _touch_campaigns(rule: str, mechanism: dict | None = None, suffix: str = "")
         entries.append(_entry(f"{rule}_{name}{suffix}", attribution=attribution, **cells, **extra))
     catalogue = _catalogue(entries)
     catalogue["dimensions"] = {
-        **{n: {"source": "conversions", "values": v} for n, v in TOUCH_CONVERSION_LISTS.items()},
-        **{n: {"source": "impressions", "values": v} for n, v in TOUCH_LISTS.items()},
+        **{
+            n: {"source": "conversions", "values": v, "catch_all": None}
+            for n, v in TOUCH_CONVERSION_LISTS.items()
+        },
+        **{
+            n: {"source": "impressions", "values": v, "catch_all": None}
+            for n, v in TOUCH_LISTS.items()
+        },
     }
     return parse_catalogue(catalogue).campaigns
 

@@ -60,9 +60,9 @@ def _catalogue(engine: str) -> dict:
     return {
         "accounts": [{"name": "acct", "rho_cap": 50}],
         "dimensions": {
-            "region": {"source": "conversions", "values": REGIONS},
-            "device": {"source": "conversions", "values": DEVICES},
-            "creative": {"source": "impressions", "values": CREATIVES},
+            "region": {"source": "conversions", "values": REGIONS, "catch_all": None},
+            "device": {"source": "conversions", "values": DEVICES, "catch_all": None},
+            "creative": {"source": "impressions", "values": CREATIVES, "catch_all": None},
         },
         "campaigns": [
             {

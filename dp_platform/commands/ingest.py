@@ -7,8 +7,10 @@ quarantined per reason (never showing ids or values). A file loaded before (same
 skipped, so re-running an ingest adds nothing. ``--config CONFIG`` names the catalogue whose
 ``warehouse:`` block chooses the engine (default: the embedded DuckDB warehouse) and whose
 ``dimensions:`` name the breakdown columns each conversion (``source: conversions``) or
-impression (``source: impressions``) must carry (a value outside a dimension's public list is
-quarantined as ``unknown_<dimension>_value``, an empty one as ``missing_<dimension>``).
+impression (``source: impressions``) must carry. A value outside a dimension's public list is
+stored as its catch-all (``catch_all``, default ``other``), so the event still counts in every
+campaign; an empty one is quarantined as ``missing_<dimension>``, and with ``catch_all: null``
+an unlisted one as ``unknown_<dimension>_value``.
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     settings = catalogue.warehouse if catalogue else WarehouseConfig()
     lists = {
         source: {
-            name: list(dimension.values)
+            name: dimension
             for name, dimension in (catalogue.dimensions if catalogue else {}).items()
             if dimension.source == source
         }

@@ -34,7 +34,7 @@ from dp_platform.settings import WarehouseConfig
 if TYPE_CHECKING:
     from dp_platform.home import Home
     from dp_platform.privacy.discrete import IntegerNoiseSource
-    from dp_platform.warehouse.ingest import IngestReport
+    from dp_platform.warehouse.ingest import DimensionLists, IngestReport
 
 __all__ = [
     "ENGINES",
@@ -130,11 +130,12 @@ class WarehouseEngine(Protocol):
         conversions: str | Path,
         *,
         now: datetime | None = None,
-        dimensions: dict[str, list[str]] | None = None,
-        impression_dimensions: dict[str, list[str]] | None = None,
+        dimensions: DimensionLists | None = None,
+        impression_dimensions: DimensionLists | None = None,
     ) -> IngestReport:
         """Load both files; ``dimensions`` / ``impression_dimensions`` are the catalogue's
-        breakdown columns of the conversions / impressions file (name → public values)."""
+        breakdown columns of the conversions / impressions file (name → definition or public
+        list: ingest.DimensionLists)."""
         ...
 
     def table_rows(self, table: str) -> int: ...

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,6 +29,7 @@ from pathlib import Path
 
 import duckdb
 
+from dp_platform.config import DimensionConfig
 from dp_platform.warehouse.ingest_sources import (
     CONVERSION_COLUMNS,
     IMPRESSION_COLUMNS,
@@ -85,13 +86,29 @@ REASONS = (
 """Every reason a row can be quarantined for (documented in docs/data.md); ``<dimension>`` is
 the name of a catalogue dimension (:func:`dimension_reasons`)."""
 
-DimensionLists = dict[str, list[str]]
-"""A catalogue's dimensions of one event file: name → public value list."""
+DimensionLists = Mapping[str, DimensionConfig | Sequence[str]]
+"""A catalogue's dimensions of one event file: name → its definition (an unlisted value is
+stored as its catch-all, or quarantined when it has none) or a bare public list (exactly
+these values: an unlisted one is quarantined)."""
 
 
 def dimension_reasons(name: str) -> tuple[str, str]:
-    """The quarantine reasons of dimension ``name``: missing, and a value not in its list."""
+    """The quarantine reasons of dimension ``name``: missing, and a value not in its list
+    (only for a dimension without a catch-all)."""
     return f"missing_{name}", f"unknown_{name}_value"
+
+
+def stored_values(dimension: DimensionConfig | Sequence[str]) -> list[str]:
+    """Every value an accepted event of the dimension is stored with: its list, then its
+    catch-all (the values that get a key in ``dimension_values``)."""
+    if isinstance(dimension, DimensionConfig):
+        return list(dimension.cell_values)
+    return list(dimension)
+
+
+def catch_all(dimension: DimensionConfig | Sequence[str]) -> str | None:
+    """The value an unlisted one is stored as; None: it is quarantined."""
+    return dimension.catch_all if isinstance(dimension, DimensionConfig) else None
 
 
 def _sql_text(value: str) -> str:
@@ -143,18 +160,26 @@ class IngestReport:
 
 
 def _dimension_items(dimensions: DimensionLists) -> list[str]:
-    """Each dimension's trimmed text as ``dim_<name>``, and ``dimension_reason``: the first
-    dimension that is empty (``missing_<name>``) or not in its public list."""
+    """Each dimension's trimmed text as ``dim_<name>`` — an unlisted value replaced by the
+    dimension's catch-all — and ``dimension_reason``: the first dimension that is empty
+    (``missing_<name>``) or, without a catch-all, not in its public list."""
     if not dimensions:
         return ["CAST(NULL AS VARCHAR) AS dimension_reason"]
     items, arms = [], []
-    for name, values in dimensions.items():
+    for name, dimension in dimensions.items():
         text = f'ingest_text(CAST("{name}" AS VARCHAR))'
         missing, unknown = dimension_reasons(name)
-        listed = ", ".join(_sql_text(v) for v in values)
-        items.append(f'{text} AS "dim_{name}"')
+        listed = ", ".join(_sql_text(v) for v in stored_values(dimension))
+        bucket = catch_all(dimension)
         arms.append(f"WHEN {text} IS NULL THEN '{missing}'")
-        arms.append(f"WHEN {text} NOT IN ({listed}) THEN '{unknown}'")
+        if bucket is None:
+            items.append(f'{text} AS "dim_{name}"')
+            arms.append(f"WHEN {text} NOT IN ({listed}) THEN '{unknown}'")
+        else:
+            items.append(
+                f"CASE WHEN {text} IS NULL OR {text} IN ({listed}) THEN {text} "
+                f'ELSE {_sql_text(bucket)} END AS "dim_{name}"'
+            )
     items.append(f"CASE {' '.join(arms)} END AS dimension_reason")
     return items
 
@@ -295,8 +320,8 @@ def _insert_dimensions(
     dimension in ``conversion_dimensions`` (by conversion_key) or ``impression_dimensions``
     (by load and row: impressions have no other fixed key)."""
     table, key = _DIMENSION_ROWS[source.kind]
-    for name, values in dimensions.items():
-        runner.run("ingest_dimension_values", dimension=name, listed=list(values))
+    for name, dimension in dimensions.items():
+        runner.run("ingest_dimension_values", dimension=name, listed=stored_values(dimension))
         runner.con.execute(
             f"INSERT INTO {table} "
             f"SELECT {key}, $dimension, d.value_key "

@@ -27,7 +27,7 @@ from dp_platform.faults import fault_point
 from dp_platform.privacy.filter import RESIDUAL
 from dp_platform.settings import WarehouseConfig
 from dp_platform.warehouse.base import StrategyRow
-from dp_platform.warehouse.ingest import TIE_ROOM, IngestReport, ingest_files
+from dp_platform.warehouse.ingest import TIE_ROOM, DimensionLists, IngestReport, ingest_files
 from dp_platform.warehouse.store_core import (
     ATTRIBUTED,
     CLIPPED,
@@ -62,12 +62,12 @@ class Warehouse(WarehouseCore):
         conversions: str | Path,
         *,
         now: datetime | None = None,
-        dimensions: dict[str, list[str]] | None = None,
-        impression_dimensions: dict[str, list[str]] | None = None,
+        dimensions: DimensionLists | None = None,
+        impression_dimensions: DimensionLists | None = None,
     ) -> IngestReport:
         """Validate and load two event files (all or nothing); see :mod:`.ingest`.
         ``dimensions`` / ``impression_dimensions``: the catalogue's dimensions of the
-        conversions / impressions file (name → public values)."""
+        conversions / impressions file (name → definition or public list: ingest.DimensionLists)."""
         return ingest_files(
             self.sql,
             impressions,

@@ -847,20 +847,51 @@ def _(w: Workspace) -> Expect:
 
 @case(
     "impression_dimension_value_not_listed",
-    "quarantined: unknown_<dimension>_value / missing_<dimension> (impressions column)",
+    "quarantined: unknown_<dimension>_value / missing_<dimension> (impressions column, "
+    "catch_all: null)",
 )
 def _(w: Workspace) -> Expect:
-    """A catalogue declares ``creative`` on impressions: a value outside its public list and
-    an empty one are quarantined (the value is never shown), the listed one loads."""
+    """A catalogue declares ``creative`` on impressions without a catch-all: a value outside
+    its public list and an empty one are quarantined (the value is never shown), the listed
+    one loads."""
     header = [*IMP_HEADER, "creative"]
     rows = [
         [*w.imp(0), "banner"],
         [*w.imp(1), f"carousel-{SECRET}"],
         [*w.imp(2), ""],
     ]
-    catalogue = w.catalogue({"creative": {"source": "impressions", "values": ["banner", "video"]}})
+    catalogue = w.catalogue(
+        {"creative": {"source": "impressions", "values": ["banner", "video"], "catch_all": None}}
+    )
     reasons = {"unknown_creative_value": 1, "missing_creative": 1}
     loaded = w.loaded(impressions=w.csv("imps.csv", header, rows), rows=(3, 1), imp_reasons=reasons)
+    return loaded | _extra("--config", str(catalogue))
+
+
+@case(
+    "dimension_value_not_listed_with_catch_all",
+    "accepted as the catch-all (default other); an empty value: missing_<dimension>",
+)
+def _(w: Workspace) -> Expect:
+    """The default catch-all: an unlisted ``creative`` (impressions) and ``region``
+    (conversions) load as ``other``, so the events still count; only an empty value is
+    quarantined."""
+    imp_header, conv_header = [*IMP_HEADER, "creative"], [*CONV_HEADER, "region"]
+    imps = [[*w.imp(0), "banner"], [*w.imp(1), f"carousel-{SECRET}"], [*w.imp(2), " "]]
+    convs = [[*w.conv(0), "north"], [*w.conv(1), f"atlantis-{SECRET}"], [*w.conv(2), ""]]
+    catalogue = w.catalogue(
+        {
+            "creative": {"source": "impressions", "values": ["banner", "video"]},
+            "region": {"source": "conversions", "values": ["north", "south"]},
+        }
+    )
+    loaded = w.loaded(
+        impressions=w.csv("imps.csv", imp_header, imps),
+        conversions=w.csv("convs.csv", conv_header, convs),
+        rows=(3, 3),
+        imp_reasons={"missing_creative": 1},
+        conv_reasons={"missing_region": 1},
+    )
     return loaded | _extra("--config", str(catalogue))
 
 

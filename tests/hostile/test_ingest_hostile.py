@@ -190,6 +190,7 @@ SPARK_CASES = (
     "same_file_loaded_twice",
     "more_than_1024_at_one_instant",
     "impression_dimension_value_not_listed",
+    "dimension_value_not_listed_with_catch_all",
 )
 """A representative subset on Spark, in the tests' one session: refusals by the file checks,
 by the CSV reader and by the command line (cheap: nothing reaches Spark), and one load per

@@ -49,6 +49,7 @@ from dp_platform.warehouse.ingest import (
     reading_file,
     rows_read,
     stage_file,
+    stored_values,
     write_cause,
 )
 from dp_platform.warehouse.ingest_sources import Source, inspect, shown
@@ -198,8 +199,8 @@ def _insert_dimensions(
     listed = pd.DataFrame(
         [
             (name, position, value)
-            for name, values in dimensions.items()
-            for position, value in enumerate(values)
+            for name, dimension in dimensions.items()
+            for position, value in enumerate(stored_values(dimension))
         ],
         columns=["dimension", "position", "value"],
     )

@@ -32,7 +32,7 @@ from dp_platform.file_lock import exclusive
 from dp_platform.privacy.filter import RESIDUAL
 from dp_platform.settings import WarehouseConfig
 from dp_platform.warehouse.base import StrategyRow
-from dp_platform.warehouse.ingest import IngestReport
+from dp_platform.warehouse.ingest import DimensionLists, IngestReport
 from dp_platform.warehouse.spark.catalog import Catalog
 from dp_platform.warehouse.spark.files import TableFiles
 from dp_platform.warehouse.spark.ingest import ingest_files, recover
@@ -90,12 +90,12 @@ class SparkWarehouse(SparkWarehouseCore):
         conversions: str | Path,
         *,
         now: datetime | None = None,
-        dimensions: dict[str, list[str]] | None = None,
-        impression_dimensions: dict[str, list[str]] | None = None,
+        dimensions: DimensionLists | None = None,
+        impression_dimensions: DimensionLists | None = None,
     ) -> IngestReport:
         """Validate and load two event files (all or nothing); see :mod:`.ingest`.
         ``dimensions`` / ``impression_dimensions``: the catalogue's dimensions of the
-        conversions / impressions file (name → public values)."""
+        conversions / impressions file (name → definition or public list: ingest.DimensionLists)."""
         self._use()
         return ingest_files(
             self,
