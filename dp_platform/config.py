@@ -12,7 +12,6 @@ settings.py."""
 from __future__ import annotations
 
 import math
-import re
 from datetime import date, timedelta
 from fractions import Fraction
 from typing import Annotated, ClassVar, Literal, Protocol
@@ -21,19 +20,21 @@ from pydantic import (
     Field,
     ModelWrapValidatorHandler,
     PrivateAttr,
-    SerializationInfo,
     SerializeAsAny,
-    SerializerFunctionWrapHandler,
     ValidationInfo,
     field_validator,
-    model_serializer,
     model_validator,
 )
 
+from dp_platform.config_dimensions import (
+    CATCH_ALL,
+    NAME,
+    BreakdownDimension,
+    DimensionConfig,
+    check_dimension_name,
+)
 from dp_platform.errors import ConfigError
 from dp_platform.settings import LedgerConfig, Strict, WarehouseConfig
-
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 # Limits on what a catalogue may say (docs/operators.md#limits). Each keeps every accepted value
 # one that `run` can execute, so a catalogue that passes `dp-platform plan` never fails later for
@@ -52,20 +53,9 @@ MAX_BOUND_CAP = 100_000
 """Largest Λ (contributions per user and day): the quantile scores Λ candidates a day."""
 MAX_REACHABLE_BOUND = 1e9
 """Largest bound the SVT can reach from Λ (Λ·s_up^k): every σ and count stays finite."""
-MAX_DIMENSION_VALUES = 1000
-"""Largest public value list of one dimension, its catch-all included (stored as a small
-integer per event)."""
-CATCH_ALL = "other"
-"""A catalogue dimension's catch-all unless it names another (or ``catch_all: null``)."""
 MAX_CELLS_PER_PUBLISHER = 10_000
 """Largest number of cells per publisher (value combinations × measures): the release vector
 is publishers × this, drawn and stored every day."""
-EVENT_COLUMNS = frozenset(
-    {"conversion_id", "impression_id", "user_id", "publisher_id", "advertiser_id", "ts"}
-    | {"interaction", "value", "source_row", "load_id"}
-    | {"publisher", "measure", "sigma", "ci_low", "ci_high"}
-)
-"""Names a dimension may not take: event-file columns and the keys of a published cell."""
 
 
 class AccountConfig(Strict):
@@ -203,76 +193,6 @@ class ObjectiveConfig(Strict):
         return self
 
 
-class DimensionConfig(Strict):
-    """A breakdown dimension (docs/operators.md, "Breakdowns"): an event column and its public
-    list of values, fixed in the catalogue — a key never appears because the data has it."""
-
-    source: Literal["conversions", "impressions"]
-    """The event file whose column it is: a conversion's own value (``region``), or the value
-    of the impression attribution credits (``creative``: docs/algorithm.md#cells)."""
-    values: list[str] = Field(min_length=1, max_length=MAX_DIMENSION_VALUES)
-    catch_all: str | None = CATCH_ALL
-    """The public bucket an unlisted value is stored as at ingest, so the event still counts
-    (in every campaign, and in this cell of a broken-down one); the last of
-    :attr:`cell_values` unless ``values`` lists it. ``None``: an unlisted value is
-    quarantined (``unknown_<dimension>_value``), as before catch-alls existed."""
-
-    @field_validator("values")
-    @classmethod
-    def _distinct(cls, values: list[str]) -> list[str]:
-        if any(not value.strip() or value != value.strip() for value in values):
-            raise ValueError("values must be non-empty text without surrounding spaces")
-        if len(set(values)) != len(values):
-            raise ValueError("values must not repeat")
-        return values
-
-    @field_validator("catch_all")
-    @classmethod
-    def _catch_all_text(cls, catch_all: str | None) -> str | None:
-        if catch_all is not None and (not catch_all.strip() or catch_all != catch_all.strip()):
-            raise ValueError("catch_all must be non-empty text without surrounding spaces")
-        return catch_all
-
-    @model_validator(mode="after")
-    def _room(self) -> DimensionConfig:
-        if len(self.cell_values) > MAX_DIMENSION_VALUES:
-            raise ValueError(
-                f"values: at most {MAX_DIMENSION_VALUES} values, the catch-all "
-                f"{self.catch_all!r} included"
-            )
-        return self
-
-    @property
-    def cell_values(self) -> tuple[str, ...]:
-        """Every value a stored event can carry, in cell order: the listed values, then the
-        catch-all (a catch-all the list already names keeps its place)."""
-        if self.catch_all is None or self.catch_all in self.values:
-            return tuple(self.values)
-        return (*self.values, self.catch_all)
-
-
-class BreakdownDimension(DimensionConfig):
-    """A campaign's breakdown dimension as registered: its name with the catalogue's
-    definition copied in, so the registered cells never change with the catalogue.
-
-    ``catch_all`` defaults to none here: a registration written before catch-alls existed
-    carries no such key and keeps its cells. A catalogue entry always gets one written in
-    (:meth:`CampaignConfig._resolve_breakdown`), and none is written out when it is ``None``,
-    so such a registration reads and compares as it was stored."""
-
-    name: str
-    catch_all: str | None = None
-
-    @model_serializer(mode="wrap")
-    def _without_absent_catch_all(
-        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
-    ) -> dict[str, object]:
-        data = handler(self)
-        if data.get("catch_all", CATCH_ALL) is None:
-            del data["catch_all"]
-        return data
-
-
 def _catch_all_defaulted(data: dict, info: ValidationInfo) -> frozenset[str]:
     """Breakdown names resolved from a catalogue definition that writes no ``catch_all``."""
     declared = (info.context or {}).get("dimensions")
@@ -284,19 +204,6 @@ def _catch_all_defaulted(data: dict, info: ValidationInfo) -> frozenset[str]:
         for item in breakdown
         if isinstance(item, str) and "catch_all" not in as_block(declared.get(item))
     )
-
-
-def check_dimension_name(name: str) -> str:
-    if not _NAME.match(name):
-        raise ValueError(
-            f"dimension {name!r}: a name starts with a letter and uses letters, digits and _"
-        )
-    if name in EVENT_COLUMNS:
-        raise ValueError(
-            f"dimension {name!r}: the name of an event column or a published cell key, "
-            "choose another"
-        )
-    return name
 
 
 class MechanismSettings(Strict):
@@ -497,7 +404,7 @@ class CampaignConfig(Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not _NAME.match(value):
+        if not NAME.match(value):
             raise ValueError("name must start with a letter and use only letters, digits and _")
         return value
 

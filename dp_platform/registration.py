@@ -32,6 +32,7 @@ from dp_platform.config_loader import parse_campaign
 from dp_platform.errors import ConfigError
 from dp_platform.ledger import Ledger, LedgerError, PlanMismatch
 from dp_platform.ledger_records import CampaignRecord
+from dp_platform.mechanisms.base import plan_marginals
 from dp_platform.plans import CampaignPlan
 from dp_platform.records import JsonValue
 from dp_platform.warehouse_binding import require_warehouse
@@ -132,7 +133,7 @@ class Registration:
     def layout(self) -> CellLayout:
         """The registered cells and how they are measured (the stream plan's marginals)."""
         stream = self.plan.stream
-        marginals = None if stream is None else stream.marginals
+        marginals = None if stream is None else plan_marginals(stream)
         return layout_of(self.config, self.publishers, marginals)
 
 

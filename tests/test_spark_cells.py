@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 from dp_platform.cells import layout_of
-from dp_platform.config import DimensionConfig
+from dp_platform.config_dimensions import DimensionConfig
 from dp_platform.config_loader import parse_catalogue
 from dp_platform.errors import ConfigError
 from dp_platform.mechanisms.adsbpc_plus_plan import PROFILE_GRID

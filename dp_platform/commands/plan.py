@@ -24,6 +24,7 @@ from dp_platform.config import CampaignConfig, Catalogue
 from dp_platform.config_loader import load_catalogue
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger
+from dp_platform.mechanisms.base import plan_marginals
 from dp_platform.plans import CampaignPlan, campaign_plans
 from dp_platform.privacy.accounting import Rho
 from dp_platform.registration import find_registration
@@ -97,7 +98,7 @@ def cell_errors(campaign: CampaignConfig, plan: CampaignPlan) -> dict | None:
     stream = plan.stream
     sigma_bar = getattr(stream, "sigma_bar", None)
     known = campaign.publishers if isinstance(campaign.publishers, list) else None
-    marginals = None if stream is None else stream.marginals
+    marginals = None if stream is None else plan_marginals(stream)
     layout = layout_of(campaign, known or [], marginals)
     if layout.plain or sigma_bar is None:
         return None

@@ -48,6 +48,7 @@ __all__ = [
     "Shown",
     "StreamMechanism",
     "StreamPlan",
+    "plan_marginals",
 ]
 
 
@@ -129,10 +130,14 @@ class StreamPlan(Protocol):
     def queries(self) -> np.ndarray: ...
     @property
     def total(self) -> Rho: ...
-    @property
-    def marginals(self) -> MarginalWeights | None:
-        """The residual workload the cells are measured by; None: each cell on its own."""
-        ...
+
+
+def plan_marginals(plan: StreamPlan) -> MarginalWeights | None:
+    """The residual workload a stream plan measures its cells by (dp_platform/cell_strategy.py):
+    its optional ``marginals`` attribute. Optional so that a plug-in mechanism written without
+    residual strategies keeps working — its cells are measured one by one."""
+    marginals: MarginalWeights | None = getattr(plan, "marginals", None)
+    return marginals
 
 
 class Markdown(str):

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import duckdb
 
-from dp_platform.config import DimensionConfig
+from dp_platform.config_dimensions import DimensionConfig
 from dp_platform.warehouse.ingest_sources import (
     CONVERSION_COLUMNS,
     IMPRESSION_COLUMNS,
