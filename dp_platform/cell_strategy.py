@@ -34,11 +34,13 @@ if TYPE_CHECKING:
     from dp_platform.config import CampaignConfig
 
 __all__ = [
+    "MARGINALS_HELP",
     "CellStrategy",
     "Gram",
     "IndependentCells",
     "MarginalWeights",
     "ResidualCells",
+    "check_marginals",
     "planned_marginals",
     "strategy_for",
 ]
@@ -139,6 +141,30 @@ def planned_marginals(
     return weights
 
 
+MARGINALS_HELP = (
+    "weight of each marginal the advertiser reads, by the axes it keeps "
+    '("publisher,region": 2); default: publisher totals 4, publisher × one dimension 2, '
+    "finer 1 (docs/slices.md)"
+)
+"""The catalogue's ``marginals:`` field, as every Gaussian mechanism's settings declare it."""
+
+
+def check_marginals(campaign: CampaignConfig, written: Mapping[str, float] | None) -> None:
+    """Refuses (ValueError) a written ``marginals:`` the campaign cannot use: one count per
+    publisher (nothing to weigh), ``replace`` adjacency, or weights :meth:`MarginalWeights.check`
+    refuses — the settings' check of every mechanism that measures cells by residuals."""
+    if written is None:
+        return
+    if campaign.cells_per_publisher == 1:
+        raise ValueError(
+            "marginals: the campaign releases one count per publisher (no breakdown, "
+            "no value measure): there are no marginals to weigh"
+        )
+    if campaign.privacy.adjacency == "replace":
+        raise ValueError("marginals: residual strategies are derived for add_remove adjacency only")
+    planned_marginals(campaign, written)
+
+
 @dataclass(frozen=True)
 class Gram:
     """‖encode(x)‖² = Σ_s weight[s]·(Σ_{k: slot[k] = s} coef[k]·x[position[k]])²: a user's
@@ -150,13 +176,33 @@ class Gram:
     coef: np.ndarray
     weight: np.ndarray
 
-    def norm_squared(self, vector: np.ndarray) -> float:
-        sums = np.bincount(
+    def slots(self, vector: np.ndarray) -> np.ndarray:
+        """M·x: each slot's Σ coef·x[position]."""
+        return np.bincount(
             self.slot,
-            weights=self.coef * np.asarray(vector)[self.position],
+            weights=self.coef * np.asarray(vector, dtype=np.float64)[self.position],
             minlength=self.weight.size,
         )
-        return float(self.weight @ sums**2)
+
+    def inner(self, x: np.ndarray, y: np.ndarray) -> float:
+        """⟨encode(x), encode(y)⟩ = Σ_s weight[s]·(Mx)_s·(My)_s (the filter's inner product)."""
+        return float(self.weight @ (self.slots(x) * self.slots(y)))
+
+    def norm_squared(self, vector: np.ndarray) -> float:
+        return float(self.weight @ self.slots(vector) ** 2)
+
+    @property
+    def identity(self) -> bool:
+        """True when the form is Σ x² itself (slot = position, coef = weight = 1): the
+        warehouse then computes the plain sums, without the map to slots."""
+        size = self.weight.size
+        return bool(
+            self.position.size == size
+            and np.array_equal(self.position, np.arange(size))
+            and np.array_equal(self.slot, self.position)
+            and np.all(self.coef == 1.0)
+            and np.all(self.weight == 1.0)
+        )
 
 
 class CellStrategy(Protocol):

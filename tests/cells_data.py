@@ -13,7 +13,7 @@ Imported explicitly by tests/test_cells*.py and the brute-force tests; not a pyt
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -27,6 +27,8 @@ from dp_platform.warehouse import Warehouse
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from dp_platform.cell_strategy import MarginalWeights
+    from dp_platform.cells import CellLayout
     from dp_platform.warehouse.base import WarehouseEngine
 
 START = date(2026, 3, 1)
@@ -243,10 +245,17 @@ def leave_one_out(
 
 
 def day_one_vectors(
-    warehouse: Warehouse, campaigns: list, *, bound: float, sigma: float, cap: float
+    warehouse: Warehouse,
+    campaigns: list,
+    *,
+    bound: float,
+    sigma: float,
+    cap: float,
+    marginals: Mapping[str, MarginalWeights | None] | None = None,
 ) -> dict[str, tuple[np.ndarray, dict[str, float]]]:
-    """Per campaign: day 1's clipped vector (AdsBPC at ``bound``; AdsBPC+ at (bound, σ, cap))
-    and, for AdsBPC+, the filter's recorded cost per user id."""
+    """Per campaign: day 1's clipped vector (AdsBPC at ``bound``; AdsBPC+ at (bound, σ, cap),
+    its cells measured by ``marginals[name]``, default independent) and, for AdsBPC+, the
+    filter's recorded cost per user id."""
     out = {}
     for campaign in campaigns:
         warehouse.attribute_day(campaign, START)
@@ -254,7 +263,10 @@ def day_one_vectors(
         if campaign.mechanism.kind == "adsbpc":
             out[campaign.name] = (warehouse.clipped_vector(campaign, START, bound), {})
         else:
-            vector = warehouse.plus_clipped_vector(campaign, START, bound, sigma, cap)
+            weights = (marginals or {}).get(campaign.name)
+            vector = warehouse.plus_clipped_vector(
+                campaign, START, bound, sigma, cap, marginals=weights
+            )
             costs = {user: cost for user, _, cost in user_costs(warehouse, campaign.name)}
             out[campaign.name] = (vector, costs)
     return out
@@ -316,6 +328,31 @@ def credited_rows(
                 labels = {"region": region, "device": device, "creative": creative}
                 rows.append((user, ts, cid, value, labels, pub, weight))
     return rows
+
+
+def user_entries(
+    events: Events, day: date, layout: CellLayout, *, dimensions: list[str]
+) -> dict[str, np.ndarray]:
+    """Each user's conversions of ``day`` as entries of the released vector of ``layout``
+    (k × size, scaled as cell_rows.sql scales them), in (ts, id) order — by last touch over
+    30 days, written here in NumPy: the input of privacy/filter.filter_user_day."""
+    lists = {"region": REGIONS, "device": DEVICES, "creative": CREATIVES}
+    combos = int(np.prod([len(lists[d]) for d in dimensions])) if dimensions else 1
+    measures = layout.measures
+    out: dict[str, dict[tuple[datetime, str], np.ndarray]] = {}
+    for user, ts, cid, value, labels, pub, weight in credited_rows(events, day):
+        combo, stride = 0, combos
+        for name in dimensions:
+            stride //= len(lists[name])
+            combo += lists[name].index(labels[name]) * stride
+        cell = PUBLISHERS.index(pub) * combos + combo
+        entry = out.setdefault(user, {}).setdefault((ts, cid), np.zeros(layout.size))
+        for m, measure in enumerate(measures):
+            share = (
+                1.0 if measure == "count" else min(max(value or 0.0, 0.0), VALUE_CAP) / VALUE_CAP
+            )
+            entry[cell * len(measures) + m] += weight * layout.scale(measure) * share
+    return {user: np.array([rows[k] for k in sorted(rows)]) for user, rows in out.items()}
 
 
 def reference_cells(

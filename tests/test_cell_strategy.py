@@ -11,7 +11,9 @@ from dp_platform.cell_strategy import IndependentCells, MarginalWeights, Residua
 from dp_platform.cells import CellLayout
 from dp_platform.config_loader import parse_catalogue
 from dp_platform.errors import ConfigError
-from dp_platform.mechanisms.adsbpc import AdsbpcPlan, make_plan
+from dp_platform.mechanisms.adsbpc import AdsbpcPlan
+from dp_platform.mechanisms.adsbpc_plus_plan import PlusPlan
+from dp_platform.plans import campaign_plan
 from dp_platform.records import from_record, to_record
 from tests.cells_data import VALUE_CAP, campaign_entry
 from tests.test_cells import catalogue
@@ -20,55 +22,64 @@ SLICED = {"breakdown": ["region", "device"], "measures": ["count", "value"], "va
 ADSBPC = {"kind": "adsbpc", "bounds": {"quantile_days": 2, "cap": 5}}
 
 
-def _with_marginals(marginals: dict, **fields: object) -> dict:
-    return campaign_entry(**{**SLICED, **fields}, mechanism={**ADSBPC, "marginals": marginals})
+PLUS = {"kind": "adsbpc_plus", "cap": 5, "profile_days": 2}
+MECHANISMS = {"adsbpc": ADSBPC, "adsbpc_plus": PLUS}
 
 
-@pytest.mark.parametrize(
-    ("entry", "message"),
-    [
-        (_with_marginals({"publisher": 2, "publisher,colour": 1}), "'colour' is not publisher"),
-        (_with_marginals({"publisher": 2}), "the full cells (publisher, region, device)"),
-        (
-            _with_marginals({"publisher,region,device": 1, "device,publisher,region": 2}),
-            "listed twice",
-        ),
-        (_with_marginals({"publisher,region,device": 0}), "needs a weight > 0"),
-        (
-            _with_marginals({"publisher,region,device": 1}, privacy={"adjacency": "replace"}),
-            "add_remove adjacency only",
-        ),
-        (
-            campaign_entry(mechanism={**ADSBPC, "marginals": {"publisher": 1}}),
-            "one count per publisher",
-        ),
-    ],
-)
-def test_marginals_are_refused_by_field_and_rule(entry: dict, message: str) -> None:
+def _with_marginals(marginals: dict, mechanism: dict = ADSBPC, **fields: object) -> dict:
+    return campaign_entry(**{**SLICED, **fields}, mechanism={**mechanism, "marginals": marginals})
+
+
+REFUSED = [
+    ({"publisher": 2, "publisher,colour": 1}, {}, "'colour' is not publisher"),
+    ({"publisher": 2}, {}, "the full cells (publisher, region, device)"),
+    ({"publisher,region,device": 1, "device,publisher,region": 2}, {}, "listed twice"),
+    ({"publisher,region,device": 0}, {}, "needs a weight > 0"),
+    (
+        {"publisher,region,device": 1},
+        {"privacy": {"adjacency": "replace"}},
+        "add_remove adjacency only",
+    ),
+    ({"publisher": 1}, {"breakdown": [], "measures": ["count"]}, "one count per publisher"),
+]
+
+
+@pytest.mark.parametrize("kind", list(MECHANISMS))
+@pytest.mark.parametrize(("marginals", "fields", "message"), REFUSED)
+def test_marginals_are_refused_by_field_and_rule(kind, marginals, fields, message) -> None:
+    """The same refusals for AdsBPC and AdsBPC+ (one check: cell_strategy.check_marginals)."""
+    entry = _with_marginals(marginals, MECHANISMS[kind], **fields)
     with pytest.raises(ConfigError) as error:
         parse_catalogue(catalogue([entry]))
     assert message in str(error.value)
     assert "\n" not in str(error.value)
 
 
-def test_written_marginals_are_what_the_plan_registers() -> None:
-    entry = _with_marginals({"publisher": 8, "publisher,region,device": 1})
+@pytest.mark.parametrize("kind", list(MECHANISMS))
+def test_written_marginals_are_what_the_plan_registers(kind) -> None:
+    entry = _with_marginals({"publisher": 8, "publisher,region,device": 1}, MECHANISMS[kind])
     campaign = parse_catalogue(catalogue([entry])).campaigns[0]
-    assert make_plan(campaign).marginals == MarginalWeights(
+    assert campaign_plan(campaign).stream.marginals == MarginalWeights(
         ((("publisher",), 8.0), (("publisher", "region", "device"), 1.0))
     )
 
 
-def test_a_plan_registered_before_residual_strategies_keeps_independent_cells() -> None:
+@pytest.mark.parametrize(("kind", "plan_type"), [("adsbpc", AdsbpcPlan), ("adsbpc_plus", PlusPlan)])
+def test_a_plan_registered_before_residual_strategies_keeps_independent_cells(
+    kind, plan_type
+) -> None:
     """The ledger's plan record of an earlier release has no ``marginals``: it reads back as
-    independent cells, what it ran with — and a new plan's record reads back equal."""
-    campaign = parse_catalogue(catalogue([campaign_entry(**SLICED)])).campaigns[0]
-    plan = make_plan(campaign)
+    independent cells, what it ran with — and a new plan's record reads back equal. A
+    count-only campaign without breakdown has none to plan."""
+    entry = campaign_entry(**SLICED, mechanism=MECHANISMS[kind])
+    plan = campaign_plan(parse_catalogue(catalogue([entry])).campaigns[0]).stream
     assert plan.marginals == MarginalWeights.default(["region", "device"])
     record = to_record(plan)
-    assert from_record(AdsbpcPlan, record).marginals == plan.marginals
+    assert from_record(plan_type, record).marginals == plan.marginals
     del record["marginals"]
-    assert from_record(AdsbpcPlan, record).marginals is None
+    assert from_record(plan_type, record).marginals is None
+    plain = campaign_entry(mechanism=MECHANISMS[kind])
+    assert campaign_plan(parse_catalogue(catalogue([plain])).campaigns[0]).stream.marginals is None
 
 
 LAYOUT = CellLayout(

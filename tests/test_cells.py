@@ -14,10 +14,13 @@ import math
 import numpy as np
 import pytest
 
+from dp_platform.cell_strategy import MarginalWeights
 from dp_platform.cells import GRID, Z95, cell_records, layout_of, publisher_counts
 from dp_platform.config_loader import parse_campaign, parse_catalogue
 from dp_platform.errors import ConfigError
 from dp_platform.mechanisms.adsbpc import make_plan
+from dp_platform.mechanisms.adsbpc_plus import make_plan as plus_plan
+from dp_platform.privacy.filter import filter_user_day
 from dp_platform.warehouse import Warehouse
 from tests.cells_data import (
     CONVERSION_LISTS,
@@ -32,6 +35,7 @@ from tests.cells_data import (
     ingested,
     leave_one_out,
     reference_cells,
+    user_entries,
     write,
 )
 
@@ -238,9 +242,11 @@ def _campaigns():
     return parse_catalogue(catalogue(entries)).campaigns
 
 
-def _vectors(events, directory, *, sigma: float, cap: float) -> dict[str, tuple]:
+def _vectors(events, directory, *, sigma: float, cap: float, marginals=None) -> dict[str, tuple]:
     with ingested(events, directory, creative=False) as wh:
-        return day_one_vectors(wh, _campaigns(), bound=BOUND, sigma=sigma, cap=cap)
+        return day_one_vectors(
+            wh, _campaigns(), bound=BOUND, sigma=sigma, cap=cap, marginals=marginals
+        )
 
 
 @pytest.fixture(scope="module")
@@ -302,6 +308,59 @@ def test_adsbpc_plus_charges_each_user_the_norm_of_their_cells(removals, name) -
         change = float(np.sum((vector - rest[f"{name}_plus"][0]) ** 2))
         assert change == pytest.approx(spends.get(user, 0.0) * 2 * sigma**2, rel=1e-9, abs=1e-12)
     assert max(spends.values()) == pytest.approx(2.0, rel=1e-9)  # the cap: the filter bit
+
+
+def _plus_marginals() -> dict[str, MarginalWeights | None]:
+    """What each AdsBPC+ campaign's plan measures its cells by (the default workload)."""
+    return {
+        c.name: plus_plan(c).marginals for c in _campaigns() if c.mechanism.kind == "adsbpc_plus"
+    }
+
+
+@pytest.fixture(scope="module")
+def residual_removals(tmp_path_factory):
+    events = generate(users=7, days=1, seed=5, heavy=1)
+    sigma, cap, marginals = 1.0, 2.0, _plus_marginals()
+    full, without = leave_one_out(
+        events,
+        tmp_path_factory.mktemp("residual"),
+        lambda events, directory: _vectors(
+            events, directory, sigma=sigma, cap=cap, marginals=marginals
+        ),
+    )
+    return events, full, without, sigma, cap, marginals
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_adsbpc_plus_charges_each_user_the_encoded_norm_of_their_residual_cells(
+    residual_removals, name
+) -> None:
+    """With the plan's residual strategy, removing user u changes the *encoded* release by
+    exactly encode(their filtered row): its squared norm is what the filter charged × 2σ², and
+    the row is the one privacy/filter.filter_user_day keeps in the strategy's Gram. The heavy
+    user hits the filter's cap. Charging Σ row² instead (the independent cells' norm) fails."""
+    events, full, without, sigma, cap, marginals = residual_removals
+    campaign = next(c for c in _campaigns() if c.name == f"{name}_plus")
+    assert marginals[campaign.name] is not None
+    layout = layout_of(campaign, PUBLISHERS, marginals[campaign.name])
+    strategy, gram = layout.strategy, layout.strategy.gram()
+    assert not gram.identity
+    vector, spends = full[campaign.name]
+    entries = user_entries(events, START, layout, dimensions=LAYOUTS[name][0])
+    plain_differs = False
+    for user, rest in without.items():
+        change = vector - rest[campaign.name][0]
+        encoded = strategy.encode(vector) - strategy.encode(rest[campaign.name][0])
+        charged = spends.get(user, 0.0) * 2 * sigma**2
+        assert float(encoded @ encoded) == pytest.approx(charged, rel=1e-9, abs=1e-12)
+        _, row = filter_user_day(
+            entries.get(user, np.zeros((0, layout.size))), BOUND, 2 * sigma**2 * cap, gram
+        )
+        np.testing.assert_allclose(change, row, rtol=0, atol=1e-12)
+        plain_differs |= abs(float(change @ change) - charged) > 1e-6 * max(charged, 1.0)
+    assert plain_differs  # the Gram norm is not Σ x²: the test tells the two apart
+    assert max(spends.values()) == pytest.approx(cap, rel=1e-9)  # the cap: the filter bit
 
 
 def test_warehouse_cells_equal_the_numpy_reference(tmp_path) -> None:

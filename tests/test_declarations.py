@@ -55,10 +55,12 @@ class StandInWarehouse:
     def clipped_vector(self, campaign, day, bound):
         return np.array([10.0, 4.0, 7.5])
 
-    def plus_clipped_vector(self, campaign, day, bound, sigma, cap, *, row=None):
+    def plus_clipped_vector(self, campaign, day, bound, sigma, cap, *, row=None, marginals=None):
         return np.array([10.0, 4.0, 7.5])
 
-    def plus_profile_histogram(self, campaign, days, bounds, factors, top, *, grid, cross):
+    def plus_profile_histogram(
+        self, campaign, days, bounds, factors, top, *, grid, cross, marginals=None
+    ):
         return np.r_[np.zeros(PROFILE_BINS - 8), np.full(8, 20)].astype(np.int64)
 
     def attribute_day(self, campaign, day):

@@ -443,6 +443,62 @@ KEPT = (
 """The filter's kept values per (day, user, vector position): what later rows carry."""
 
 
+# -- cells measured by a residual strategy: the filter charges each user's encoded norm ----------
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_adsbpc_plus_residual_cell_filter_spends_and_profile_are_identical(engines, name):
+    """With the plan's residual marginals (the Gram of plus_filter.sql), diagonal and
+    square-root rows: the clipped vectors, every user's recorded cost per day and the profile
+    histogram are the same on both engines, and the filter bites."""
+    from dp_platform.mechanisms.adsbpc_plus import make_plan
+
+    duck, sparkw, *_ = engines
+    base = next(c for c in _campaigns() if c.name == f"{name}_plus")
+    marginals = make_plan(base).marginals
+    assert marginals is not None
+    assert not layout_of(base, PUBLISHERS, marginals).strategy.gram().identity
+    last = START + timedelta(days=DAYS - 1)
+    days = [START + timedelta(days=i) for i in range(DAYS)]
+    matrix = sqrt_matrix(DAYS)
+    for kind in ("diagonal", "sqrt"):
+        camp = base.model_copy(update={"name": f"{name}_residual_{kind}"})
+        for w in (duck, sparkw):
+            w.attribute_days(camp, START, last)
+        profiles = [
+            w.plus_profile_histogram(
+                camp,
+                days[:2],
+                [2.5, 1.0],
+                [1.0, 0.5],
+                4,
+                grid=PROFILE_GRID,
+                cross=0.7 if kind == "sqrt" else 0.0,
+                marginals=marginals,
+            )
+            for w in (duck, sparkw)
+        ]
+        assert profiles[1].sum() > 0
+        np.testing.assert_array_equal(*profiles)
+        for index, (day, bound) in enumerate(zip(days, (2.5, 1.0, 3.0), strict=True)):
+            row = None
+            if kind == "sqrt":
+                row = StrategyRow(float(matrix[index, index]), tuple(matrix[index, :index]))
+            vectors = [
+                w.plus_clipped_vector(camp, day, bound, 0.8, 2.0, row=row, marginals=marginals)
+                for w in (duck, sparkw)
+            ]
+            np.testing.assert_allclose(vectors[0], vectors[1], rtol=0, atol=1e-9)
+        costs = [cells_data.user_costs(w, camp.name) for w in (duck, sparkw)]
+        assert [c[:2] for c in costs[0]] == [c[:2] for c in costs[1]] and costs[0]
+        np.testing.assert_allclose(
+            [c[2] for c in costs[0]], [c[2] for c in costs[1]], rtol=1e-9, atol=1e-12
+        )
+        top = [w.plus_spend_summary(camp)["max_spend"] for w in (duck, sparkw)]
+        assert top[0] == pytest.approx(top[1], abs=1e-12)
+        assert top[1] == pytest.approx(2.0, rel=1e-9)  # the filter bit
+
+
 # -- impression dimensions -----------------------------------------------------------------------
 
 TOUCH_QUOTED = 'car, "ousel"'

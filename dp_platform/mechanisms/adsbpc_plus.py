@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dp_platform.cell_strategy import planned_marginals
 from dp_platform.config import CampaignConfig
 from dp_platform.errors import ConfigError
 from dp_platform.mechanisms.adsbpc import gaussian_allotments
@@ -129,6 +130,7 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> P
         scale_rule=cfg.scale_rule or DEFAULT_SCALE_RULE,
         total_weight=DEFAULT_TOTAL_WEIGHT if cfg.total_weight is None else cfg.total_weight,
         scale_weights=_scale_weights(campaign, matrix),
+        marginals=planned_marginals(campaign, cfg.marginals),
     )
     kind = cfg.strategy
     if kind == "auto":
@@ -247,6 +249,7 @@ class PlusMechanism:
             profile_top(plan),
             grid=PROFILE_GRID,
             cross=profile_cross(plan),
+            marginals=plan.marginals,  # the norm the filter will charge
         )
         return BoundInputs(histogram, np.asarray(profile))
 
@@ -283,6 +286,7 @@ class PlusMechanism:
             choice.sigma,
             plan.filter_cap,
             row=strategy_row(plan, choice.day),
+            marginals=plan.marginals,  # the norm each user is charged: their encoded row's
         )
         return np.asarray(vector, dtype=np.float64)
 

@@ -49,6 +49,13 @@ def declare(plan: PlusPlan, choice: PlusChoice, state: PlusState) -> Allotment:
     Δ_t = Σ_{j≤t} C_tj r_j (r_t for the diagonal strategy) and loss Δ_t²/(2(σ̄_t·u_t)²), the
     worst case any one user's row can cost (the filter charges each user their own row).
 
+    Δ_t holds whatever the plan's cells are measured by (``plan.marginals``): the Gaussian is
+    added to encode(row), and one conversion's encoded norm is ≤ 1 for independent cells and
+    for a residual strategy alike (normalised so; brute-forced over every vertex and every
+    two-conversion user in tests/test_marginals.py), so a day keeping ≤ r_j conversions has
+    ‖encode(k_j)‖ ≤ r_j and, by the triangle inequality, ‖encode(row)‖ ≤ Σ_j C_tj r_j. The
+    filter charges each user the exact ‖encode(row)‖² (plus_filter.sql, in the layout's Gram).
+
     Refuses (AllotmentExceeded, before any draw) a chain whose Gaussian charges through day t
     fall below min(ρ1, Σ_{j≤t} Δ_j²/(2(σ̄_j·u_j)²)), the most any one user can have lost: a
     sensitivity understated where the days were charged.

@@ -16,7 +16,7 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from dp_platform.cell_strategy import MarginalWeights
+from dp_platform.cell_strategy import MARGINALS_HELP, MarginalWeights, check_marginals
 from dp_platform.config import (
     MAX_BOUND_CAP,
     SHARE_FLOOR,
@@ -99,6 +99,7 @@ class PlusSettings(MechanismSettings):
             "the one with the lower planned error for the workload"
         ),
     )
+    marginals: dict[str, float] | None = Field(default=None, description=MARGINALS_HELP)
 
     @property
     def profile_prior(self) -> float:
@@ -119,6 +120,7 @@ class PlusSettings(MechanismSettings):
 
     def check(self, campaign: CampaignConfig) -> None:
         super().check(campaign)
+        check_marginals(campaign, self.marginals)
         if campaign.privacy.adjacency == "replace":
             raise ValueError(
                 "privacy.adjacency: adsbpc_plus supports add_remove only (its individual filter "
@@ -206,7 +208,9 @@ class PlusPlan:
     scale_rule: str = "quantile"
     total_weight: float = 0.0  # λ of the objective rule
     scale_weights: tuple[float, ...] | None = None  # w_q = γ_q² (wsum); None: the worst query
-    marginals: MarginalWeights | None = None  # cells measured one by one (the filter's norm)
+    # the residual workload the cells are measured by, whose Gram is the norm the filter charges;
+    # None (every plan registered before, and one count per publisher): cells one by one
+    marginals: MarginalWeights | None = None
 
     @property
     def query_ends(self) -> np.ndarray:

@@ -10,7 +10,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from dp_platform.cell_strategy import planned_marginals
+from dp_platform.cell_strategy import MARGINALS_HELP, check_marginals
 from dp_platform.config import (
     MAX_BOUND_CAP,
     MAX_REACHABLE_BOUND,
@@ -79,28 +79,11 @@ class AdsbpcSettings(MechanismSettings):
     legacy_blocks: ClassVar[tuple[str, ...]] = ("bounds",)
     privacy_keys: ClassVar[tuple[str, ...]] = ("split",)  # ρ1 / l·ρ2 / ρ3: AdsBPC's split only
     cell_norm: ClassVar[Literal[1, 2] | None] = 2  # Gaussian noise: ℓ2 sensitivity
-    marginals: dict[str, float] | None = Field(
-        default=None,
-        description=(
-            "weight of each marginal the advertiser reads, by the axes it keeps "
-            '("publisher,region": 2); default: publisher totals 4, publisher × one dimension 2, '
-            "finer 1 (docs/slices.md)"
-        ),
-    )
+    marginals: dict[str, float] | None = Field(default=None, description=MARGINALS_HELP)
 
     def check(self, campaign: CampaignConfig) -> None:
         super().check(campaign)
-        if self.marginals is not None:
-            if campaign.cells_per_publisher == 1:
-                raise ValueError(
-                    "marginals: the campaign releases one count per publisher (no breakdown, "
-                    "no value measure): there are no marginals to weigh"
-                )
-            if campaign.privacy.adjacency == "replace":
-                raise ValueError(
-                    "marginals: residual strategies are derived for add_remove adjacency only"
-                )
-            planned_marginals(campaign, self.marginals)
+        check_marginals(campaign, self.marginals)
         if self.bounds.quantile_days >= campaign.days:
             raise ValueError(
                 f"bounds.quantile_days: l must be < days (l = {self.bounds.quantile_days}, "

@@ -32,6 +32,7 @@ from dp_platform.errors import ConfigError
 from dp_platform.settings import WarehouseConfig
 
 if TYPE_CHECKING:
+    from dp_platform.cell_strategy import MarginalWeights
     from dp_platform.home import Home
     from dp_platform.privacy.discrete import IntegerNoiseSource
     from dp_platform.warehouse.ingest import DimensionLists, IngestReport
@@ -193,7 +194,11 @@ class WarehouseEngine(Protocol):
         *,
         publishers: list[str] | None = None,
         row: StrategyRow | None = None,
-    ) -> np.ndarray: ...
+        marginals: MarginalWeights | None = None,
+    ) -> np.ndarray:
+        """The day's AdsBPC+ filter clip (plus_filter.sql); ``marginals``: the registered
+        plan's residual workload, whose Gram is the norm each user is charged (None: Σ x²)."""
+        ...
 
     def plus_profile_histogram(
         self,
@@ -206,7 +211,11 @@ class WarehouseEngine(Protocol):
         grid: ProfileGrid,
         publishers: list[str] | None = None,
         cross: float = 0.0,
-    ) -> np.ndarray: ...
+        marginals: MarginalWeights | None = None,
+    ) -> np.ndarray:
+        """Users per profile bin of T_u (plus_profile.sql), in the norm the filter charges
+        (``marginals`` as :meth:`plus_clipped_vector`)."""
+        ...
 
     def plus_spend_summary(self, campaign: CampaignConfig) -> dict: ...
 

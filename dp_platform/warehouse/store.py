@@ -41,6 +41,7 @@ from dp_platform.warehouse.store_core import (
 )
 
 if TYPE_CHECKING:
+    from dp_platform.cell_strategy import MarginalWeights
     from dp_platform.home import Home
     from dp_platform.privacy.discrete import IntegerNoiseSource
     from dp_platform.warehouse.base import PeriodBound, ProfileGrid
@@ -341,12 +342,15 @@ class Warehouse(WarehouseCore):
         *,
         publishers: list[str] | None = None,
         row: StrategyRow | None = None,
+        marginals: MarginalWeights | None = None,
     ) -> np.ndarray:
         """Day's per-publisher sums after the AdsBPC+ filter clip at (r, σ), in publisher order;
         the users' spends are updated in the same transaction (privacy/filter.py). With a
         correlated strategy's ``row`` (C_tt and the earlier days' C_tj), the day's *row* of
         C·x̄ instead, each user's earlier kept days carried through C (plus_filter.sql, which
-        runs the diagonal strategy as the identity row).
+        runs the diagonal strategy as the identity row). ``marginals``: the registered plan's
+        residual workload — each user is then charged ‖encode(row)‖², the norm of what the
+        Gaussian is added to (the layout's Gram); None: independent cells, Σ row².
 
         Write-once per (campaign, day): a re-run with the same (r, σ, cap) returns the stored
         vector and leaves the spends alone; other parameters are refused. Days run in order.
@@ -381,10 +385,12 @@ class Warehouse(WarehouseCore):
                 )
             earlier = [campaign.start + timedelta(days=i) for i in range(index - 1)]
             strategy = (row or StrategyRow.identity(index - 1)).sql_parameters(earlier)
-            publishers, vector = self.publisher_sums(
-                campaign,
+            layout = self._cell_scope(campaign, publishers, marginals)
+            publishers = layout.cell_publishers()
+            vector = self._layout_sums(
+                layout,
                 "plus_filter",
-                publishers,
+                **self._gram_scope(layout),
                 campaign=campaign.name,
                 day=day,
                 whole=whole,
@@ -435,9 +441,11 @@ class Warehouse(WarehouseCore):
         grid: ProfileGrid,
         publishers: list[str] | None = None,
         cross: float = 0.0,
+        marginals: MarginalWeights | None = None,
     ) -> np.ndarray:
         """Users per profile bin (``grid``, × cap²) of T_u = Σ_d φ_d‖clip(c)‖² (+ ``cross`` ×
-        the cross-day term of a correlated strategy, adsbpc_plus_plan.profile_cross)."""
+        the cross-day term of a correlated strategy, adsbpc_plus_plan.profile_cross), in the
+        norm the filter charges (``marginals``: as :meth:`plus_clipped_vector`)."""
         if not (len(days) == len(bounds) == len(factors)) or not days:
             raise ValueError("need one bound and one factor per day, and at least one day")
         for day in days:
@@ -446,9 +454,10 @@ class Warehouse(WarehouseCore):
         whole = [int(np.floor(b)) for b in bounds]
         hist = np.zeros(grid.bins, dtype=np.int64)
         with self.sql.transaction():
-            self._cell_scope(campaign, publishers)
+            layout = self._cell_scope(campaign, publishers, marginals)
             rows = self.sql.run(
                 "plus_profile",
+                **self._gram_scope(layout),
                 campaign=campaign.name,
                 first=min(days),
                 last=max(days),

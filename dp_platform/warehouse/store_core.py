@@ -15,7 +15,9 @@ from typing import Self
 
 import duckdb
 import numpy as np
+import pandas as pd
 
+from dp_platform.cell_strategy import MarginalWeights
 from dp_platform.cells import CellLayout, dimension_keys, layout_of
 from dp_platform.config import CampaignConfig
 from dp_platform.errors import ConfigError
@@ -190,12 +192,16 @@ class WarehouseCore:
         return publishers
 
     def _cell_scope(
-        self, campaign: CampaignConfig, publishers: list[str] | None = None
+        self,
+        campaign: CampaignConfig,
+        publishers: list[str] | None = None,
+        marginals: MarginalWeights | None = None,
     ) -> CellLayout:
         """Put the campaign's released vector in scope: its publishers (campaign_pubs) and the
         table macro ``cell_rows`` (cell_rows_plain.sql for a count-only campaign without
-        breakdown, cell_rows.sql with its layout tables otherwise)."""
-        layout = layout_of(campaign, self._scope(campaign, publishers))
+        breakdown, cell_rows.sql with its layout tables otherwise). ``marginals``: the
+        registered plan's (how the cells are measured: :meth:`_gram_scope` reads it)."""
+        layout = layout_of(campaign, self._scope(campaign, publishers), marginals)
         if layout.plain:
             self.sql.run("cell_rows_plain")
             return layout
@@ -232,6 +238,28 @@ class WarehouseCore:
             dim_strides=[k[3] for k in keys],
         )
 
+    def _gram_scope(self, layout: CellLayout) -> dict[str, bool]:
+        """Put the layout's norm in scope for the AdsBPC+ SQL: temp table gram_slots
+        (position, slot, coef, weight — :meth:`dp_platform.cell_strategy.CellStrategy.gram`,
+        public) and the parameter ``identity``; the identity Gram leaves the table empty (the
+        SQL then sums x² itself, without the join)."""
+        gram = layout.strategy.gram()
+        identity = gram.identity
+        frame = pd.DataFrame(
+            {
+                "position": gram.position.astype(np.int64),
+                "slot": gram.slot.astype(np.int64),
+                "coef": gram.coef.astype(np.float64),
+                "weight": gram.weight[gram.slot].astype(np.float64),
+            }
+        )
+        self.con.register("gram_frame", frame.iloc[:0] if identity else frame)
+        try:
+            self.con.execute("CREATE OR REPLACE TEMP TABLE gram_slots AS SELECT * FROM gram_frame")
+        finally:
+            self.con.unregister("gram_frame")
+        return {"identity": identity}
+
     def publisher_sums(
         self,
         campaign: CampaignConfig,
@@ -249,10 +277,15 @@ class WarehouseCore:
         layout = self._cell_scope(campaign, publishers)
         if cells_query is not None and not layout.plain:
             query = cells_query
+        return layout.cell_publishers(), self._layout_sums(layout, query, **params)
+
+    def _layout_sums(self, layout: CellLayout, query: str, **params: object) -> np.ndarray:
+        """``query``'s (vector position, sum) rows as ``layout``'s vector, zeros where no row
+        (the layout in scope: :meth:`_cell_scope`)."""
         vector = np.zeros(layout.size, dtype=np.float64)
         sums = self.sql.frame(query, **params)  # columnar: 10⁵ cells are no Python loop
         vector[sums.iloc[:, 0].to_numpy(dtype=np.int64)] = sums.iloc[:, 1].to_numpy(np.float64)
-        return layout.cell_publishers(), vector
+        return vector
 
     @staticmethod
     def _check_range(campaign: CampaignConfig, first: date, last: date) -> None:

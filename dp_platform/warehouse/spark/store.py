@@ -53,6 +53,7 @@ from dp_platform.warehouse.store_core import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from dp_platform.cell_strategy import MarginalWeights
     from dp_platform.home import Home
     from dp_platform.privacy.discrete import IntegerNoiseSource
     from dp_platform.warehouse.base import PeriodBound, ProfileGrid
@@ -380,10 +381,12 @@ class SparkWarehouse(SparkWarehouseCore):
         *,
         publishers: list[str] | None = None,
         row: StrategyRow | None = None,
+        marginals: MarginalWeights | None = None,
     ) -> np.ndarray:
         """The AdsBPC+ filter clip of the day (as DuckDB's): write-once per (campaign, day);
         the spends count once the catalog records the day (catalog.py). With a correlated
-        strategy's ``row``, the day's row of C·x̄ (plus_filter.sql, as DuckDB's)."""
+        strategy's ``row``, the day's row of C·x̄; with ``marginals``, each user charged their
+        encoded row's norm (plus_filter.sql, as DuckDB's)."""
         if not (bound > 0 and sigma > 0 and cap > 0 and np.isfinite([bound, sigma, cap]).all()):
             raise ValueError("bound, sigma and cap must be finite numbers > 0")
         index = campaign.day_index(day)
@@ -404,7 +407,8 @@ class SparkWarehouse(SparkWarehouseCore):
                 "(spends carry over, days run in order)"
             )
         whole = int(np.floor(bound))
-        layout = self._cell_scope(campaign, publishers, day, day)
+        layout = self._cell_scope(campaign, publishers, day, day, marginals)
+        gram = self._gram_scope(layout)
         self._clear(SPEND, campaign, [day])  # leftovers of a run that did not commit
         self.sql.run("plus_values_schema")
         self._clear(VALUES, campaign, [day])
@@ -414,6 +418,7 @@ class SparkWarehouse(SparkWarehouseCore):
             vector = self._cell_sums(
                 layout,
                 "plus_filter",
+                **gram,
                 campaign=campaign.name,
                 day=day,
                 whole=whole,
@@ -456,18 +461,20 @@ class SparkWarehouse(SparkWarehouseCore):
         grid: ProfileGrid,
         publishers: list[str] | None = None,
         cross: float = 0.0,
+        marginals: MarginalWeights | None = None,
     ) -> np.ndarray:
         """Users per profile bin (``grid``, × cap²) of T_u = Σ_d φ_d‖clip(c)‖² (+ ``cross`` ×
-        the cross-day term of a correlated strategy, as DuckDB's)."""
+        the cross-day term of a correlated strategy), in the filter's norm (as DuckDB's)."""
         if not (len(days) == len(bounds) == len(factors)) or not days:
             raise ValueError("need one bound and one factor per day, and at least one day")
         for day in days:
             campaign.day_index(day)
             self._version(ATTRIBUTED, campaign, day)
         whole = [int(np.floor(b)) for b in bounds]
-        self._cell_scope(campaign, publishers, min(days), max(days))
+        layout = self._cell_scope(campaign, publishers, min(days), max(days), marginals)
         rows = self.sql.run(
             "plus_profile",
+            **self._gram_scope(layout),
             days=list(days),
             whole=whole,
             fraction=[float(b - w) for b, w in zip(bounds, whole, strict=True)],

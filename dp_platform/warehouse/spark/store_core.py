@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Self
 import numpy as np
 import pandas as pd
 
+from dp_platform.cell_strategy import MarginalWeights
 from dp_platform.cells import CellLayout, dimension_keys, layout_of
 from dp_platform.config import CampaignConfig
 from dp_platform.errors import ConfigError
@@ -151,13 +152,15 @@ class SparkWarehouseCore:
         publishers: list[str] | None,
         first: date,
         last: date,
+        marginals: MarginalWeights | None = None,
     ) -> CellLayout:
         """Put the campaign's released vector for days first..last in scope (DuckDB's
         ``_cell_scope``): campaign_pubs, view ``cell_rows`` (its attributed rows as vector
         entries: cell_rows_plain.sql for a count-only campaign without breakdown, cell_rows.sql
         with the layout views otherwise) and view ``cell_positions``. The layout is the
-        registered config's (public); it reaches Spark as small views, never as literals."""
-        layout = layout_of(campaign, self._scope(campaign, publishers))
+        registered config's (public; ``marginals``: its plan's, read by :meth:`_gram_scope`);
+        it reaches Spark as small views, never as literals."""
+        layout = layout_of(campaign, self._scope(campaign, publishers), marginals)
         days = {"campaign": campaign.name, "first": first, "last": last}
         if layout.plain:
             self.sql.run("cell_rows_plain", **days)
@@ -188,6 +191,25 @@ class SparkWarehouseCore:
             **days,
         )
         return layout
+
+    def _gram_scope(self, layout: CellLayout) -> dict[str, bool]:
+        """The layout's norm for the AdsBPC+ SQL (DuckDB's ``_gram_scope``): view gram_slots
+        (position, slot, coef, weight; empty for the identity Gram) and ``identity``."""
+        gram = layout.strategy.gram()
+        identity = gram.identity
+        frame = pd.DataFrame(
+            {
+                "position": gram.position.astype(np.int64),
+                "slot": gram.slot.astype(np.int64),
+                "coef": gram.coef.astype(np.float64),
+                "weight": gram.weight[gram.slot].astype(np.float64),
+            }
+        )
+        self.spark.createDataFrame(
+            frame.iloc[:0] if identity else frame,
+            schema="position BIGINT, slot BIGINT, coef DOUBLE, weight DOUBLE",
+        ).createOrReplaceTempView("gram_slots")
+        return {"identity": identity}
 
     def _dimension_list(self, view: str, keys: list[tuple[str, str, int, int]]) -> None:
         """Register ``keys`` (dimension, value, idx, stride: public, from the registered
