@@ -27,6 +27,7 @@ from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+import pandas as pd
 
 from dp_platform.privacy.marginals import Marginal, ResidualStrategy, measure_transform, subsets
 
@@ -202,6 +203,19 @@ class Gram:
             and np.array_equal(self.slot, self.position)
             and np.all(self.coef == 1.0)
             and np.all(self.weight == 1.0)
+        )
+
+    def slot_rows(self) -> pd.DataFrame:
+        """(position, slot, coef, weight) per row, each with its slot's weight: the table the
+        AdsBPC+ SQL of either engine joins — empty for the identity, which it sums without."""
+        keep = slice(0, 0) if self.identity else slice(None)
+        return pd.DataFrame(
+            {
+                "position": self.position[keep].astype(np.int64),
+                "slot": self.slot[keep].astype(np.int64),
+                "coef": self.coef[keep].astype(np.float64),
+                "weight": self.weight[self.slot][keep].astype(np.float64),
+            }
         )
 
 

@@ -15,7 +15,6 @@ from typing import Self
 
 import duckdb
 import numpy as np
-import pandas as pd
 
 from dp_platform.cell_strategy import MarginalWeights
 from dp_platform.cells import CellLayout, dimension_keys, layout_of
@@ -244,21 +243,12 @@ class WarehouseCore:
         public) and the parameter ``identity``; the identity Gram leaves the table empty (the
         SQL then sums x² itself, without the join)."""
         gram = layout.strategy.gram()
-        identity = gram.identity
-        frame = pd.DataFrame(
-            {
-                "position": gram.position.astype(np.int64),
-                "slot": gram.slot.astype(np.int64),
-                "coef": gram.coef.astype(np.float64),
-                "weight": gram.weight[gram.slot].astype(np.float64),
-            }
-        )
-        self.con.register("gram_frame", frame.iloc[:0] if identity else frame)
+        self.con.register("gram_frame", gram.slot_rows())
         try:
             self.con.execute("CREATE OR REPLACE TEMP TABLE gram_slots AS SELECT * FROM gram_frame")
         finally:
             self.con.unregister("gram_frame")
-        return {"identity": identity}
+        return {"identity": gram.identity}
 
     def publisher_sums(
         self,

@@ -196,20 +196,10 @@ class SparkWarehouseCore:
         """The layout's norm for the AdsBPC+ SQL (DuckDB's ``_gram_scope``): view gram_slots
         (position, slot, coef, weight; empty for the identity Gram) and ``identity``."""
         gram = layout.strategy.gram()
-        identity = gram.identity
-        frame = pd.DataFrame(
-            {
-                "position": gram.position.astype(np.int64),
-                "slot": gram.slot.astype(np.int64),
-                "coef": gram.coef.astype(np.float64),
-                "weight": gram.weight[gram.slot].astype(np.float64),
-            }
-        )
         self.spark.createDataFrame(
-            frame.iloc[:0] if identity else frame,
-            schema="position BIGINT, slot BIGINT, coef DOUBLE, weight DOUBLE",
+            gram.slot_rows(), schema="position BIGINT, slot BIGINT, coef DOUBLE, weight DOUBLE"
         ).createOrReplaceTempView("gram_slots")
-        return {"identity": identity}
+        return {"identity": gram.identity}
 
     def _dimension_list(self, view: str, keys: list[tuple[str, str, int, int]]) -> None:
         """Register ``keys`` (dimension, value, idx, stride: public, from the registered
