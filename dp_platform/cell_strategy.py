@@ -328,8 +328,13 @@ class ResidualCells:
         return out
 
     def gram(self) -> Gram:
+        return self._gram
+
+    @cached_property
+    def _gram(self) -> Gram:
         """Möbius inversion of ‖Sx‖² = Σ_B d_B²‖P_B x‖² over the marginals A:
-        ‖P_B x‖² = Σ_{A⊆B} (−1)^{|B∖A|}‖marg_A x‖²/Π_{i∉A} n_i, per measure row of T."""
+        ‖P_B x‖² = Σ_{A⊆B} (−1)^{|B∖A|}‖marg_A x‖²/Π_{i∉A} n_i, per measure row of T. Built
+        once per layout (every AdsBPC+ day of a campaign reads it)."""
         strategy = self._strategy
         sizes = self.layout.shape[:-1]
         axes = len(sizes)
