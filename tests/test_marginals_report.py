@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from dp_research.evaluation.marginals_report import marginals_floor, marginals_report
+from dp_research.evaluation.marginals_report import (
+    marginals_at_bar,
+    marginals_floor,
+    marginals_report,
+)
 
 
 @pytest.mark.slow
@@ -24,3 +28,14 @@ def test_seeded_runs_agree_with_the_exact_errors_and_totals_gain() -> None:
 def test_both_bars_cannot_hold_for_both_measures_but_can_for_the_count() -> None:
     assert marginals_floor(both_measures=True) > 1.3
     assert marginals_floor(both_measures=False) < 1.3
+
+
+def test_holding_the_bars_costs_the_value_totals_and_the_one_dimension_breakdowns() -> None:
+    """At the bars (the count's publisher total and both full cells at 1.3×), the value's
+    publisher total cannot reach 1.3× and the one-dimension breakdowns are worse than
+    independent cells' — what docs/slices.md says the default declines."""
+    ratios = marginals_at_bar(1.3)
+    assert ratios["publisher / count"] <= 1.3 + 1e-6
+    assert ratios["publisher / value"] > 1.3
+    assert ratios["publisher × creative / count"] > 1.0
+    assert ratios["publisher × region / count"] > 1.0

@@ -19,7 +19,7 @@ import numpy as np
 from dp_platform.cell_strategy import MarginalWeights
 from dp_platform.cells import PUBLISHER, CellLayout, published_values
 
-__all__ = ["marginals_floor", "marginals_report"]
+__all__ = ["marginals_at_bar", "marginals_floor", "marginals_report"]
 
 PUBLISHERS = tuple(f"publisher_{i:02d}" for i in range(20))
 DIMENSIONS = (
@@ -93,6 +93,8 @@ def marginals_report(*, runs: int = 200, seed: int = 0) -> tuple[str, dict]:
     floors = {"both_measures": marginals_floor(both_measures=True)}
     floors["count_only"] = marginals_floor(both_measures=False)
     payload["floor_of_both_bars"] = floors
+    at_bar = marginals_at_bar(1.3)
+    payload["at_the_bars"] = at_bar
     lines = [
         f"σ of one published number per unit of the release's σ (value in units of its cap "
         f"{VALUE_CAP:g}); exact from the plan, seeded RMSE over {runs} runs (seed {seed}). A "
@@ -111,16 +113,20 @@ def marginals_report(*, runs: int = 200, seed: int = 0) -> tuple[str, dict]:
         "The least ratio at which a publisher total is within it of a count-only campaign's and "
         "a full cell within it of independent cells', over every residual strategy with the "
         f"centred value: {floors['both_measures']:.3f} holding both measures' publisher totals, "
-        f"{floors['count_only']:.3f} holding the count's only.",
+        f"{floors['count_only']:.3f} holding the count's only. Holding the count's publisher "
+        "total and both measures' full cells at 1.3, the value's publisher total is at best "
+        f"{at_bar['publisher / value']:.3f}× a count-only campaign's, and publisher × creative "
+        f"and × region are then {at_bar['publisher × creative / count']:.3f}× and "
+        f"{at_bar['publisher × region / count']:.3f}× (count) independent cells'.",
     ]
     return "\n".join(lines), payload
 
 
-def marginals_floor(*, both_measures: bool) -> float:
-    """The least t such that some residual strategy with the centred value (every scale free)
-    has each measure's full cells within t × independent cells' σ and the count's publisher
-    totals — with ``both_measures`` the value's too — within t × a count-only campaign's: the
-    issue's two bars at once (convex in the inverse scales: cvxpy, Clarabel)."""
+def _residual_program(bar: float | None) -> tuple[cp.Problem, dict[str, cp.Expression]]:
+    """The residual strategies with the centred value (every scale free) on the demo's layout,
+    as a convex program in the scales' variances λ (cvxpy): the per-unit-σ variance of one
+    number of each marginal named in the result, ratios to a count-only campaign's publisher
+    total (1) and to independent cells' (2 per cell, × the cells summed)."""
     sizes = [len(PUBLISHERS), *(len(values) for _, values in DIMENSIONS)]
     axes, cells = len(sizes), math.prod(sizes)
     residuals = [
@@ -137,21 +143,52 @@ def marginals_floor(*, both_measures: bool) -> float:
         width = math.prod(sizes[i] for i in kept)
         return sum(lam[b] * dimension(b) * summed for b in residuals if b <= kept) / width
 
+    def independent(kept: frozenset[int]) -> float:
+        return 2.0 * math.prod(n for i, n in enumerate(sizes) if i not in kept)
+
     cost = sum(dimension(b) / cells * cp.inv_pos(count[b]) for b in residuals) + 0.25 * sum(
         dimension(b) / cells * cp.inv_pos(centred[b]) for b in residuals
     )
-    full, publisher = frozenset(range(axes)), frozenset({0})
-    count_var = {k: variance(count, k) for k in (full, publisher)}
-    value_var = {k: variance(centred, k) + 0.25 * variance(count, k) for k in (full, publisher)}
-    bound = cp.Variable()
-    # independent cells: a cell's variance is m = 2 per unit σ; a count-only publisher total 1
+    ratios: dict[str, cp.Expression] = {}
+    for kept in (frozenset({0}), frozenset({0, 1}), frozenset({0, 2}), frozenset(range(axes))):
+        base = 1.0 if kept == frozenset({0}) else independent(kept)
+        name = " × ".join(["publisher", *(DIMENSIONS[i - 1][0] for i in sorted(kept) if i)])
+        ratios[f"{name} / count"] = variance(count, kept) / base
+        ratios[f"{name} / value"] = (variance(centred, kept) + 0.25 * variance(count, kept)) / base
+    bound = cp.Variable() if bar is None else bar**2
+    full = " × ".join(["publisher", *(name for name, _ in DIMENSIONS)])
     constraints = [
         cost <= 1,
-        count_var[publisher] <= bound,
-        count_var[full] <= 2 * bound,
-        value_var[full] <= 2 * bound,
+        ratios["publisher / count"] <= bound,
+        ratios[f"{full} / count"] <= bound,
+        ratios[f"{full} / value"] <= bound,
     ]
+    # with the bars held, the best the value's publisher total can then be
+    objective = cp.Minimize(bound if bar is None else ratios["publisher / value"])
+    problem = cp.Problem(objective, constraints)
+    ratios["bound"] = bound if bar is None else cp.Constant(bar**2)
+    return problem, ratios
+
+
+def marginals_floor(*, both_measures: bool) -> float:
+    """The least t such that some residual strategy with the centred value has each measure's
+    full cells within t × independent cells' σ and the count's publisher totals — with
+    ``both_measures`` the value's too — within t × a count-only campaign's: the issue's two
+    bars at once."""
+    problem, ratios = _residual_program(None)
     if both_measures:
-        constraints.append(value_var[publisher] <= bound)
-    cp.Problem(cp.Minimize(bound), constraints).solve(solver=cp.CLARABEL)
-    return math.sqrt(float(bound.value))
+        problem = cp.Problem(
+            problem.objective,
+            [*problem.constraints, ratios["publisher / value"] <= ratios["bound"]],
+        )
+    problem.solve(solver=cp.CLARABEL)
+    return math.sqrt(float(ratios["bound"].value))
+
+
+def marginals_at_bar(bar: float = 1.3) -> dict[str, float]:
+    """Holding the count's publisher total within ``bar`` × a count-only campaign's and the
+    full cells within ``bar`` × independent cells', the least the value's publisher total can
+    be, and what every marginal's σ then is (ratios as in :func:`_residual_program`)."""
+    problem, ratios = _residual_program(bar)
+    problem.solve(solver=cp.CLARABEL)
+    return {name: math.sqrt(float(r.value)) for name, r in ratios.items() if name != "bound"}
