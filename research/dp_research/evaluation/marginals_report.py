@@ -115,8 +115,9 @@ def marginals_report(*, runs: int = 200, seed: int = 0) -> tuple[str, dict]:
         f"centred value: {floors['both_measures']:.3f} holding both measures' publisher totals, "
         f"{floors['count_only']:.3f} holding the count's only. Holding the count's publisher "
         "total and both measures' full cells at 1.3, the value's publisher total is at best "
-        f"{at_bar['publisher / value']:.3f}× a count-only campaign's, and publisher × creative "
-        f"and × region are then {at_bar['publisher × creative / count']:.3f}× and "
+        f"{at_bar['publisher / value']:.3f}× a count-only campaign's, and the strategy reaching "
+        "it has publisher × creative and × region at "
+        f"{at_bar['publisher × creative / count']:.3f}× and "
         f"{at_bar['publisher × region / count']:.3f}× (count) independent cells'.",
     ]
     return "\n".join(lines), payload
