@@ -435,6 +435,17 @@ def test_plan_shows_each_measures_error_per_cell_for_independent_cells(tmp_path,
     assert "cells = publishers × 4 (region; measures count, value; independent strategy)" in text
 
 
+def test_plan_names_the_measures_when_the_publishers_are_known_only_at_registration(
+    tmp_path, capsys
+) -> None:
+    """A residual campaign over ``publishers: all``: its marginals' σ wait for registration,
+    and the line still names the campaign's own measures (a count-only one: count alone)."""
+    plan, text = _plan_document(tmp_path, capsys, breakdown=["region"], publishers="all")
+    assert plan["cells"]["marginals"] is None and plan["cells"]["measures"] == ["count"]
+    assert "(region; measures count; residual strategy)" in text
+    assert "fixed at registration" in text
+
+
 def test_plan_shows_each_marginals_error_for_a_residual_strategy(tmp_path, capsys) -> None:
     """Under add/remove AdsBPC measures the default marginals (publisher totals 4, publisher ×
     region 2 — the full cells here) by a residual strategy: `plan` shows each one's σ, equal

@@ -106,6 +106,7 @@ def cell_errors(campaign: CampaignConfig, plan: CampaignPlan) -> dict | None:
     errors: dict = {
         "breakdown": list(layout.dimension_names),
         "cells_per_publisher": layout.combinations * len(layout.measures),
+        "measures": list(layout.measures),
         "strategy": "independent" if marginals is None else "residual",
     }
     if marginals is not None and not known:
@@ -132,7 +133,7 @@ def cell_errors(campaign: CampaignConfig, plan: CampaignPlan) -> dict | None:
 
 def describe_cells(name: str, errors: dict) -> list[str]:
     dims = " × ".join(errors["breakdown"]) or "no breakdown"
-    measures = ", ".join(errors.get("sigma_per_cell_at_unit_bound", {})) or "count, value"
+    measures = ", ".join(errors["measures"])
     lines = [
         f"campaign {name}: cells = publishers × {errors['cells_per_publisher']} "
         f"({dims}; measures {measures}; {errors['strategy']} strategy)"
