@@ -33,9 +33,14 @@ DEMO_MARKER = "demo.json"
 DEMO_SEED = 20_261_122
 DEMO_START = date(2026, 3, 1)
 DEMO_VALUE_CAP = 200.0
-DEMO_LAYOUT = 4  # the demo's catalogue and events: a home made by an older demo is refused
-# (4: the campaigns run AdsBPC+, the default under add/remove; 3 ran AdsBPC)
+DEMO_LAYOUT = 5  # the demo's catalogue and events: a home made by an older demo is refused
+# (5: the sliced campaign weighs its marginals per measure; 4: the campaigns run AdsBPC+, the
+# default under add/remove; 3 ran AdsBPC)
 TOP_SLICES = 6
+DEMO_MARGINALS = {
+    "publisher": {"count": 60, "value": 1},
+    "publisher,creative,region": {"count": 12, "value": 6},
+}
 
 
 def catalogue_for(days: int) -> dict:
@@ -86,6 +91,11 @@ def catalogue_for(days: int) -> dict:
                 "breakdown": ["creative", "region"],
                 "measures": ["count", "value"],
                 "value_cap": DEMO_VALUE_CAP,
+                # what this report reads: each publisher's conversions (its accuracy line) and
+                # the full cells, weighed to hold a publisher's count within 1.3× a count-only
+                # campaign's and a cell within 1.3× of cells measured one by one
+                # (docs/slices.md#the-demos-workload-per-measure-weights)
+                "mechanism": {**common["mechanism"], "marginals": DEMO_MARGINALS},
             },
         ],
     }

@@ -14,7 +14,7 @@ from datetime import date
 
 import dagster as dg
 
-from dp_platform.cells import largest_cells
+from dp_platform.cells import largest_cells, weight_text
 from dp_platform.display import (
     RHO_DIGITS,
     answers_chart_markdown,
@@ -105,7 +105,7 @@ def _marginal_table(day: PublishedDay) -> str:
     ]
     for row in day.marginals:
         keeps = " × ".join(row["keeps"]) or "all publishers"
-        weight = "—" if row["weight"] is None else f"{row['weight']:g}"
+        weight = weight_text(row["weight"]) or "—"
         sigmas = " | ".join(f"{significant(row['sigma'][m]):g}" for m in measures)
         lines.append(f"| {keeps} | {weight} | {sigmas} |")
     return "\n".join(lines)

@@ -40,7 +40,9 @@ __all__ = [
     "Gram",
     "IndependentCells",
     "MarginalWeights",
+    "MeasureWeights",
     "ResidualCells",
+    "WrittenMarginals",
     "check_marginals",
     "planned_marginals",
     "strategy_for",
@@ -67,9 +69,16 @@ class Cells(Protocol):
     def unscale(self, measure: str) -> float: ...
 
 
+WrittenMarginals = Mapping[str, float | Mapping[str, float]]
+"""The catalogue's ``marginals:`` as written: per marginal one weight or one per measure."""
+
 PUBLISHER_WEIGHT = 4.0
 ONE_DIMENSION_WEIGHT = 2.0
 FINER_WEIGHT = 1.0
+
+
+MeasureWeights = tuple[tuple[str, float], ...]
+"""A marginal's weight per measure, in the catalogue's order (``{count: 50, value: 1}``)."""
 
 
 @dataclass(frozen=True)
@@ -77,10 +86,15 @@ class MarginalWeights:
     """The workload of a broken-down campaign: for each marginal the advertiser reads — named
     by the axes it keeps (``publisher`` and dimension names, in the layout's order) — the weight
     of its mean cell variance in what the strategy minimises. Public, fixed at registration.
-    Every measure gets the same weights (the strategy is then optimal over every Gaussian one:
-    dp_platform/privacy/marginals.py)."""
+
+    ``weights`` weigh every measure of a marginal alike (the strategy is then optimal over
+    every Gaussian one: dp_platform/privacy/marginals.py); ``by_measure`` gives a marginal one
+    weight per measure — a campaign whose advertiser reads publisher counts more than values,
+    say — and a measure it leaves out is not read in that marginal (weight 0)."""
 
     weights: tuple[tuple[tuple[str, ...], float], ...]
+    by_measure: tuple[tuple[tuple[str, ...], MeasureWeights], ...] = ()
+    """Absent from plans registered before per-measure weights: they read back as ()."""
 
     @classmethod
     def default(cls, dimensions: Sequence[str]) -> MarginalWeights:
@@ -96,37 +110,66 @@ class MarginalWeights:
         return cls(tuple(entries))
 
     @classmethod
-    def written(cls, mapping: Mapping[str, float]) -> MarginalWeights:
-        """From the catalogue's ``marginals:``: ``"publisher,region": 2`` keeps those axes."""
-        return cls(
-            tuple(
-                (tuple(name.strip() for name in key.split(",")), float(weight))
-                for key, weight in mapping.items()
-            )
-        )
+    def written(cls, mapping: Mapping[str, float | Mapping[str, float]]) -> MarginalWeights:
+        """From the catalogue's ``marginals:``: ``"publisher,region": 2`` keeps those axes and
+        weighs each measure 2; ``"publisher": {count: 50, value: 1}`` weighs them apart."""
+        alike, apart = [], []
+        for key, weight in mapping.items():
+            kept = tuple(name.strip() for name in key.split(","))
+            if isinstance(weight, Mapping):
+                apart.append((kept, tuple((m, float(w)) for m, w in weight.items())))
+            else:
+                alike.append((kept, float(weight)))
+        return cls(tuple(alike), tuple(apart))
 
-    def check(self, axes: Sequence[str]) -> None:
-        """Refuses (ValueError) an unknown or repeated axis, a weight ≤ 0, and a workload that
-        leaves out the full cells (every released cell needs its residuals measured)."""
-        seen: set[tuple[str, ...]] = set()
-        for kept, weight in self.weights:
+    def table(self, measures: Sequence[str]) -> list[tuple[tuple[str, ...], dict[str, float]]]:
+        """Every marginal with its weight per measure (0: not read), alike ones first, each
+        group in its written order."""
+        rows = [(kept, dict.fromkeys(measures, weight)) for kept, weight in self.weights]
+        for kept, weights in self.by_measure:
+            named = dict(weights)
+            rows.append((kept, {m: named.get(m, 0.0) for m in measures}))
+        return rows
+
+    def check(self, axes: Sequence[str], measures: Sequence[str]) -> None:
+        """Refuses (ValueError) an unknown or repeated axis or measure, a weight ≤ 0, and a
+        workload that leaves out a measure of the full cells (every released cell needs its
+        residuals measured)."""
+        seen: dict[tuple[str, ...], set[str]] = {}
+        entries = [(kept, ((None, weight),)) for kept, weight in self.weights]
+        entries += [(kept, tuple(weights)) for kept, weights in self.by_measure]
+        for kept, weights in entries:
+            label = ", ".join(kept)
             unknown = [name for name in kept if name not in axes]
             if unknown:
                 raise ValueError(f"marginals: {unknown[0]!r} is not publisher or a breakdown axis")
             ordered = tuple(name for name in axes if name in kept)
             if ordered in seen or len(set(kept)) != len(kept):
-                raise ValueError(f"marginals: {', '.join(kept)} is listed twice")
-            seen.add(ordered)
-            if not (weight > 0 and math.isfinite(weight)):
-                raise ValueError(f"marginals: {', '.join(kept)} needs a weight > 0")
-        if tuple(axes) not in seen:
+                raise ValueError(f"marginals: {label} is listed twice")
+            named = [m for m, _ in weights if m is not None]
+            stray = [m for m in named if m not in measures]
+            if stray:
+                raise ValueError(
+                    f"marginals: {label}: {stray[0]!r} is not a measure of the campaign "
+                    f"({', '.join(measures)})"
+                )
+            if len(set(named)) != len(named):
+                raise ValueError(f"marginals: {label} names a measure twice")
+            for measure, weight in weights:
+                if not (weight > 0 and math.isfinite(weight)):
+                    which = "" if measure is None else f" {measure}"
+                    raise ValueError(f"marginals: {label}{which} needs a weight > 0")
+            seen[ordered] = set(measures) if not named else set(named)
+        missing = [m for m in measures if m not in seen.get(tuple(axes), set())]
+        if missing:
             raise ValueError(
-                f"marginals: the full cells ({', '.join(axes)}) must be weighed: they are released"
+                f"marginals: the full cells ({', '.join(axes)}) must be weighed for "
+                f"{', '.join(missing)}: they are released"
             )
 
 
 def planned_marginals(
-    campaign: CampaignConfig, written: Mapping[str, float] | None
+    campaign: CampaignConfig, written: WrittenMarginals | None
 ) -> MarginalWeights | None:
     """The workload a new registration of ``campaign`` measures its cells by: the catalogue's
     ``marginals:`` or the default; None (independent cells) for one count per publisher and
@@ -138,19 +181,19 @@ def planned_marginals(
     weights = (
         MarginalWeights.default(dimensions) if written is None else MarginalWeights.written(written)
     )
-    weights.check(["publisher", *dimensions])
+    weights.check(["publisher", *dimensions], campaign.measures)
     return weights
 
 
 MARGINALS_HELP = (
     "weight of each marginal the advertiser reads, by the axes it keeps "
-    '("publisher,region": 2); default: publisher totals 4, publisher × one dimension 2, '
-    "finer 1 (docs/slices.md)"
+    '("publisher,region": 2), or per measure ("publisher": {count: 50, value: 1}); default: '
+    "publisher totals 4, publisher × one dimension 2, finer 1 (docs/slices.md)"
 )
 """The catalogue's ``marginals:`` field, as every Gaussian mechanism's settings declare it."""
 
 
-def check_marginals(campaign: CampaignConfig, written: Mapping[str, float] | None) -> None:
+def check_marginals(campaign: CampaignConfig, written: WrittenMarginals | None) -> None:
     """Refuses (ValueError) a written ``marginals:`` the campaign cannot use: one count per
     publisher (nothing to weigh), ``replace`` adjacency, or weights :meth:`MarginalWeights.check`
     refuses — the settings' check of every mechanism that measures cells by residuals."""
@@ -285,13 +328,14 @@ class ResidualCells:
     def _strategy(self) -> ResidualStrategy:
         if self.layout.norm != 2:
             raise ValueError("a residual strategy needs Gaussian noise (cells in the ℓ2 norm)")
-        self.weights.check(self._axes)
-        measures = len(self.layout.measures)
+        measures = self.layout.measures
+        self.weights.check(self._axes, measures)
         planned: dict[tuple[int, Marginal], float] = {}
-        for kept, weight in self.weights.weights:
-            for m in range(measures):
-                planned[(m, self._marginal(kept))] = weight
-        return ResidualStrategy.planned(self.layout.shape[:-1], measures, planned)
+        for kept, weights in self.weights.table(measures):
+            for m, measure in enumerate(measures):
+                if weights[measure] > 0:
+                    planned[(m, self._marginal(kept))] = weights[measure]
+        return ResidualStrategy.planned(self.layout.shape[:-1], len(measures), planned)
 
     def _marginal(self, kept: Sequence[str]) -> Marginal:
         return frozenset(i for i, name in enumerate(self._axes) if name in kept)

@@ -51,6 +51,7 @@ __all__ = [
     "on_grid",
     "published_values",
     "publisher_counts",
+    "weight_text",
 ]
 
 Z95 = NormalDist().inv_cdf(0.975)
@@ -62,8 +63,18 @@ class MarginalSigma(TypedDict):
     """One marginal the advertiser reads and the σ of one of its numbers per measure."""
 
     keeps: list[str]
-    weight: float | None  # its weight in the residual strategy; None: independent cells
+    weight: dict[str, float] | None  # per measure, in the residual strategy; None: independent
     sigma: dict[str, float]
+
+
+def weight_text(weights: dict[str, float] | None) -> str | None:
+    """A marginal's weight as ``plan`` and the UI print it: one number when its measures weigh
+    alike, ``count 50, value 1`` otherwise; None for independent cells."""
+    if weights is None:
+        return None
+    if len(set(weights.values())) == 1:
+        return f"{next(iter(weights.values())):g}"
+    return ", ".join(f"{measure} {weight:g}" for measure, weight in weights.items())
 
 
 @dataclass(frozen=True)
@@ -194,12 +205,12 @@ class CellLayout:
         return [
             {
                 "keeps": list(kept),
-                "weight": weight if self.marginals is not None else None,
+                "weight": weights if self.marginals is not None else None,
                 "sigma": {
                     m: float(sigma) * self.strategy.entry_std(kept, m) for m in self.measures
                 },
             }
-            for kept, weight in self.workload.weights
+            for kept, weights in self.workload.table(self.measures)
         ]
 
     @property

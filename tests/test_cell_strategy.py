@@ -41,6 +41,18 @@ REFUSED = [
         "add_remove adjacency only",
     ),
     ({"publisher": 1}, {"breakdown": [], "measures": ["count"]}, "one count per publisher"),
+    (
+        {"publisher": 2, "publisher,region,device": {"count": 1}},
+        {},
+        "must be weighed for value",
+    ),
+    ({"publisher,region,device": {"count": 1, "clicks": 1}}, {}, "'clicks' is not a measure"),
+    ({"publisher,region,device": {"count": 1, "value": 0}}, {}, "device value needs a weight > 0"),
+    (
+        {"publisher,region,device": 1, "publisher,device,region": {"count": 1}},
+        {},
+        "listed twice",
+    ),
 ]
 
 
@@ -62,6 +74,39 @@ def test_written_marginals_are_what_the_plan_registers(kind) -> None:
     assert campaign_plan(campaign).stream.marginals == MarginalWeights(
         ((("publisher",), 8.0), (("publisher", "region", "device"), 1.0))
     )
+
+
+@pytest.mark.parametrize(("kind", "plan_type"), [("adsbpc", AdsbpcPlan), ("adsbpc_plus", PlusPlan)])
+def test_per_measure_weights_are_registered_and_planned_apart(kind, plan_type) -> None:
+    """``{count: 50, value: 1}`` weighs a marginal's measures apart: the plan registers them
+    (and its record reads back equal, one from before per-measure weights as ()), and the
+    strategy's count publisher totals then beat the value's, which weighing alike does not."""
+    written = {"publisher": {"count": 50, "value": 1}, "publisher,region,device": 1}
+    entry = _with_marginals(written, MECHANISMS[kind])
+    plan = campaign_plan(parse_catalogue(catalogue([entry])).campaigns[0]).stream
+    assert plan.marginals == MarginalWeights(
+        ((("publisher", "region", "device"), 1.0),),
+        ((("publisher",), (("count", 50.0), ("value", 1.0))),),
+    )
+    record = to_record(plan)
+    assert from_record(plan_type, record).marginals == plan.marginals
+    del record["marginals"]["by_measure"]
+    assert from_record(plan_type, record).marginals.by_measure == ()
+    apart = CellLayout(**{**LAYOUT.__dict__, "marginals": plan.marginals})
+    alike = CellLayout(
+        **{**LAYOUT.__dict__, "marginals": MarginalWeights.written({**written, "publisher": 50})}
+    )
+    publisher = ("publisher",)
+    ratio = [
+        layout.strategy.entry_std(publisher, "count")
+        / layout.strategy.entry_std(publisher, "value")
+        for layout in (apart, alike)
+    ]
+    assert ratio[0] < 0.5 * ratio[1]
+    assert [row["weight"] for row in apart.marginal_sigmas(1.0)] == [
+        {"count": 1.0, "value": 1.0},
+        {"count": 50.0, "value": 1.0},
+    ]
 
 
 @pytest.mark.parametrize(("kind", "plan_type"), [("adsbpc", AdsbpcPlan), ("adsbpc_plus", PlusPlan)])
@@ -91,7 +136,20 @@ LAYOUT = CellLayout(
 )
 
 
-@pytest.mark.parametrize("layout", [LAYOUT, CellLayout(("a", "b"), (), ("count", "value"))])
+APART = CellLayout(
+    **{
+        **LAYOUT.__dict__,
+        "marginals": MarginalWeights.written(
+            {
+                "publisher": {"count": 50, "value": 1},
+                "publisher,region,device": {"count": 2, "value": 1},
+            }
+        ),
+    }
+)
+
+
+@pytest.mark.parametrize("layout", [LAYOUT, APART, CellLayout(("a", "b"), (), ("count", "value"))])
 def test_the_gram_form_is_the_encoded_norm(layout: CellLayout) -> None:
     """What AdsBPC+'s filter would charge a user from marginal sums (signed weights) equals
     the squared norm of what the strategy encodes, for any vector (seeded)."""

@@ -467,8 +467,23 @@ def test_plan_shows_each_marginals_error_for_a_residual_strategy(tmp_path, capsy
             assert shown[kept]["sigma_at_unit_bound"][measure] == pytest.approx(
                 sigma_bar * factor, rel=1e-9
             )
-    assert shown[("publisher",)]["weight"] == 4.0
+    assert shown[("publisher",)]["weight"] == {"count": 4.0, "value": 4.0}
     assert "residual strategy" in text and "σ of a number of publisher (weight 4)" in text
+
+
+def test_plan_shows_a_marginals_weights_per_measure(tmp_path, capsys) -> None:
+    """Per-measure weights reach ``plan`` as written: one weight per measure in ``--json``,
+    ``count 60, value 1`` in the text, and the count's publisher σ below the value's share."""
+    marginals = {"publisher": {"count": 60, "value": 1}, "publisher,region": 1}
+    mechanism = {"kind": "adsbpc", "bounds": {"quantile_days": 2, "cap": 5}}
+    plan, text = _plan_document(
+        tmp_path, capsys, **SLICED, mechanism={**mechanism, "marginals": marginals}
+    )
+    shown = {tuple(m["keeps"]): m for m in plan["cells"]["marginals"]}
+    assert shown[("publisher",)]["weight"] == {"count": 60.0, "value": 1.0}
+    assert shown[("publisher", "region")]["weight"] == {"count": 1.0, "value": 1.0}
+    assert "σ of a number of publisher (weight count 60, value 1)" in text
+    assert "σ of a number of publisher × region (weight 1)" in text
 
 
 @pytest.mark.system

@@ -59,6 +59,22 @@ def marginal_matrix(sizes: tuple[int, ...], measures: int, measure: int, kept: M
     return np.kron(matrix, pick)
 
 
+ASYMMETRIC = {
+    (0, PUBLISHER_TOTALS): 5.0,
+    (0, frozenset({0, 1})): 1.0,
+    (1, frozenset({0, 1})): 1.0,
+}
+"""Count publisher totals weighed 5×, the value's not at all: the measures differ."""
+
+DEMO_LIKE = {
+    (0, PUBLISHER_TOTALS): 50.0,
+    (1, PUBLISHER_TOTALS): 1.0,
+    (0, frozenset({0, 1, 2})): 10.0,
+    (1, frozenset({0, 1, 2})): 5.0,
+}
+"""Per-measure weights of the demo's sliced campaign's shape (docs/slices.md)."""
+
+
 def objective(strategy: ResidualStrategy, weights: dict) -> float:
     return sum(w * strategy.marginal_variance(k, kept) for (k, kept), w in weights.items())
 
@@ -78,16 +94,23 @@ def test_reconstruction_inverts_the_measurement(sizes: tuple[int, ...], measures
 
 
 @pytest.mark.parametrize(
-    ("sizes", "measures", "publisher_weight"),
-    [((3, 2), 1, 1.0), ((2, 2, 3), 2, 1.0), ((2, 2, 3), 2, 8.0), ((5,), 2, 1.0)],
+    ("sizes", "measures", "weights"),
+    [
+        ((3, 2), 1, weights_for(2, 1)),
+        ((2, 2, 3), 2, weights_for(3, 2)),
+        ((2, 2, 3), 2, weights_for(3, 2, 8.0)),
+        ((5,), 2, weights_for(1, 2)),
+        ((3, 2), 2, ASYMMETRIC),
+        ((2, 2, 3), 2, DEMO_LIKE),
+    ],
 )
 def test_one_conversion_has_sensitivity_one_by_brute_force(
-    sizes: tuple[int, ...], measures: int, publisher_weight: float
+    sizes: tuple[int, ...], measures: int, weights: dict
 ) -> None:
     """Every vertex's norm is ≤ 1 and the worst is exactly 1 = ``vertex_norm``; a conversion
     split over publishers (a convex combination) stays ≤ 1: the release's sensitivity per
-    conversion is that of the i.i.d. release it replaces, so its zCDP charge r²/(2σ²) holds."""
-    weights = weights_for(len(sizes), measures, publisher_weight)
+    conversion is that of the i.i.d. release it replaces, so its zCDP charge r²/(2σ²) holds —
+    with the measures weighed alike or apart."""
     strategy = ResidualStrategy.planned(sizes, measures, weights)
     norms = [strategy.user_norm(v) for v in vertices(sizes, measures)]
     assert max(norms) == pytest.approx(1.0, abs=1e-12)
@@ -99,12 +122,13 @@ def test_one_conversion_has_sensitivity_one_by_brute_force(
         assert strategy.user_norm(split @ points) <= 1.0 + 1e-12
 
 
-def test_a_users_day_costs_at_most_r_squared_with_equality_by_brute_force() -> None:
+@pytest.mark.parametrize("weights", [weights_for(3, 2, 4.0), DEMO_LIKE])
+def test_a_users_day_costs_at_most_r_squared_with_equality_by_brute_force(weights: dict) -> None:
     """Every user with r = 2 conversions (any two vertices, with repetition) on a small
     layout: max ‖Sx‖² = r² exactly — the worst-case charge r²/(2σ²) of AdsBPC is neither
     understated (a user above it) nor loose (no user reaches it)."""
     sizes, measures = (2, 2, 2), 2
-    strategy = ResidualStrategy.planned(sizes, measures, weights_for(3, measures, 4.0))
+    strategy = ResidualStrategy.planned(sizes, measures, weights)
     points = vertices(sizes, measures)
     worst = max(
         strategy.user_norm(a + b) ** 2
@@ -140,14 +164,6 @@ def test_one_measure_is_optimal_among_all_gaussian_strategies(
     weights = weights_for(len(sizes), 1, publisher_weight)
     closed = objective(ResidualStrategy.planned(sizes, 1, weights), weights)
     assert closed == pytest.approx(semidefinite_optimum(sizes, 1, weights), rel=1e-5)
-
-
-ASYMMETRIC = {
-    (0, PUBLISHER_TOTALS): 5.0,
-    (0, frozenset({0, 1})): 1.0,
-    (1, frozenset({0, 1})): 1.0,
-}
-"""Count publisher totals weighed 5×, the value's not at all: the measures differ."""
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ import argparse
 import json
 from pathlib import Path
 
-from dp_platform.cells import layout_of
+from dp_platform.cells import layout_of, weight_text
 from dp_platform.config import CampaignConfig, Catalogue
 from dp_platform.config_loader import load_catalogue
 from dp_platform.home import Home
@@ -151,7 +151,8 @@ def describe_cells(name: str, errors: dict) -> list[str]:
         )
     for marginal in errors["marginals"]:
         keeps = " × ".join(marginal["keeps"]) or "campaign total"
-        weight = "" if marginal["weight"] is None else f" (weight {marginal['weight']:g})"
+        text = weight_text(marginal["weight"])
+        weight = "" if text is None else f" (weight {text})"
         spread = ", ".join(
             f"{measure} {sigmas[0]:.4g}"
             for measure, sigmas in marginal["sigma_at_unit_bound"].items()

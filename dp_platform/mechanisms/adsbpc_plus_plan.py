@@ -99,7 +99,9 @@ class PlusSettings(MechanismSettings):
             "the one with the lower planned error for the workload"
         ),
     )
-    marginals: dict[str, float] | None = Field(default=None, description=MARGINALS_HELP)
+    marginals: dict[str, float | dict[str, float]] | None = Field(
+        default=None, description=MARGINALS_HELP
+    )
 
     @property
     def profile_prior(self) -> float:

@@ -79,7 +79,9 @@ class AdsbpcSettings(MechanismSettings):
     legacy_blocks: ClassVar[tuple[str, ...]] = ("bounds",)
     privacy_keys: ClassVar[tuple[str, ...]] = ("split",)  # ρ1 / l·ρ2 / ρ3: AdsBPC's split only
     cell_norm: ClassVar[Literal[1, 2] | None] = 2  # Gaussian noise: ℓ2 sensitivity
-    marginals: dict[str, float] | None = Field(default=None, description=MARGINALS_HELP)
+    marginals: dict[str, float | dict[str, float]] | None = Field(
+        default=None, description=MARGINALS_HELP
+    )
 
     def check(self, campaign: CampaignConfig) -> None:
         super().check(campaign)

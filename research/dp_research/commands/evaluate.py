@@ -82,8 +82,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--marginals",
         action="store_true",
-        help="what the residual strategy gains per marginal on the demo's layout "
-        "(docs/slices.md; seconds)",
+        help="what the residual strategy gains per marginal on the demo's layout, and the "
+        "demo's sliced campaign against its error bars (docs/slices.md; seconds)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
