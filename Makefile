@@ -17,8 +17,13 @@ $(BIN)/dp-platform: pyproject.toml research/pyproject.toml
 	touch $@
 
 # The Spark engine's tests need PySpark and Java 17+: installed here (Debian's JRE if the
-# machine has no Java 17 or newer and apt-get can install it).
-$(VENV)/.spark: $(BIN)/dp-platform
+# machine has no Java 17 or newer and apt-get can install it). Then the connector jars that
+# spark-jars/pom.xml lists (Delta Lake, hadoop-aws and its AWS SDK bundle, ~700 MB) are copied
+# from Maven Central into $(SPARK_JARS), afresh when the pom changes so no old version stays
+# beside a new one; a failed copy prints one line and leaves the stamp out, so the next make
+# tries again (the lake tests skip meanwhile, and fail under CI).
+SPARK_JARS := $(VENV)/spark-jars
+$(VENV)/.spark: $(BIN)/dp-platform spark-jars/pom.xml
 	$(BIN)/pip install --quiet -e '.[dev,spark]'
 	@if ! java -version 2>&1 | grep -Eq 'version "(1[7-9]|[2-9][0-9])'; then \
 		echo "Java 17+ not found: installing openjdk-17-jre-headless"; \
@@ -26,7 +31,11 @@ $(VENV)/.spark: $(BIN)/dp-platform
 		|| ( sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless ) \
 		|| echo "WARNING: could not install Java 17; the Spark tests will skip (fail under CI)"; \
 	fi
-	touch $@
+	@command -v mvn >/dev/null 2>&1 || ( $(SUDO) apt-get update -qq \
+		&& $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven ) >/dev/null 2>&1 || true
+	@rm -rf $(SPARK_JARS) && if mvn -B -q -f spark-jars/pom.xml dependency:copy-dependencies \
+		-Djars.dir=$(abspath $(SPARK_JARS)) >$(VENV)/spark-jars.log 2>&1; then touch $@; \
+	else echo "WARNING: could not fetch the Spark connector jars ($(VENV)/spark-jars.log says why)"; fi
 
 # The main job on the embedded default: simulate a 31-day campaign, ingest it into DuckDB,
 # materialise every day through Dagster (SQLite instance and ledger under $(HOME_DIR)), print
