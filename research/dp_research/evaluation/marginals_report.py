@@ -19,14 +19,13 @@ import numpy as np
 
 from dp_platform.cell_strategy import MarginalWeights
 from dp_platform.cells import PUBLISHER, CellLayout, published_values
+from dp_platform.events.campaign import CREATIVES, REGIONS
 
 __all__ = ["DEMO_MARGINALS", "marginals_at_bar", "marginals_floor", "marginals_report"]
 
 PUBLISHERS = tuple(f"publisher_{i:02d}" for i in range(20))
-DIMENSIONS = (
-    ("creative", ("banner", "video", "native")),
-    ("region", ("north", "south", "east", "west", "centre")),
-)
+DIMENSIONS = (("creative", tuple(CREATIVES)), ("region", tuple(REGIONS)))
+"""The demo's breakdown, from the generator's public lists: a change there changes this layout."""
 VALUE_CAP = 200.0
 MARGINALS = (
     (PUBLISHER,),
@@ -86,7 +85,7 @@ def _seeded_rmse(layout: CellLayout, runs: int, seed: int) -> dict[tuple, float]
 
 
 def _label(kept: tuple[str, ...]) -> str:
-    return " × ".join(kept) or "campaign total"
+    return " × ".join(kept) or "campaign total (all publishers)"
 
 
 def marginals_report(*, runs: int = 1000, seed: int = 0) -> tuple[str, dict]:
@@ -125,7 +124,7 @@ def marginals_report(*, runs: int = 1000, seed: int = 0) -> tuple[str, dict]:
             }
             cells = [f"{exact[key][n]:.3f} / {seen[key][n]:.3f}" for n in names]
             lines.append(
-                f"| {_label(kept) if kept else 'campaign total (all publishers)'} | {measure} | "
+                f"| {_label(kept)} | {measure} | "
                 + " | ".join(cells)
                 + f" | {ratios[DEFAULT]:.3f} | {ratios[DEMO]:.3f} |"
             )
