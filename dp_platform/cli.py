@@ -62,6 +62,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "dp_platform.commands.check_config",
         "is (rule, adjacency, enforcement) a valid configuration, and its C0",
     ),
+    "audit": (
+        "dp_platform.commands.audit",
+        "measure on the real pipeline, with canary users, that no user shows more than the "
+        "claimed ρ",
+    ),
     "run": (
         "assets.commands.run",
         "materialise every due day of the catalogue's campaigns through Dagster",

@@ -146,6 +146,11 @@ class AdsbpcPlan:
         """Everything the stream can charge: ρ1 + l·ρ2 + ρ3."""
         return self.budget.total
 
+    @property
+    def largest_bound(self) -> float:
+        """The largest daily bound r_i the plan can choose: Λ raised by every SVT report."""
+        return float(self.bounds.cap * self.bounds.s_up**self.bounds.max_reports)
+
     def gaussian_cost(self, bound: float, sigma: float) -> Fraction:
         """Exact zCDP cost of one day's Gaussian release: factor·r²/(2σ²)."""
         return self.factor * gaussian_rho(bound, sigma)

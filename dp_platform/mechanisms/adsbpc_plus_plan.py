@@ -215,6 +215,11 @@ class PlusPlan:
     marginals: MarginalWeights | None = None
 
     @property
+    def largest_bound(self) -> float:
+        """The largest daily bound r_i the plan can choose: Λ."""
+        return float(self.config.cap)
+
+    @property
     def query_ends(self) -> np.ndarray:
         return query_ends(self.queries)
 

@@ -130,6 +130,10 @@ class StreamPlan(Protocol):
     def queries(self) -> np.ndarray: ...
     @property
     def total(self) -> Rho: ...
+    @property
+    def largest_bound(self) -> float:
+        """The largest daily bound r_i the plan can ever choose (public, data-independent)."""
+        ...
 
 
 def plan_marginals(plan: StreamPlan) -> MarginalWeights | None:
@@ -237,6 +241,17 @@ class StreamMechanism(Protocol[PlanT, ChoiceT, StateT]):
         ...
 
 
+@dataclass(frozen=True)
+class CanaryPlacement:
+    """Where the empirical audit's canaries (dp_platform/audit) show in a campaign-level
+    release. ``frequencies`` None: converting canaries, each in a publisher key of its own, more
+    than ``largest_bound`` conversions a day; otherwise one canary seen each given number of
+    times (one per cell the release has, e.g. a frequency histogram's bins)."""
+
+    frequencies: tuple[int, ...] | None
+    largest_bound: float = 0.0
+
+
 class CampaignMechanism(Protocol[CampaignPlanT]):
     """A release of the whole period, drawn once after the last day, on its own ρ."""
 
@@ -288,4 +303,14 @@ class CampaignMechanism(Protocol[CampaignPlanT]):
 
     def describe_release(self, payload: dict[str, JsonValue]) -> str:
         """One line for ``dp-platform releases``."""
+        ...
+
+    def canary_placement(self, plan: CampaignPlanT) -> CanaryPlacement:
+        """How the audit places its canaries so that each has a released number of its own."""
+        ...
+
+    def canary_evidence(
+        self, payload: dict[str, JsonValue], publisher: str, frequency: int
+    ) -> float:
+        """The released number of a canary's own cell, in noise units (the audit reads it)."""
         ...

@@ -42,7 +42,7 @@ from dp_platform.config import (
     check_attribution,
 )
 from dp_platform.display import round_to_noise, significant
-from dp_platform.mechanisms.base import Markdown, Shown
+from dp_platform.mechanisms.base import CanaryPlacement, Markdown, Shown
 from dp_platform.privacy.accounting import Rho, epsilon_for_pure_rho, pure_dp_rho_tanh
 from dp_platform.privacy.allotment import Allotment
 from dp_platform.privacy.discrete import (
@@ -495,6 +495,17 @@ class OneShotMechanism:
             f"one-shot release (whole period, ρ {payload['rho_charged']:.6g}{what}): noisy total "
             f"{payload['total']:.1f} ± {payload['std']:.1f} per publisher"
         )
+
+    def canary_placement(self, plan: OneShotPlan) -> CanaryPlacement:
+        """A canary per publisher key of its own, over the period's bound Δ(f) every day."""
+        return CanaryPlacement(frequencies=None, largest_bound=plan.bound)
+
+    def canary_evidence(
+        self, payload: dict[str, JsonValue], publisher: str, frequency: int
+    ) -> float:
+        values = payload["values"]
+        assert isinstance(values, dict)
+        return float(values[publisher]) / float(payload["scale"])  # type: ignore[arg-type]
 
 
 MECHANISM = OneShotMechanism()

@@ -27,7 +27,7 @@ from pydantic import Field
 
 from dp_platform.config import RHO_FLOOR, CampaignConfig, MechanismSettings
 from dp_platform.display import RHO_DIGITS, significant
-from dp_platform.mechanisms.base import Markdown, Shown
+from dp_platform.mechanisms.base import CanaryPlacement, Markdown, Shown
 from dp_platform.privacy.accounting import Rho, gaussian_rho, gaussian_sigma
 from dp_platform.privacy.allotment import Allotment, root_above
 from dp_platform.privacy.discrete import IntegerNoiseSource, resolve_integer
@@ -252,6 +252,18 @@ class ReachMechanism:
     def describe_release(self, payload: dict[str, JsonValue]) -> str:
         at_least = ", ".join(f"{k}+: {v}" for k, v in enumerate(payload["at_least"], 1))
         return f"reach (ρ {payload['rho_charged']:.6g}): {payload['reach']} users; {at_least}"
+
+    def canary_placement(self, plan: ReachPlan) -> CanaryPlacement:
+        """One canary per bin of the frequency histogram (seen 1, 2, … K times): the bins are
+        the only cells reach releases."""
+        return CanaryPlacement(frequencies=tuple(range(1, plan.max_frequency + 1)))
+
+    def canary_evidence(
+        self, payload: dict[str, JsonValue], publisher: str, frequency: int
+    ) -> float:
+        histogram = payload["histogram"]
+        assert isinstance(histogram, list)
+        return float(histogram[frequency - 1]) / float(payload["sigma"])  # type: ignore[arg-type]
 
 
 MECHANISM = ReachMechanism()

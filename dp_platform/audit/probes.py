@@ -1,0 +1,212 @@
+"""What the audit reads of each private step: one probe per step, one interface for all.
+
+A probe names the step's claim (its share of the registered ρ), designs the canaries that
+stress it, makes the step draw its releases in a run, and reads back — from the stored, noisy
+releases only, as an advertiser would — the numbers of each canary's own cell. The
+distinguisher then learns from those numbers alone.
+
+* daily stream (AdsBPC, AdsBPC+ under any strategy): each day's released value of the
+  canary's cell (each measure), divided by that day's σ — a day's evidence in noise units —
+  with the day's 1/σ and r/σ beside it (public: what else the cell holds scales with them);
+* a campaign-level release (one-shot, reach): the number of the canary's own cell, in noise
+  units, as the mechanism places it (``canary_placement``, ``canary_evidence``).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date
+from typing import Protocol
+
+import numpy as np
+
+from dp_platform import mechanisms
+from dp_platform.audit.canaries import CanaryDesign
+from dp_platform.cells import CellLayout
+from dp_platform.daily import bound_day, campaign_release, release_day
+from dp_platform.ledger import Ledger
+from dp_platform.plans import CampaignPlan
+from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
+from dp_platform.registration import Registration
+from dp_platform.warehouse.base import WarehouseEngine
+
+__all__ = ["MAX_PER_DAY", "CanaryShape", "Noises", "Probe", "above_bound", "probes_of"]
+
+
+class Noises(Protocol):
+    """The samplers a run draws with: the secure ones in production, seeded ones in tests."""
+
+    @property
+    def real(self) -> NoiseSource | None: ...
+    @property
+    def integer(self) -> IntegerNoiseSource | None: ...
+
+
+class CanaryShape(Protocol):
+    """What the operator chose of the canaries (``dp-platform audit`` options)."""
+
+    @property
+    def canaries(self) -> int: ...
+    @property
+    def per_day(self) -> int | None: ...
+    @property
+    def shadows(self) -> int: ...
+
+
+class Probe(Protocol):
+    """One private step of a campaign, as the audit sees it."""
+
+    @property
+    def step(self) -> str: ...
+
+    def claimed(self, plan: CampaignPlan) -> float:
+        """The zCDP ρ this step claims for one user (what the ledger charges for it)."""
+        ...
+
+    def design(self, plan: CampaignPlan, shape: CanaryShape) -> CanaryDesign: ...
+
+    def release(
+        self,
+        warehouse: WarehouseEngine,
+        ledger: Ledger,
+        registration: Registration,
+        days: list[date],
+        noises: Noises,
+    ) -> None:
+        """Draw (once, through the ledger) every release this step makes in a run."""
+        ...
+
+    def features(
+        self, ledger: Ledger, registration: Registration, design: CanaryDesign
+    ) -> np.ndarray:
+        """Per canary slot, the noisy evidence about it (rows: slots)."""
+        ...
+
+
+def _own_cells(layout: CellLayout, publisher: str) -> list[int]:
+    """Vector positions of a canary's cell: its publisher, every dimension's first listed
+    value (the canary's), each measure (module doc of dp_platform/audit/canaries.py)."""
+    p = layout.publishers.index(publisher)
+    base = p * layout.combinations * len(layout.measures)
+    return [base + m for m in range(len(layout.measures))]
+
+
+class StreamProbe:
+    """The daily releases of AdsBPC or AdsBPC+ (bound choices, filter and noise together)."""
+
+    def __init__(self, mechanism: str) -> None:
+        self.step = f"daily releases ({mechanism})"
+
+    def claimed(self, plan: CampaignPlan) -> float:
+        assert plan.stream is not None
+        return float(plan.stream.total)
+
+    def design(self, plan: CampaignPlan, shape: CanaryShape) -> CanaryDesign:
+        assert plan.stream is not None
+        per_day = shape.per_day or above_bound(plan.stream.largest_bound)
+        return CanaryDesign.converting(shape.canaries, per_day, shape.shadows)
+
+    def release(
+        self,
+        warehouse: WarehouseEngine,
+        ledger: Ledger,
+        registration: Registration,
+        days: list[date],
+        noises: Noises,
+    ) -> None:
+        campaign = registration.config
+        for day in days:
+            warehouse.contributions_day(campaign, day)
+            bound_day(warehouse, ledger, registration, day, noise=noises.real)
+            release_day(warehouse, ledger, registration, day, noise=noises.real)
+
+    def features(
+        self, ledger: Ledger, registration: Registration, design: CanaryDesign
+    ) -> np.ndarray:
+        releases = ledger.releases(registration.config.name)
+        values = np.array([r.values for r in releases], dtype=np.float64)  # day × cell
+        sigmas = np.array([r.sigma for r in releases], dtype=np.float64)
+        bounds = np.array([r.bound for r in releases], dtype=np.float64)
+        # public per-day covariates: what the cell holds besides the canary (its shadows, once
+        # a day each) and what a canary at the bound adds both scale with them, so the
+        # distinguisher can take them out rather than mistake a day's bound for evidence
+        covariates = np.concatenate([1.0 / sigmas, bounds / sigmas])
+        layout = registration.layout
+        rows = [
+            np.concatenate(
+                [
+                    (values[:, _own_cells(layout, slot.publisher)] / sigmas[:, None]).ravel(),
+                    covariates,
+                ]
+            )
+            for slot in design.slots
+        ]
+        return np.array(rows)
+
+
+class CampaignLevelProbe:
+    """A release over the whole period (one-shot, reach …): drawn once after the last day.
+    The mechanism says where a canary shows (``canary_placement``, ``canary_evidence``)."""
+
+    def __init__(self, name: str) -> None:
+        self.step = name
+        self._name = name
+        self._mechanism = mechanisms.campaign_level(name)
+
+    def claimed(self, plan: CampaignPlan) -> float:
+        return float(self._mechanism.charge(plan.releases[self._name]))
+
+    def design(self, plan: CampaignPlan, shape: CanaryShape) -> CanaryDesign:
+        placement = self._mechanism.canary_placement(plan.releases[self._name])
+        if placement.frequencies is not None:
+            return CanaryDesign.seen(list(placement.frequencies), shape.shadows)
+        per_day = shape.per_day or above_bound(placement.largest_bound)
+        return CanaryDesign.converting(shape.canaries, per_day, shape.shadows)
+
+    def release(
+        self,
+        warehouse: WarehouseEngine,
+        ledger: Ledger,
+        registration: Registration,
+        days: list[date],
+        noises: Noises,
+    ) -> None:
+        campaign_release(
+            warehouse,
+            ledger,
+            registration,
+            self._name,
+            noise=noises.real,
+            integer_noise=noises.integer,
+        )
+
+    def features(
+        self, ledger: Ledger, registration: Registration, design: CanaryDesign
+    ) -> np.ndarray:
+        payload = ledger.campaign_releases(registration.config.name)[self._name]
+        return np.array(
+            [
+                [self._mechanism.canary_evidence(payload, slot.publisher, slot.frequency)]
+                for slot in design.slots
+            ]
+        )
+
+
+MAX_PER_DAY = 1_000
+"""The most conversions a canary makes a day, whatever the plan's largest bound: a plan whose
+SVT could raise its bound higher gets canaries that may sit below the bound on such days."""
+
+
+def above_bound(bound: float) -> int:
+    """Conversions a day that keep a canary at the bound, and twice over it (so a clip that
+    kept twice the bound, or none, would show): 2⌈bound⌉ + 1, at most :data:`MAX_PER_DAY`."""
+    return min(2 * math.ceil(bound) + 1, MAX_PER_DAY)
+
+
+def probes_of(plan: CampaignPlan) -> list[Probe]:
+    """Every private step of a plan, in order: the daily stream, then each campaign release."""
+    probes: list[Probe] = []
+    if plan.stream is not None and plan.mechanism is not None:
+        probes.append(StreamProbe(plan.mechanism))
+    probes += [CampaignLevelProbe(name) for name in plan.releases]
+    return probes
