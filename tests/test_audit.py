@@ -1,6 +1,7 @@
 """``dp-platform audit``: its statistics, every mechanism on both engines, and the command.
 
-The faults it must catch are in tests/test_audit_faults.py.
+The faults it must catch are in tests/test_audit_faults.py; the Spark engine's audit in
+tests/test_spark_audit.py (a file of its own, so this one stays off the Spark worker).
 """
 
 from __future__ import annotations
@@ -131,6 +132,7 @@ def test_canaries_own_their_cells_and_shadows_reuse_their_ids() -> None:
         advertiser="acme",
         start=date(2026, 3, 1),
         days=4,
+        lookback_days=2,
         conversion_dimensions={"region": "north"},
         impression_dimensions={},
     )
@@ -146,9 +148,12 @@ def test_canaries_own_their_cells_and_shadows_reuse_their_ids() -> None:
     assert not shadows["conversion_id"].duplicated().any()  # one shadow's ids are not another's
     assert canaries.index.max() < shadows.index.min()  # a first copy is the canary's
     assert (conversions["region"] == "north").all()
-    publishers = events.impressions.to_pandas().groupby("user_id")["publisher_id"].unique()
+    impressions = events.impressions.to_pandas()
+    seen = impressions.groupby("user_id")["ts"].count()
+    assert seen["audit-canary-0000"] == seen["audit-shadow-0001-000"] == 2  # days 1 and 3
+    publishers = impressions.groupby("user_id")["publisher_id"].unique()
     assert publishers["audit-canary-0002"].tolist() == ["audit-pub-0002"]
-    assert publishers["audit-shadow-0001-000"].tolist() == ["audit-pub-0001"]
+    assert publishers["audit-shadow-0001-000"].tolist() == ["audit-shadow-pub-0001"]
     assert CanaryDesign.converting(1, per_day=2, shadows=3).shadows == 2
     with pytest.raises(ValueError, match="shadows"):
         canary_events(
@@ -157,6 +162,7 @@ def test_canaries_own_their_cells_and_shadows_reuse_their_ids() -> None:
             advertiser="acme",
             start=date(2026, 3, 1),
             days=1,
+            lookback_days=30,
             conversion_dimensions={},
             impression_dimensions={},
         )
@@ -260,36 +266,3 @@ def test_bad_options_are_one_line_errors(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["audit", str(CATALOGUE), "--runs", "2"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "runs" in err
-
-
-# --- the Spark engine -----------------------------------------------------------------------
-
-
-@pytest.mark.system
-@pytest.mark.parametrize(
-    ("campaign", "steps"),
-    [
-        ("plus_and_reach_spark", ["daily releases (adsbpc_plus)", "reach"]),
-        ("once_spark", ["one_shot"]),
-    ],
-)
-def test_the_audit_runs_on_spark_and_holds(spark: object, campaign: str, steps: list[str]) -> None:
-    """The same audit on the Spark engine (the test run's session; short campaigns, few runs:
-    a JVM query costs what a DuckDB run does)."""
-    from dp_platform.settings import WarehouseConfig
-    from tests.spark_fixtures import TEST_SETTINGS
-
-    results = audit_campaign(
-        load_catalogue(CATALOGUE),
-        campaign,
-        AuditOptions(runs=4, canaries=4, users=100),
-        warehouse=WarehouseConfig(engine="spark", spark=TEST_SETTINGS),
-        base_dir=CATALOGUE.parent,
-        samplers=seeded_samplers(31),
-        inclusion_seed=9,
-    )
-    assert [r.step for r in results] == steps
-    for result in results:
-        assert result.engine == "spark"
-        assert result.holds, result
-        assert result.counts.included + result.counts.excluded == 2 * result.canaries_per_run

@@ -5,21 +5,23 @@ releases as far as the mechanism allows:
 
 * **its own cell**: it is credited to a publisher key of its own that no other user touches (the
   keys are public and fixed before any draw, the same whether or not it is included), with the
-  first listed value of every breakdown dimension — so the cell holds nothing but the canary
-  and its shadows, and a release of that cell is all the evidence about it;
+  first listed value of every breakdown dimension — so the cell holds nothing but the canary,
+  and a release of that cell is all the evidence about it;
 * **at the per-day bound**: ``per_day`` conversions every day of the campaign — by default
   2⌈r_max⌉ + 1, r_max the largest daily bound the plan can ever choose (audit/probes.py) —
   each at a large order value, so clipping binds on every day and every measure, and a clip
   that kept twice the bound, or skipped it, would show;
-* **with shadows**: ``shadows`` other users per canary, always present, each converting once
-  a day in the canary's cell under an event id the canary also uses that day (ids are unique
-  per user only: docs/data.md). A correct ingest keeps them, as the other users' events they
-  are; an ingest that deduplicated ids across users would drop them exactly when the canary is
-  in — other users' data moving with one user's presence — which the canary's cell then shows.
-  They come after the canary in the files (a first copy wins), and convert once a day, below
-  any bound, so they do not move the bound choices the way a heavy user would.
+* **with shadows**: ``shadows`` other users per canary (by default as many as its conversions
+  a day), always present, each converting once a day in a second cell of the canary's own (its
+  shadow publisher key) under an event id the canary also uses that day (ids are unique per
+  user only: docs/data.md). A correct ingest keeps them, as the other users' events they are;
+  an ingest that deduplicated ids across users would drop them exactly when the canary is in —
+  other users' data moving with one user's presence — which the shadow cell then shows, beside
+  the canary's own. They come after the canary in the files (a first copy wins), and convert
+  once a day, below any bound, so they do not move the bound choices as heavy users would.
 
-A reach canary is seen ``frequency`` times (its own bin of the frequency histogram) instead.
+A reach canary is seen ``frequency`` times (its own bin of the frequency histogram) instead,
+without shadows.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class CanarySlot:
     index: int
     user: str
     publisher: str
+    shadow_publisher: str
     frequency: int = 0
 
 
@@ -61,17 +64,21 @@ class CanaryDesign:
 
     @property
     def publishers(self) -> list[str]:
-        """The slots' own publisher keys (public: the same whatever is included)."""
-        return [slot.publisher for slot in self.slots]
+        """The slots' own publisher keys, and their shadows' (public: the same whatever is
+        included)."""
+        own = [slot.publisher for slot in self.slots]
+        return own + [slot.shadow_publisher for slot in self.slots] if self.shadows else own
 
     @classmethod
-    def converting(cls, count: int, per_day: int, shadows: int) -> CanaryDesign:
-        """Each shadow reuses a different one of the canary's ids of the day: at most per_day."""
-        return cls(_slots(count, frequencies=None), per_day, min(shadows, per_day), converts=True)
+    def converting(cls, count: int, per_day: int, shadows: int | None) -> CanaryDesign:
+        """Each shadow reuses a different one of the canary's ids of the day: at most per_day
+        (None: exactly per_day)."""
+        shadows = per_day if shadows is None else min(shadows, per_day)
+        return cls(_slots(count, frequencies=None), per_day, shadows, converts=True)
 
     @classmethod
-    def seen(cls, frequencies: list[int], shadows: int) -> CanaryDesign:
-        return cls(_slots(len(frequencies), frequencies), 0, shadows, converts=False)
+    def seen(cls, frequencies: list[int]) -> CanaryDesign:
+        return cls(_slots(len(frequencies), frequencies), 0, 0, converts=False)
 
 
 def _slots(count: int, frequencies: list[int] | None) -> tuple[CanarySlot, ...]:
@@ -82,6 +89,7 @@ def _slots(count: int, frequencies: list[int] | None) -> tuple[CanarySlot, ...]:
             index=j,
             user=f"audit-canary-{j:04d}",
             publisher=f"audit-pub-{j:04d}",
+            shadow_publisher=f"audit-shadow-pub-{j:04d}",
             frequency=0 if frequencies is None else frequencies[j],
         )
         for j in range(count)
@@ -101,6 +109,7 @@ def canary_events(
     advertiser: str,
     start: date,
     days: int,
+    lookback_days: int,
     conversion_dimensions: dict[str, str],
     impression_dimensions: dict[str, str],
 ) -> CanaryEvents:
@@ -119,18 +128,20 @@ def canary_events(
     for slot, yes in zip(design.slots, included, strict=True):
         if not yes:
             continue
-        for t in range(_impression_days(design, slot, days)):
-            imp_rows.append(rows.impression(_imp_id(slot, t), slot.user, slot.publisher, t))
+        for t in range(days):
+            if _seen_on(design, slot, t, lookback_days):
+                imp_rows.append(rows.impression(_imp_id(slot, t), slot.user, slot.publisher, t))
             for i in range(design.per_day):
                 conv_rows.append(rows.conversion(_conv_id(slot, t, i), slot.user, t, i))
     for slot in design.slots:
         for s in range(design.shadows):
             user = f"audit-shadow-{slot.index:04d}-{s:03d}"
-            for t in range(_impression_days(design, slot, days)):
-                own = f"audit-shadow-imp-{slot.index:04d}-{s:03d}-{t:03d}"
-                imp_rows.append(rows.impression(own, user, slot.publisher, t))
-                if design.converts:  # the canary's id of the day, under another user
-                    conv_rows.append(rows.conversion(_conv_id(slot, t, s), user, t, s))
+            for t in range(days):
+                if _seen_on(design, slot, t, lookback_days):
+                    own = f"audit-shadow-imp-{slot.index:04d}-{s:03d}-{t:03d}"
+                    imp_rows.append(rows.impression(own, user, slot.shadow_publisher, t))
+                # the canary's id of the day, under another user
+                conv_rows.append(rows.conversion(_conv_id(slot, t, s), user, t, s))
     return CanaryEvents(
         impressions=_table(imp_rows, _IMPRESSION_TYPES, impression_dimensions),
         conversions=_table(conv_rows, _CONVERSION_TYPES, conversion_dimensions),
@@ -176,10 +187,13 @@ class _Rows:
         }
 
 
-def _impression_days(design: CanaryDesign, slot: CanarySlot, days: int) -> int:
-    """A converting canary is seen each day before it converts (its credit stays in its own
-    cell under every attribution rule); a reach canary on ``frequency`` days."""
-    return days if design.converts else min(slot.frequency, days)
+def _seen_on(design: CanaryDesign, slot: CanarySlot, day: int, lookback_days: int) -> bool:
+    """A converting canary (or shadow) is seen on the first day and every look-back after it,
+    before it converts: every conversion has a touch within its look-back, all in its own cell,
+    under every attribution rule. A reach canary is seen on its first ``frequency`` days."""
+    if design.converts:
+        return day % lookback_days == 0
+    return day < slot.frequency
 
 
 _TS = pa.timestamp("us", tz="UTC")

@@ -6,8 +6,9 @@ releases only, as an advertiser would — the numbers of each canary's own cell.
 distinguisher then learns from those numbers alone.
 
 * daily stream (AdsBPC, AdsBPC+ under any strategy): each day's released value of the
-  canary's cell (each measure), divided by that day's σ — a day's evidence in noise units —
-  with the day's 1/σ and r/σ beside it (public: what else the cell holds scales with them);
+  canary's cell and of its shadows' cell (each measure), divided by that day's σ — a day's
+  evidence in noise units — with the day's 1/σ and r/σ beside it (public: what else the cell
+  holds scales with them);
 * a campaign-level release (one-shot, reach): the number of the canary's own cell, in noise
   units, as the mechanism places it (``canary_placement``, ``canary_evidence``).
 """
@@ -21,7 +22,7 @@ from typing import Protocol
 import numpy as np
 
 from dp_platform import mechanisms
-from dp_platform.audit.canaries import CanaryDesign
+from dp_platform.audit.canaries import CanaryDesign, CanarySlot
 from dp_platform.cells import CellLayout
 from dp_platform.daily import bound_day, campaign_release, release_day
 from dp_platform.ledger import Ledger
@@ -50,7 +51,7 @@ class CanaryShape(Protocol):
     @property
     def per_day(self) -> int | None: ...
     @property
-    def shadows(self) -> int: ...
+    def shadows(self) -> int | None: ...
 
 
 class Probe(Protocol):
@@ -83,12 +84,23 @@ class Probe(Protocol):
         ...
 
 
-def _own_cells(layout: CellLayout, publisher: str) -> list[int]:
-    """Vector positions of a canary's cell: its publisher, every dimension's first listed
-    value (the canary's), each measure (module doc of dp_platform/audit/canaries.py)."""
+def _own_publishers(design: CanaryDesign, slot: CanarySlot) -> list[str]:
+    """A canary's own publisher key, and its shadows' when it has some."""
+    return [slot.publisher, slot.shadow_publisher] if design.shadows else [slot.publisher]
+
+
+def _cell_evidence(layout: CellLayout, values: np.ndarray, publisher: str) -> np.ndarray:
+    """Day × feature: the released values of a canary's cell (its publisher, every dimension's
+    first listed value, each measure: dp_platform/audit/canaries.py) and, with a breakdown, its
+    publisher's total per measure — which a residual strategy measures more precisely than any
+    one cell, and which holds nothing but the same canary."""
     p = layout.publishers.index(publisher)
-    base = p * layout.combinations * len(layout.measures)
-    return [base + m for m in range(len(layout.measures))]
+    measures = len(layout.measures)
+    block = values[:, p * layout.combinations * measures : (p + 1) * layout.combinations * measures]
+    block = block.reshape(len(values), layout.combinations, measures)
+    if layout.combinations == 1:
+        return block[:, 0, :]
+    return np.concatenate([block[:, 0, :], block.sum(axis=1)], axis=1)
 
 
 class StreamProbe:
@@ -114,9 +126,8 @@ class StreamProbe:
         days: list[date],
         noises: Noises,
     ) -> None:
-        campaign = registration.config
+        warehouse.contributions_days(registration.config, days[0], days[-1])
         for day in days:
-            warehouse.contributions_day(campaign, day)
             bound_day(warehouse, ledger, registration, day, noise=noises.real)
             release_day(warehouse, ledger, registration, day, noise=noises.real)
 
@@ -127,20 +138,16 @@ class StreamProbe:
         values = np.array([r.values for r in releases], dtype=np.float64)  # day × cell
         sigmas = np.array([r.sigma for r in releases], dtype=np.float64)
         bounds = np.array([r.bound for r in releases], dtype=np.float64)
-        # public per-day covariates: what the cell holds besides the canary (its shadows, once
-        # a day each) and what a canary at the bound adds both scale with them, so the
-        # distinguisher can take them out rather than mistake a day's bound for evidence
+        # public per-day covariates: what the shadow cell holds (its shadows, once a day each)
+        # and what a canary at the bound adds scale with them, so the distinguisher can take
+        # them out rather than mistake a day's bound for evidence
         covariates = np.concatenate([1.0 / sigmas, bounds / sigmas])
         layout = registration.layout
-        rows = [
-            np.concatenate(
-                [
-                    (values[:, _own_cells(layout, slot.publisher)] / sigmas[:, None]).ravel(),
-                    covariates,
-                ]
-            )
-            for slot in design.slots
-        ]
+        rows = []
+        for slot in design.slots:
+            cells = [_cell_evidence(layout, values, p) for p in _own_publishers(design, slot)]
+            per_day = np.concatenate(cells, axis=1) / sigmas[:, None]  # day × feature
+            rows.append(np.concatenate([per_day.ravel(), covariates]))
         return np.array(rows)
 
 
@@ -159,7 +166,7 @@ class CampaignLevelProbe:
     def design(self, plan: CampaignPlan, shape: CanaryShape) -> CanaryDesign:
         placement = self._mechanism.canary_placement(plan.releases[self._name])
         if placement.frequencies is not None:
-            return CanaryDesign.seen(list(placement.frequencies), shape.shadows)
+            return CanaryDesign.seen(list(placement.frequencies))
         per_day = shape.per_day or above_bound(placement.largest_bound)
         return CanaryDesign.converting(shape.canaries, per_day, shape.shadows)
 
@@ -184,9 +191,10 @@ class CampaignLevelProbe:
         self, ledger: Ledger, registration: Registration, design: CanaryDesign
     ) -> np.ndarray:
         payload = ledger.campaign_releases(registration.config.name)[self._name]
+        evidence = self._mechanism.canary_evidence
         return np.array(
             [
-                [self._mechanism.canary_evidence(payload, slot.publisher, slot.frequency)]
+                [evidence(payload, p, slot.frequency) for p in _own_publishers(design, slot)]
                 for slot in design.slots
             ]
         )

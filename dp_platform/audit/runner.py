@@ -23,8 +23,10 @@ from __future__ import annotations
 import secrets
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -59,19 +61,27 @@ class AuditOptions:
     runs: int = 40
     canaries: int = 50
     per_day: int | None = None  # None: 2⌈largest bound⌉ + 1 (probes.above_bound)
-    shadows: int = 20
+    shadows: int | None = None  # None: as many as the canary's conversions a day
     users: int = 1_000
     data_seed: int = 7
     confidence: float = 0.95
     delta: float = 1e-6
+    workers: int = 1  # processes running runs side by side (seeded samplers need 1)
 
     def __post_init__(self) -> None:
         if self.runs < 4:
             raise ValueError("runs: at least 4 (half train the distinguisher, half are scored)")
-        if self.canaries < 2 or self.users < 1 or (self.per_day or 1) < 1 or self.shadows < 0:
+        if (
+            self.canaries < 2
+            or self.users < 1
+            or (self.per_day or 1) < 1
+            or (self.shadows or 0) < 0
+        ):
             raise ValueError("canaries >= 2, users >= 1, per_day >= 1 and shadows >= 0")
         if not 0.0 < self.confidence < 1.0 or not 0.0 < self.delta < 1.0:
             raise ValueError("confidence and delta must be in (0, 1)")
+        if self.workers < 1:
+            raise ValueError("workers: at least 1")
 
 
 @dataclass(frozen=True)
@@ -151,26 +161,13 @@ def audit_campaign(
             design = probe.design(plan, options)
             copy = _copy(campaign, population.publishers, design.publishers)
             copy_plan = campaign_plan(copy, base_dir)
-            features, bits, runs = [], [], []
-            for run in range(options.runs):
-                included = coin.random(len(design.slots)) < 0.5
-                evidence = _run(
-                    copy,
-                    copy_plan,
-                    account,
-                    probe,
-                    design,
-                    included,
-                    population,
-                    settings,
-                    base_dir,
-                    samplers,
-                )
-                features.append(evidence)
-                bits.append(included)
-                runs.append(np.full(len(included), run))
-                if progress is not None:
-                    progress(probe.step, run + 1, options.runs)
+            coins = [coin.random(len(design.slots)) < 0.5 for _ in range(options.runs)]
+            one_run = partial(
+                _run, copy, copy_plan, account, probe, design,
+                population=population, settings=settings, base_dir=base_dir, samplers=samplers,
+            )  # fmt: skip
+            features = _each_run(one_run, coins, options.workers, probe.step, progress)
+            runs = [np.full(len(included), run) for run, included in enumerate(coins)]
             results.append(
                 _scored(
                     campaign.name,
@@ -179,11 +176,36 @@ def audit_campaign(
                     settings.engine,
                     options,
                     np.vstack(features),
-                    np.concatenate(bits),
+                    np.concatenate(coins),
                     np.concatenate(runs),
                 )
             )
     return results
+
+
+def _each_run(
+    one_run: Callable[[np.ndarray], np.ndarray],
+    coins: list[np.ndarray],
+    workers: int,
+    step: str,
+    progress: Progress | None,
+) -> list[np.ndarray]:
+    """Every run's evidence, in run order; ``workers`` processes side by side (each opens its
+    own throwaway home and engine)."""
+    results: list[np.ndarray | None] = [None] * len(coins)
+    if workers == 1:
+        for run, included in enumerate(coins):
+            results[run] = one_run(included)
+            if progress is not None:
+                progress(step, run + 1, len(coins))
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            pending = {pool.submit(one_run, included): run for run, included in enumerate(coins)}
+            for done, future in enumerate(as_completed(pending), start=1):
+                results[pending[future]] = future.result()
+                if progress is not None:
+                    progress(step, done, len(coins))
+    return [r for r in results if r is not None]
 
 
 def _scored(
@@ -265,6 +287,7 @@ def _run(
     probe: Probe,
     design: CanaryDesign,
     included: np.ndarray,
+    *,
     population: _Population,
     settings: WarehouseConfig,
     base_dir: str | Path | None,
@@ -277,6 +300,7 @@ def _run(
         advertiser=_ADVERTISER,
         start=campaign.start,
         days=campaign.days,
+        lookback_days=campaign.attribution.lookback_days,
         conversion_dimensions={
             name: values[0] for name, values in _lists(campaign, "conversions").items()
         },
@@ -312,7 +336,6 @@ def _run(
                 base_dir=base_dir,
             )[campaign.name]
             days = campaign_days(campaign)
-            for day in days:
-                warehouse.attribute_day(campaign, day)
+            warehouse.attribute_days(campaign, days[0], days[-1], noise=samplers.integer)
             probe.release(warehouse, ledger, registration, days, samplers)
             return probe.features(ledger, registration, design)

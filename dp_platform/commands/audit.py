@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -41,7 +42,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     numbers = (
         ("--runs", int, _DEFAULTS.runs, "end-to-end runs per step; half train, half are scored"),
         ("--canaries", int, _DEFAULTS.canaries, "canary users per run (reach: one per bin)"),
-        ("--shadows", int, _DEFAULTS.shadows, "users copying each canary's event ids"),
         ("--users", int, _DEFAULTS.users, "simulated users besides the canaries"),
         ("--data-seed", int, _DEFAULTS.data_seed, "seed of the simulated population"),
         ("--confidence", float, _DEFAULTS.confidence, "confidence of the lower bounds"),
@@ -53,6 +53,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--per-day",
         type=int,
         help="each canary's conversions a day (default: 2⌈largest bound of the plan⌉ + 1)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="runs side by side, each in its own process, home and engine (default: the "
+        "machine's cores)",
+    )
+    parser.add_argument(
+        "--shadows",
+        type=int,
+        help="users reusing each canary's event ids (default: its conversions a day)",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--plot", type=Path, help="write the held-out scores' histograms (PNG)")
@@ -75,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
             data_seed=args.data_seed,
             confidence=args.confidence,
             delta=args.delta,
+            workers=args.workers,
         )
     except ValueError as error:
         raise ConfigError(f"audit options: {error}") from None
