@@ -5,10 +5,10 @@ stress it, makes the step draw its releases in a run, and reads back — from th
 releases only, as an advertiser would — the numbers of each canary's own cell. The
 distinguisher then learns from those numbers alone.
 
-* daily stream (AdsBPC, AdsBPC+ under any strategy): each day's released value of the
-  canary's cell and of its shadows' cell (each measure), divided by that day's σ — a day's
-  evidence in noise units — with the day's 1/σ and r/σ beside it (public: what else the cell
-  holds scales with them);
+* daily stream (AdsBPC, AdsBPC+ under any strategy): each day, what was measured (the cells
+  as the cell strategy encodes them) projected on the canary's cell, and on its shadows' cell,
+  divided by that day's σ — a day's evidence in noise units — with the day's 1/σ and r/σ
+  beside them (public: what else the cells hold scales with them);
 * a campaign-level release (one-shot, reach): the number of the canary's own cell, in noise
   units, as the mechanism places it (``canary_placement``, ``canary_evidence``).
 """
@@ -89,18 +89,18 @@ def _own_publishers(design: CanaryDesign, slot: CanarySlot) -> list[str]:
     return [slot.publisher, slot.shadow_publisher] if design.shadows else [slot.publisher]
 
 
-def _cell_evidence(layout: CellLayout, values: np.ndarray, publisher: str) -> np.ndarray:
-    """Day × feature: the released values of a canary's cell (its publisher, every dimension's
-    first listed value, each measure: dp_platform/audit/canaries.py) and, with a breakdown, its
-    publisher's total per measure — which a residual strategy measures more precisely than any
-    one cell, and which holds nothing but the same canary."""
+def _direction(layout: CellLayout, publisher: str) -> np.ndarray:
+    """The unit vector a canary's day moves the measured vector along: its cell (its publisher,
+    every dimension's first listed value: dp_platform/audit/canaries.py), every measure alike
+    (a capped value counts as much as a conversion), as the cell strategy encodes it. Its inner
+    product with what was measured is the day's evidence: with independent noise on the
+    measured entries, the most powerful single number (the cell strategy is public)."""
+    entries = np.zeros(layout.size)
     p = layout.publishers.index(publisher)
-    measures = len(layout.measures)
-    block = values[:, p * layout.combinations * measures : (p + 1) * layout.combinations * measures]
-    block = block.reshape(len(values), layout.combinations, measures)
-    if layout.combinations == 1:
-        return block[:, 0, :]
-    return np.concatenate([block[:, 0, :], block.sum(axis=1)], axis=1)
+    start = p * layout.combinations * len(layout.measures)
+    entries[start : start + len(layout.measures)] = 1.0
+    direction = layout.strategy.encode(entries)
+    return direction / np.linalg.norm(direction)
 
 
 class StreamProbe:
@@ -143,11 +143,14 @@ class StreamProbe:
         # them out rather than mistake a day's bound for evidence
         covariates = np.concatenate([1.0 / sigmas, bounds / sigmas])
         layout = registration.layout
+        strategy = layout.strategy
+        measured = np.array([strategy.encode(v) for v in values])  # what the noise was added to
         rows = []
         for slot in design.slots:
-            cells = [_cell_evidence(layout, values, p) for p in _own_publishers(design, slot)]
-            per_day = np.concatenate(cells, axis=1) / sigmas[:, None]  # day × feature
-            rows.append(np.concatenate([per_day.ravel(), covariates]))
+            days = [
+                measured @ _direction(layout, p) / sigmas for p in _own_publishers(design, slot)
+            ]
+            rows.append(np.concatenate([*days, covariates]))
         return np.array(rows)
 
 
