@@ -22,7 +22,7 @@ import numpy as np
 
 from dp_platform import mechanisms
 from dp_platform.cells import CellLayout, publisher_counts
-from dp_platform.config import CampaignConfig, Catalogue
+from dp_platform.config import AccountConfig, CampaignConfig, Catalogue
 from dp_platform.errors import ConfigError
 from dp_platform.faults import fault_point
 from dp_platform.ledger import Ledger, LedgerError, MissingPreviousDay
@@ -43,6 +43,7 @@ __all__ = [
     "campaign_days",
     "campaign_release",
     "clipped_day",
+    "register_alone",
     "register_campaigns",
     "release_day",
 ]
@@ -77,6 +78,26 @@ def register_campaigns(
         )
         for campaign in catalogue.campaigns
     }
+
+
+def register_alone(
+    campaign: CampaignConfig,
+    account: AccountConfig,
+    plan: CampaignPlan,
+    ledger: Ledger,
+    warehouse: WarehouseEngine,
+    base_dir: str | Path | None = None,
+) -> Registration:
+    """Register ``campaign`` alone on its account in a throwaway run's ledger (a rehearsal, an
+    audit run): its publisher keys are the warehouse's, its per-user state bound to it."""
+    return register_campaigns(
+        Catalogue(accounts=[account], campaigns=[campaign]),
+        {campaign.name: plan},
+        ledger,
+        advertiser_publishers=warehouse.advertiser_publishers,
+        warehouse_identity=lambda: warehouse.identity,
+        base_dir=base_dir,
+    )[campaign.name]
 
 
 def stream_of(registration: Registration) -> tuple[StreamMechanism, StreamPlan]:

@@ -25,13 +25,13 @@ from pathlib import Path
 import numpy as np
 
 from dp_platform.cells import published_values, publisher_counts
-from dp_platform.config import AccountConfig, CampaignConfig, Catalogue
+from dp_platform.config import AccountConfig, CampaignConfig
 from dp_platform.daily import (
     answers_through,
     bound_day,
     campaign_days,
     campaign_release,
-    register_campaigns,
+    register_alone,
     release_day,
     stream_of,
 )
@@ -159,15 +159,7 @@ def rehearse(
                 update={"advertiser": _ADVERTISER, "publishers": publishers}
             )
             plan = campaign_plan(rehearsed, base_dir)
-            catalogue = Catalogue(accounts=[account], campaigns=[rehearsed])
-            registration = register_campaigns(
-                catalogue,
-                {rehearsed.name: plan},
-                ledger,
-                advertiser_publishers=warehouse.advertiser_publishers,
-                warehouse_identity=lambda: warehouse.identity,
-                base_dir=base_dir,
-            )[rehearsed.name]
+            registration = register_alone(rehearsed, account, plan, ledger, warehouse, base_dir)
             days = campaign_days(rehearsed)
             for day in days:
                 warehouse.attribute_day(rehearsed, day)

@@ -38,7 +38,7 @@ from dp_platform.audit.canaries import CanaryDesign, canary_events
 from dp_platform.audit.distinguisher import guess
 from dp_platform.audit.probes import Probe, probes_of
 from dp_platform.config import AccountConfig, CampaignConfig, Catalogue
-from dp_platform.daily import campaign_days, register_campaigns
+from dp_platform.daily import campaign_days, register_alone
 from dp_platform.events import generate_campaign, write_events
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger
@@ -327,14 +327,7 @@ def _run(
                 dimensions=_lists(campaign, "conversions") or None,
                 impression_dimensions=_lists(campaign, "impressions") or None,
             )
-            registration = register_campaigns(
-                Catalogue(accounts=[account], campaigns=[campaign]),
-                {campaign.name: plan},
-                ledger,
-                advertiser_publishers=warehouse.advertiser_publishers,
-                warehouse_identity=lambda: warehouse.identity,
-                base_dir=base_dir,
-            )[campaign.name]
+            registration = register_alone(campaign, account, plan, ledger, warehouse, base_dir)
             days = campaign_days(campaign)
             warehouse.attribute_days(campaign, days[0], days[-1], noise=samplers.integer)
             probe.release(warehouse, ledger, registration, days, samplers)
