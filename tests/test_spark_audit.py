@@ -1,7 +1,8 @@
 """The audit on the Spark engine: the same canaries and guesses, through Spark's warehouse.
 
 Every mechanism, on campaigns of two days with few runs (a Spark query costs what a whole
-DuckDB day does): every step holds. Its power on the faults is shown on DuckDB (tests/test_audit_faults.py).
+DuckDB day does): every step holds. Its power on the faults is shown on DuckDB
+(tests/test_audit_faults.py).
 """
 
 from __future__ import annotations
