@@ -36,16 +36,26 @@ from dp_platform.daily import (
     stream_of,
 )
 from dp_platform.events import generate_campaign, write_events
+from dp_platform.events.model import EventSet
 from dp_platform.ledger import Ledger
 from dp_platform.plans import campaign_plan
 from dp_platform.privacy.accounting import Rho
 from dp_platform.privacy.noise import NoiseSource
 from dp_platform.registration import Registration
 from dp_platform.warehouse import Warehouse
+from dp_platform.warehouse.base import WarehouseEngine
 
-__all__ = ["Rehearsal", "RehearsedDay", "rehearse"]
+__all__ = [
+    "SIMULATED_ADVERTISER",
+    "Rehearsal",
+    "RehearsedDay",
+    "dimension_lists",
+    "ingest_simulated",
+    "rehearse",
+    "simulated_events",
+]
 
-_ADVERTISER = "acme"  # the generator's first advertiser
+SIMULATED_ADVERTISER = "acme"  # the generator's first advertiser
 _DEFAULT_PUBLISHERS = 5  # for ``publishers: all``
 
 
@@ -108,9 +118,45 @@ def _truth(
     return table.to_numpy(dtype=np.float64)
 
 
-def _simulated_lists(campaign: CampaignConfig, source: str) -> dict[str, list[str]]:
+def dimension_lists(campaign: CampaignConfig, source: str) -> dict[str, list[str]]:
     """The breakdown's dimensions read from ``source``'s events, with their public lists."""
     return {d.name: list(d.cell_values) for d in campaign.breakdown if d.source == source}
+
+
+def simulated_events(
+    campaign: CampaignConfig, *, users: int, publishers: int, data_seed: int
+) -> EventSet:
+    """Seeded events of ``users`` simulated users of :data:`SIMULATED_ADVERTISER` over the
+    campaign's days and look-back (20 impressions and 2 conversions a user), each event
+    carrying a listed value of every breakdown dimension of its file."""
+    return generate_campaign(
+        seed=data_seed,
+        users=users,
+        publishers=publishers,
+        impressions=users * 20,
+        conversions=users * 2,
+        days=campaign.days,
+        start=campaign.start,
+        lookback_days=campaign.attribution.lookback_days,
+        advertisers=(SIMULATED_ADVERTISER,),
+        conversion_dimensions=dimension_lists(campaign, "conversions"),
+        impression_dimensions=dimension_lists(campaign, "impressions"),
+    )
+
+
+def ingest_simulated(
+    warehouse: WarehouseEngine, campaign: CampaignConfig, impressions: Path, conversions: Path
+) -> None:
+    """Ingest simulated event files with the campaign's dimensions, as of the day after its
+    end: simulated events may lie in the future."""
+    after = datetime.combine(campaign.end + timedelta(days=1), time(), tzinfo=UTC)
+    warehouse.ingest(
+        impressions,
+        conversions,
+        now=after,
+        dimensions=dimension_lists(campaign, "conversions") or None,
+        impression_dimensions=dimension_lists(campaign, "impressions") or None,
+    )
 
 
 def rehearse(
@@ -123,40 +169,20 @@ def rehearse(
     noise: NoiseSource | None = None,
 ) -> Rehearsal:
     """Run ``campaign``'s plan over ``users`` simulated users (seed ``data_seed``)."""
-    conversion_lists = _simulated_lists(campaign, "conversions")
-    impression_lists = _simulated_lists(campaign, "impressions")
     with tempfile.TemporaryDirectory(prefix="dp-rehearsal-") as scratch:
         root = Path(scratch)
-        events = generate_campaign(
-            seed=data_seed,
-            users=users,
-            publishers=_publisher_count(campaign),
-            impressions=users * 20,
-            conversions=users * 2,
-            days=campaign.days,
-            start=campaign.start,
-            lookback_days=campaign.attribution.lookback_days,
-            advertisers=(_ADVERTISER,),
-            conversion_dimensions=conversion_lists,
-            impression_dimensions=impression_lists,
+        events = simulated_events(
+            campaign, users=users, publishers=_publisher_count(campaign), data_seed=data_seed
         )
         files = write_events(events, root / "input")
         with (
             Warehouse(root / "warehouse.duckdb") as warehouse,
             Ledger(root / "ledger.db") as ledger,
         ):
-            # the simulated events may lie in the future: ingest as of the campaign's end
-            after = datetime.combine(campaign.end + timedelta(days=1), time(), tzinfo=UTC)
-            warehouse.ingest(
-                files.impressions,
-                files.conversions,
-                now=after,
-                dimensions=conversion_lists or None,
-                impression_dimensions=impression_lists or None,
-            )
-            publishers = warehouse.advertiser_publishers(_ADVERTISER)
+            ingest_simulated(warehouse, campaign, files.impressions, files.conversions)
+            publishers = warehouse.advertiser_publishers(SIMULATED_ADVERTISER)
             rehearsed = campaign.model_copy(
-                update={"advertiser": _ADVERTISER, "publishers": publishers}
+                update={"advertiser": SIMULATED_ADVERTISER, "publishers": publishers}
             )
             plan = campaign_plan(rehearsed, base_dir)
             registration = register_alone(rehearsed, account, plan, ledger, warehouse, base_dir)

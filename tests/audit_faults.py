@@ -14,7 +14,7 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
-from dp_platform.audit.runner import AuditSamplers
+from dp_platform.audit.options import AuditSamplers
 from dp_platform.privacy.noise import SeededIntegerNoise, SeededNoise
 from dp_platform.privacy.noise_check import Draw
 from dp_platform.warehouse import runner

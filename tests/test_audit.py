@@ -25,7 +25,8 @@ from dp_platform.audit.bounds import (
 )
 from dp_platform.audit.canaries import CanaryDesign, canary_events
 from dp_platform.audit.distinguisher import guess
-from dp_platform.audit.runner import AuditOptions, audit_campaign
+from dp_platform.audit.options import AuditOptions
+from dp_platform.audit.runner import audit_campaign
 from dp_platform.cli import main
 from dp_platform.config_loader import load_catalogue
 from dp_platform.privacy.accounting import zcdp_epsilon
@@ -166,6 +167,37 @@ def test_canaries_own_their_cells_and_shadows_reuse_their_ids() -> None:
             conversion_dimensions={},
             impression_dimensions={},
         )
+
+
+def test_adsbpc_canaries_convert_past_every_bound_its_svt_can_reach(scripted) -> None:
+    """The canary's conversions a day come from the plan's largest bound: driven up at every
+    chance (window 1, so each report multiplies the last bound), the SVT's bounds reach Λ·s↑^k
+    and no further, and an AdsBPC canary converts more than twice that every day."""
+    from dp_platform.audit.probes import StreamProbe
+    from dp_platform.mechanisms.adsbpc_settings import BoundsConfig
+    from dp_platform.plans import campaign_plan
+    from dp_platform.privacy.svt import SvtState, update_bound
+
+    config = BoundsConfig()
+    state = SvtState.create(
+        epsilon=0.5, t_up=50, t_down=50, s_up=config.s_up, s_down=config.s_down,
+        max_reports=config.max_reports,
+    )  # fmt: skip
+    days = config.max_reports + 3
+    # draw order: up threshold, up query, down threshold, down query; then the queries only,
+    # until the up test has fired k times and draws nothing more
+    draws = [0.0, 1e6, 1e6, 0.0] + [1e6, 0.0] * (config.max_reports - 1) + [0.0] * 3
+    noise = scripted(draws)
+    histogram = np.bincount([100] * 200)
+    bounds = [float(config.cap)]
+    for _ in range(days):
+        bound, _, state = update_bound(state, histogram, bounds, 1, noise)
+        bounds.append(bound)
+    assert max(bounds) == pytest.approx(config.largest_bound)
+    plan = campaign_plan(load_catalogue(CATALOGUE).campaign("adsbpc_short"), CATALOGUE.parent)
+    assert plan.stream is not None and plan.stream.largest_bound == pytest.approx(62.748517)
+    design = StreamProbe("adsbpc").design(plan, SMALL)
+    assert design.per_day > 2 * max(bounds)
 
 
 # --- every mechanism ------------------------------------------------------------------------

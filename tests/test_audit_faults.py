@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from dp_platform.audit.runner import AuditOptions, StepAudit, audit_campaign
+from dp_platform.audit.options import AuditOptions
+from dp_platform.audit.runner import StepAudit, audit_campaign
 from dp_platform.config_loader import load_catalogue
 from dp_platform.privacy.noise import SeededNoise
 from tests.audit_faults import (

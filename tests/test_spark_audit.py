@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dp_platform.audit.runner import AuditOptions, audit_campaign
+from dp_platform.audit.options import AuditOptions
+from dp_platform.audit.runner import audit_campaign
 from dp_platform.config_loader import load_catalogue
 from tests.audit_faults import seeded_samplers
 

@@ -103,18 +103,13 @@ def rho_refuted_by_rates(p: float, q: float) -> float:
 def rho_lower_bound(counts: GuessCounts, confidence: float) -> float:
     """ρ that the counts refute at ``confidence``: the rates' Clopper–Pearson limits, each at
     (1 − confidence)/2, put into :func:`rho_refuted_by_rates`."""
-    tail = _tail(confidence)
-    p = clopper_pearson_lower(counts.called_in_when_in, counts.included, tail)
-    q = clopper_pearson_upper(counts.called_in_when_out, counts.excluded, tail)
-    return rho_refuted_by_rates(p, q)
+    return rho_refuted_by_rates(*_limits(counts, confidence))
 
 
 def epsilon_lower_bound(counts: GuessCounts, confidence: float, delta: float) -> float:
     """ε that the counts refute at δ and ``confidence``: (ε, δ)-DP needs p ≤ e^ε·q + δ and
     1 − q ≤ e^ε·(1 − p) + δ, so ε ≥ the larger of ln((p − δ)/q) and ln((1 − q − δ)/(1 − p))."""
-    tail = _tail(confidence)
-    p = clopper_pearson_lower(counts.called_in_when_in, counts.included, tail)
-    q = clopper_pearson_upper(counts.called_in_when_out, counts.excluded, tail)
+    p, q = _limits(counts, confidence)
     candidates = [0.0]
     if p - delta > 0 and q > 0:
         candidates.append(math.log((p - delta) / q))
@@ -123,7 +118,13 @@ def epsilon_lower_bound(counts: GuessCounts, confidence: float, delta: float) ->
     return max(candidates)
 
 
-def _tail(confidence: float) -> float:
+def _limits(counts: GuessCounts, confidence: float) -> tuple[float, float]:
+    """The lower limit of the rate in and the upper limit of the rate out, each at
+    (1 − confidence)/2: both hold together at ``confidence``."""
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must be in (0, 1)")
-    return (1.0 - confidence) / 2.0
+    tail = (1.0 - confidence) / 2.0
+    return (
+        clopper_pearson_lower(counts.called_in_when_in, counts.included, tail),
+        clopper_pearson_upper(counts.called_in_when_out, counts.excluded, tail),
+    )

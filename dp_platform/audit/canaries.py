@@ -27,10 +27,11 @@ without shadows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dp_platform.events.model import US_PER_DAY, epoch_us
 
@@ -113,8 +114,9 @@ def canary_events(
     conversion_dimensions: dict[str, str],
     impression_dimensions: dict[str, str],
 ) -> CanaryEvents:
-    """The included canaries' events, then every shadow's (module doc).
-    ``*_dimensions``: the value each canary event carries of each breakdown column."""
+    """The included canaries' events, then every shadow's (module doc), built column by column
+    (a run writes tens of thousands of them). ``*_dimensions``: the value each canary event
+    carries of each breakdown column."""
     if design.converts and design.shadows > design.per_day:
         raise ValueError(
             f"{design.shadows} shadows per canary need as many of its conversions a day "
@@ -122,106 +124,114 @@ def canary_events(
         )
     if len(included) != len(design.slots):
         raise ValueError(f"{len(included)} inclusion bits for {len(design.slots)} canaries")
-    imp_rows: list[dict[str, object]] = []
-    conv_rows: list[dict[str, object]] = []
-    rows = _Rows(advertiser, start, conversion_dimensions, impression_dimensions)
-    for slot, yes in zip(design.slots, included, strict=True):
-        if not yes:
-            continue
-        for t in range(days):
-            if _seen_on(design, slot, t, lookback_days):
-                imp_rows.append(rows.impression(_imp_id(slot, t), slot.user, slot.publisher, t))
-            for i in range(design.per_day):
-                conv_rows.append(rows.conversion(_conv_id(slot, t, i), slot.user, t, i))
-    for slot in design.slots:
-        for s in range(design.shadows):
-            user = f"audit-shadow-{slot.index:04d}-{s:03d}"
-            for t in range(days):
-                if _seen_on(design, slot, t, lookback_days):
-                    own = f"audit-shadow-imp-{slot.index:04d}-{s:03d}-{t:03d}"
-                    imp_rows.append(rows.impression(own, user, slot.shadow_publisher, t))
-                # the canary's id of the day, under another user
-                conv_rows.append(rows.conversion(_conv_id(slot, t, s), user, t, s))
+    rows = _Rows(design, advertiser, epoch_us(start), conversion_dimensions, impression_dimensions)
+    inside = np.flatnonzero(np.asarray(included, dtype=bool))
+    if not design.converts:  # reach: seen on its first `frequency` days, no shadows
+        pairs = [(j, t) for j in inside for t in range(min(design.slots[j].frequency, days))]
+        slot = np.array([j for j, _ in pairs], dtype=np.int64)
+        day = np.array([t for _, t in pairs], dtype=np.int64)
+        return CanaryEvents(rows.impressions(slot, day, shadow=None), rows.conversions_none())
+    # seen on the first day and every look-back after it, before it converts: every
+    # conversion has a touch within its look-back, all in its own cell, under every rule
+    seen_days = np.arange(0, days, lookback_days)
+    everyone = np.arange(len(design.slots))
+    canary = _grid(inside, seen_days)
+    shadow = _grid(everyone, np.arange(design.shadows), seen_days)
+    bought = _grid(inside, np.arange(days), np.arange(design.per_day))
+    copied = _grid(everyone, np.arange(design.shadows), np.arange(days))
     return CanaryEvents(
-        impressions=_table(imp_rows, _IMPRESSION_TYPES, impression_dimensions),
-        conversions=_table(conv_rows, _CONVERSION_TYPES, conversion_dimensions),
+        impressions=pa.concat_tables(
+            [
+                rows.impressions(canary[0], canary[1], shadow=None),
+                rows.impressions(shadow[0], shadow[2], shadow=shadow[1]),
+            ]
+        ),
+        conversions=pa.concat_tables(
+            [
+                rows.conversions(bought[0], bought[1], bought[2], shadow=None),
+                # each shadow s converts under the canary's s-th id of the day
+                rows.conversions(copied[0], copied[2], copied[1], shadow=copied[1]),
+            ]
+        ),
     )
 
 
-def _imp_id(slot: CanarySlot, day: int) -> str:
-    return f"audit-imp-{slot.index:04d}-{day:03d}"
+def _grid(*axes: np.ndarray) -> list[np.ndarray]:
+    """Every combination of the axes' values, the first axis slowest (one array per axis)."""
+    mesh = np.meshgrid(*axes, indexing="ij")
+    return [m.reshape(-1).astype(np.int64) for m in mesh]
 
 
-def _conv_id(slot: CanarySlot, day: int, number: int) -> str:
-    return f"audit-conv-{slot.index:04d}-{day:03d}-{number:03d}"
+def _ids(prefix: str, *numbers: tuple[np.ndarray, int]) -> pa.Array:
+    """``prefix-NNNN-NNN…``: each number zero-padded to its width, joined by dashes."""
+    parts = [
+        pc.utf8_lpad(pc.cast(pa.array(values, pa.int64()), pa.string()), width=width, padding="0")
+        for values, width in numbers
+    ]
+    return pc.binary_join_element_wise(pa.scalar(prefix), *parts, "-")
 
 
 @dataclass(frozen=True)
 class _Rows:
-    """Rows of the event files for the audit's users (docs/data.md#1-event-files)."""
+    """The audit's users' rows of the event files (docs/data.md#1-event-files), column-wise."""
 
+    design: CanaryDesign
     advertiser: str
-    start: date
+    start_us: int
     conversion_dimensions: dict[str, str]
     impression_dimensions: dict[str, str]
 
-    def impression(self, event: str, user: str, publisher: str, day: int) -> dict[str, object]:
-        return {
+    def _users(self, slot: np.ndarray, shadow: np.ndarray | None) -> pa.Array:
+        if shadow is None:
+            users = np.array([s.user for s in self.design.slots], dtype=object)
+            return pa.array(users[slot], pa.string())
+        return _ids("audit-shadow", (slot, 4), (shadow, 3))
+
+    def impressions(self, slot: np.ndarray, day: np.ndarray, shadow: np.ndarray | None) -> pa.Table:
+        keys = [s.publisher if shadow is None else s.shadow_publisher for s in self.design.slots]
+        event = (
+            _ids("audit-imp", (slot, 4), (day, 3))
+            if shadow is None
+            else _ids("audit-shadow-imp", (slot, 4), (shadow, 3), (day, 3))
+        )
+        columns = {
             "impression_id": event,
-            "user_id": user,
-            "publisher_id": publisher,
-            "advertiser_id": self.advertiser,
-            "ts": epoch_us(self.start + timedelta(days=day)) + 60 * _SECOND,
-            "interaction": "view",
-            **self.impression_dimensions,
+            "user_id": self._users(slot, shadow),
+            "publisher_id": pa.array(np.array(keys, dtype=object)[slot], pa.string()),
+            "advertiser_id": _constant(self.advertiser, len(slot)),
+            "ts": pa.array(self.start_us + day * US_PER_DAY + 60 * _SECOND, _TS),
+            "interaction": _constant("view", len(slot)),
         }
+        return _table(columns, self.impression_dimensions, len(slot))
 
-    def conversion(self, event: str, user: str, day: int, number: int) -> dict[str, object]:
-        return {
-            "conversion_id": event,
-            "user_id": user,
-            "advertiser_id": self.advertiser,
-            "ts": epoch_us(self.start + timedelta(days=day)) + US_PER_DAY // 2 + number * _SECOND,
-            "value": CANARY_VALUE,
-            **self.conversion_dimensions,
+    def conversions(
+        self, slot: np.ndarray, day: np.ndarray, number: np.ndarray, shadow: np.ndarray | None
+    ) -> pa.Table:
+        columns = {
+            "conversion_id": _ids("audit-conv", (slot, 4), (day, 3), (number, 3)),
+            "user_id": self._users(slot, shadow),
+            "advertiser_id": _constant(self.advertiser, len(slot)),
+            "ts": pa.array(
+                self.start_us + day * US_PER_DAY + US_PER_DAY // 2 + number * _SECOND, _TS
+            ),
+            "value": pa.array(np.full(len(slot), CANARY_VALUE)),
         }
+        return _table(columns, self.conversion_dimensions, len(slot))
+
+    def conversions_none(self) -> pa.Table:
+        empty = np.zeros(0, dtype=np.int64)
+        return self.conversions(empty, empty, empty, shadow=None)
 
 
-def _seen_on(design: CanaryDesign, slot: CanarySlot, day: int, lookback_days: int) -> bool:
-    """A converting canary (or shadow) is seen on the first day and every look-back after it,
-    before it converts: every conversion has a touch within its look-back, all in its own cell,
-    under every attribution rule. A reach canary is seen on its first ``frequency`` days."""
-    if design.converts:
-        return day % lookback_days == 0
-    return day < slot.frequency
+def _constant(value: str, rows: int) -> pa.Array:
+    return pa.repeat(pa.scalar(value, pa.string()), rows)
 
 
 _TS = pa.timestamp("us", tz="UTC")
-_IMPRESSION_TYPES = {
-    "impression_id": pa.string(),
-    "user_id": pa.string(),
-    "publisher_id": pa.string(),
-    "advertiser_id": pa.string(),
-    "ts": _TS,
-    "interaction": pa.string(),
-}
-_CONVERSION_TYPES = {
-    "conversion_id": pa.string(),
-    "user_id": pa.string(),
-    "advertiser_id": pa.string(),
-    "ts": _TS,
-    "value": pa.float64(),
-}
 
 
-def _table(
-    rows: list[dict[str, object]], types: dict[str, pa.DataType], dimensions: dict[str, str]
-) -> pa.Table:
-    schema = pa.schema(
-        [
-            *(pa.field(name, kind) for name, kind in types.items()),
-            *(pa.field(name, pa.string()) for name in dimensions),
-        ]
-    )
-    columns = {field.name: [row[field.name] for row in rows] for field in schema}
-    return pa.table(columns, schema=schema)
+def _table(columns: dict[str, pa.Array], dimensions: dict[str, str], rows: int) -> pa.Table:
+    """The columns, then one column per breakdown dimension holding the canaries' value."""
+    for name, value in dimensions.items():
+        columns[name] = _constant(value, rows)
+    return pa.table(columns)

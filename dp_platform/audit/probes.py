@@ -23,35 +23,15 @@ import numpy as np
 
 from dp_platform import mechanisms
 from dp_platform.audit.canaries import CanaryDesign, CanarySlot
+from dp_platform.audit.options import AuditOptions, AuditSamplers
 from dp_platform.cells import CellLayout
 from dp_platform.daily import bound_day, campaign_release, release_day
 from dp_platform.ledger import Ledger
 from dp_platform.plans import CampaignPlan
-from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
 from dp_platform.registration import Registration
 from dp_platform.warehouse.base import WarehouseEngine
 
-__all__ = ["MAX_PER_DAY", "CanaryShape", "Noises", "Probe", "above_bound", "probes_of"]
-
-
-class Noises(Protocol):
-    """The samplers a run draws with: the secure ones in production, seeded ones in tests."""
-
-    @property
-    def real(self) -> NoiseSource | None: ...
-    @property
-    def integer(self) -> IntegerNoiseSource | None: ...
-
-
-class CanaryShape(Protocol):
-    """What the operator chose of the canaries (``dp-platform audit`` options)."""
-
-    @property
-    def canaries(self) -> int: ...
-    @property
-    def per_day(self) -> int | None: ...
-    @property
-    def shadows(self) -> int | None: ...
+__all__ = ["MAX_PER_DAY", "Probe", "above_bound", "probes_of"]
 
 
 class Probe(Protocol):
@@ -64,7 +44,7 @@ class Probe(Protocol):
         """The zCDP ρ this step claims for one user (what the ledger charges for it)."""
         ...
 
-    def design(self, plan: CampaignPlan, shape: CanaryShape) -> CanaryDesign: ...
+    def design(self, plan: CampaignPlan, options: AuditOptions) -> CanaryDesign: ...
 
     def release(
         self,
@@ -72,7 +52,7 @@ class Probe(Protocol):
         ledger: Ledger,
         registration: Registration,
         days: list[date],
-        noises: Noises,
+        samplers: AuditSamplers,
     ) -> None:
         """Draw (once, through the ledger) every release this step makes in a run."""
         ...
@@ -113,10 +93,10 @@ class StreamProbe:
         assert plan.stream is not None
         return float(plan.stream.total)
 
-    def design(self, plan: CampaignPlan, shape: CanaryShape) -> CanaryDesign:
+    def design(self, plan: CampaignPlan, options: AuditOptions) -> CanaryDesign:
         assert plan.stream is not None
-        per_day = shape.per_day or above_bound(plan.stream.largest_bound)
-        return CanaryDesign.converting(shape.canaries, per_day, shape.shadows)
+        per_day = options.per_day or above_bound(plan.stream.largest_bound)
+        return CanaryDesign.converting(options.canaries, per_day, options.shadows)
 
     def release(
         self,
@@ -124,12 +104,12 @@ class StreamProbe:
         ledger: Ledger,
         registration: Registration,
         days: list[date],
-        noises: Noises,
+        samplers: AuditSamplers,
     ) -> None:
         warehouse.contributions_days(registration.config, days[0], days[-1])
         for day in days:
-            bound_day(warehouse, ledger, registration, day, noise=noises.real)
-            release_day(warehouse, ledger, registration, day, noise=noises.real)
+            bound_day(warehouse, ledger, registration, day, noise=samplers.real)
+            release_day(warehouse, ledger, registration, day, noise=samplers.real)
 
     def features(
         self, ledger: Ledger, registration: Registration, design: CanaryDesign
@@ -166,12 +146,12 @@ class CampaignLevelProbe:
     def claimed(self, plan: CampaignPlan) -> float:
         return float(self._mechanism.charge(plan.releases[self._name]))
 
-    def design(self, plan: CampaignPlan, shape: CanaryShape) -> CanaryDesign:
+    def design(self, plan: CampaignPlan, options: AuditOptions) -> CanaryDesign:
         placement = self._mechanism.canary_placement(plan.releases[self._name])
         if placement.frequencies is not None:
             return CanaryDesign.seen(list(placement.frequencies))
-        per_day = shape.per_day or above_bound(placement.largest_bound)
-        return CanaryDesign.converting(shape.canaries, per_day, shape.shadows)
+        per_day = options.per_day or above_bound(placement.largest_bound)
+        return CanaryDesign.converting(options.canaries, per_day, options.shadows)
 
     def release(
         self,
@@ -179,15 +159,15 @@ class CampaignLevelProbe:
         ledger: Ledger,
         registration: Registration,
         days: list[date],
-        noises: Noises,
+        samplers: AuditSamplers,
     ) -> None:
         campaign_release(
             warehouse,
             ledger,
             registration,
             self._name,
-            noise=noises.real,
-            integer_noise=noises.integer,
+            noise=samplers.real,
+            integer_noise=samplers.integer,
         )
 
     def features(

@@ -18,7 +18,7 @@ def text_report(results: list[StepAudit]) -> str:
     delta = results[0].delta
     confidence = results[0].confidence
     header = (
-        f"{'campaign':<18} {'step':<26} {'claimed ρ':>10} {'lower bound ρ':>14} "
+        f"{'campaign':<18} {'step':<30} {'claimed ρ':>10} {'lower bound ρ':>14} "
         f"{'tightness':>9} {'claimed ε':>10} {'lower ε':>8}  guesses called in (in, out)"
     )
     lines = [
@@ -28,7 +28,7 @@ def text_report(results: list[StepAudit]) -> str:
     for r in results:
         c = r.counts
         lines.append(
-            f"{r.campaign:<18} {r.step:<26} {r.claimed_rho:>10.4g} {r.rho_lower:>14.4g} "
+            f"{r.campaign:<18} {r.step:<30} {r.claimed_rho:>10.4g} {r.rho_lower:>14.4g} "
             f"{r.tightness:>9.2f} {r.claimed_epsilon:>10.4g} {r.epsilon_lower:>8.3g}  "
             f"{c.called_in_when_in}/{c.included}, {c.called_in_when_out}/{c.excluded}"
         )

@@ -25,7 +25,6 @@ import tempfile
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, time, timedelta
 from functools import partial
 from pathlib import Path
 
@@ -36,61 +35,27 @@ import pyarrow.parquet as pq
 from dp_platform.audit.bounds import GuessCounts, epsilon_lower_bound, rho_lower_bound
 from dp_platform.audit.canaries import CanaryDesign, canary_events
 from dp_platform.audit.distinguisher import guess
+from dp_platform.audit.options import AuditOptions, AuditSamplers
 from dp_platform.audit.probes import Probe, probes_of
 from dp_platform.config import AccountConfig, CampaignConfig, Catalogue
 from dp_platform.daily import campaign_days, register_alone
-from dp_platform.events import generate_campaign, write_events
+from dp_platform.events import write_events
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger
 from dp_platform.plans import CampaignPlan, campaign_plan
 from dp_platform.privacy.accounting import zcdp_epsilon
-from dp_platform.privacy.noise import IntegerNoiseSource, NoiseSource
+from dp_platform.rehearsal import (
+    SIMULATED_ADVERTISER,
+    dimension_lists,
+    ingest_simulated,
+    simulated_events,
+)
 from dp_platform.settings import WarehouseConfig
 from dp_platform.warehouse.base import open_warehouse
 
-__all__ = ["AuditOptions", "AuditSamplers", "Progress", "StepAudit", "audit_campaign"]
+__all__ = ["Progress", "StepAudit", "audit_campaign"]
 
-_ADVERTISER = "acme"  # the generator's first advertiser
 _POPULATION_PUBLISHERS = 5
-
-
-@dataclass(frozen=True)
-class AuditOptions:
-    """How hard to look (``dp-platform audit`` options; docs/privacy.md for the defaults)."""
-
-    runs: int = 40
-    canaries: int = 50
-    per_day: int | None = None  # None: 2⌈largest bound⌉ + 1 (probes.above_bound)
-    shadows: int | None = None  # None: as many as the canary's conversions a day
-    users: int = 1_000
-    data_seed: int = 7
-    confidence: float = 0.95
-    delta: float = 1e-6
-    workers: int = 1  # processes running runs side by side (seeded samplers need 1)
-
-    def __post_init__(self) -> None:
-        if self.runs < 4:
-            raise ValueError("runs: at least 4 (half train the distinguisher, half are scored)")
-        if (
-            self.canaries < 2
-            or self.users < 1
-            or (self.per_day or 1) < 1
-            or (self.shadows or 0) < 0
-        ):
-            raise ValueError("canaries >= 2, users >= 1, per_day >= 1 and shadows >= 0")
-        if not 0.0 < self.confidence < 1.0 or not 0.0 < self.delta < 1.0:
-            raise ValueError("confidence and delta must be in (0, 1)")
-        if self.workers < 1:
-            raise ValueError("workers: at least 1")
-
-
-@dataclass(frozen=True)
-class AuditSamplers:
-    """The noise a run draws: None is the production secure samplers (the CLI never sets them;
-    tests pass seeded ones so their outcome is fixed)."""
-
-    real: NoiseSource | None = None
-    integer: IntegerNoiseSource | None = None
 
 
 @dataclass(frozen=True)
@@ -240,28 +205,17 @@ def _scored(
 
 def _copy(campaign: CampaignConfig, population: list[str], canaries: list[str]) -> CampaignConfig:
     return campaign.model_copy(
-        update={"advertiser": _ADVERTISER, "publishers": [*population, *canaries]}
+        update={"advertiser": SIMULATED_ADVERTISER, "publishers": [*population, *canaries]}
     )
-
-
-def _lists(campaign: CampaignConfig, source: str) -> dict[str, list[str]]:
-    return {d.name: list(d.cell_values) for d in campaign.breakdown if d.source == source}
 
 
 def _population(campaign: CampaignConfig, options: AuditOptions, scratch: Path) -> _Population:
     """The simulated users every run shares (seeded: the same in every run)."""
-    events = generate_campaign(
-        seed=options.data_seed,
+    events = simulated_events(
+        campaign,
         users=options.users,
         publishers=_POPULATION_PUBLISHERS,
-        impressions=options.users * 20,
-        conversions=options.users * 2,
-        days=campaign.days,
-        start=campaign.start,
-        lookback_days=campaign.attribution.lookback_days,
-        advertisers=(_ADVERTISER,),
-        conversion_dimensions=_lists(campaign, "conversions"),
-        impression_dimensions=_lists(campaign, "impressions"),
+        data_seed=options.data_seed,
     )
     files = write_events(events, scratch / "population")
     return _Population(
@@ -297,15 +251,15 @@ def _run(
     canaries = canary_events(
         design,
         included,
-        advertiser=_ADVERTISER,
+        advertiser=SIMULATED_ADVERTISER,
         start=campaign.start,
         days=campaign.days,
         lookback_days=campaign.attribution.lookback_days,
         conversion_dimensions={
-            name: values[0] for name, values in _lists(campaign, "conversions").items()
+            name: values[0] for name, values in dimension_lists(campaign, "conversions").items()
         },
         impression_dimensions={
-            name: values[0] for name, values in _lists(campaign, "impressions").items()
+            name: values[0] for name, values in dimension_lists(campaign, "impressions").items()
         },
     )
     with tempfile.TemporaryDirectory(prefix="dp-audit-run-") as scratch:
@@ -318,15 +272,8 @@ def _run(
         pq.write_table(
             pa.concat_tables([population.conversions, canaries.conversions]), conversions
         )
-        after = datetime.combine(campaign.end + timedelta(days=1), time(), tzinfo=UTC)
         with open_warehouse(settings, home) as warehouse, Ledger(home.ledger) as ledger:
-            warehouse.ingest(
-                impressions,
-                conversions,
-                now=after,
-                dimensions=_lists(campaign, "conversions") or None,
-                impression_dimensions=_lists(campaign, "impressions") or None,
-            )
+            ingest_simulated(warehouse, campaign, impressions, conversions)
             registration = register_alone(campaign, account, plan, ledger, warehouse, base_dir)
             days = campaign_days(campaign)
             warehouse.attribute_days(campaign, days[0], days[-1], noise=samplers.integer)

@@ -24,7 +24,8 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from dp_platform.audit.runner import AuditOptions, Progress, StepAudit
+from dp_platform.audit.options import AuditOptions
+from dp_platform.audit.runner import Progress, StepAudit
 
 _DEFAULTS = AuditOptions()
 

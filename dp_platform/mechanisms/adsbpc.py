@@ -149,7 +149,7 @@ class AdsbpcPlan:
     @property
     def largest_bound(self) -> float:
         """The largest daily bound r_i the plan can choose: Λ raised by every SVT report."""
-        return float(self.bounds.cap * self.bounds.s_up**self.bounds.max_reports)
+        return self.bounds.largest_bound
 
     def gaussian_cost(self, bound: float, sigma: float) -> Fraction:
         """Exact zCDP cost of one day's Gaussian release: factor·r²/(2σ²)."""

@@ -60,15 +60,22 @@ class BoundsConfig(BaseModel):
     def _floor_below_cap(self) -> BoundsConfig:
         if not self.min_bound <= self.cap:
             raise ValueError(f"min_bound must be <= cap ({self.cap})")
-        # The SVT raises τ by s_up at most k times, so a bound never exceeds Λ·s_up^k (in logs:
-        # s_up^k itself may overflow a float).
-        reach = math.log(self.cap) + self.max_reports * math.log(self.s_up)
-        if reach > math.log(MAX_REACHABLE_BOUND):
+        if self._log_largest_bound() > math.log(MAX_REACHABLE_BOUND):
             raise ValueError(
                 f"cap·s_up^max_reports (the largest bound the SVT can reach) must be <= "
                 f"{MAX_REACHABLE_BOUND:g}; lower cap, s_up or max_reports"
             )
         return self
+
+    def _log_largest_bound(self) -> float:
+        # The SVT raises τ by s_up at most k times, so a bound never exceeds Λ·s_up^k (in logs:
+        # s_up^k itself may overflow a float before the check above refuses it).
+        return math.log(self.cap) + self.max_reports * math.log(self.s_up)
+
+    @property
+    def largest_bound(self) -> float:
+        """Λ·s_up^k: the largest bound the SVT can reach (at most MAX_REACHABLE_BOUND)."""
+        return math.exp(self._log_largest_bound())
 
 
 class AdsbpcSettings(MechanismSettings):
