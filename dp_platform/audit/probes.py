@@ -95,8 +95,7 @@ class StreamProbe:
 
     def design(self, plan: CampaignPlan, options: AuditOptions) -> CanaryDesign:
         assert plan.stream is not None
-        per_day = options.per_day or above_bound(plan.stream.largest_bound)
-        return CanaryDesign.converting(options.canaries, per_day, options.shadows)
+        return _converting(options, plan.stream.largest_bound)
 
     def release(
         self,
@@ -150,8 +149,7 @@ class CampaignLevelProbe:
         placement = self._mechanism.canary_placement(plan.releases[self._name])
         if placement.frequencies is not None:
             return CanaryDesign.seen(list(placement.frequencies))
-        per_day = options.per_day or above_bound(placement.largest_bound)
-        return CanaryDesign.converting(options.canaries, per_day, options.shadows)
+        return _converting(options, placement.largest_bound)
 
     def release(
         self,
@@ -192,6 +190,12 @@ def above_bound(bound: float) -> int:
     """Conversions a day that keep a canary at the bound, and twice over it (so a clip that
     kept twice the bound, or none, would show): 2⌈bound⌉ + 1, at most :data:`MAX_PER_DAY`."""
     return min(2 * math.ceil(bound) + 1, MAX_PER_DAY)
+
+
+def _converting(options: AuditOptions, largest_bound: float) -> CanaryDesign:
+    """Converting canaries past ``largest_bound`` (or the operator's ``per_day``)."""
+    per_day = options.per_day or above_bound(largest_bound)
+    return CanaryDesign.converting(options.canaries, per_day, options.shadows)
 
 
 def probes_of(plan: CampaignPlan) -> list[Probe]:
