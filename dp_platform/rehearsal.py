@@ -47,6 +47,7 @@ from dp_platform.warehouse.base import WarehouseEngine
 
 __all__ = [
     "SIMULATED_ADVERTISER",
+    "SIMULATED_PUBLISHERS",
     "Rehearsal",
     "RehearsedDay",
     "dimension_lists",
@@ -56,7 +57,7 @@ __all__ = [
 ]
 
 SIMULATED_ADVERTISER = "acme"  # the generator's first advertiser
-_DEFAULT_PUBLISHERS = 5  # for ``publishers: all``
+SIMULATED_PUBLISHERS = 5  # a simulated population's publishers (rehearsal: for ``publishers: all``)
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ class Rehearsal:
 def _publisher_count(campaign: CampaignConfig) -> int:
     if isinstance(campaign.publishers, list):
         return len(campaign.publishers)
-    return _DEFAULT_PUBLISHERS
+    return SIMULATED_PUBLISHERS
 
 
 def _truth(

@@ -46,6 +46,7 @@ from dp_platform.plans import CampaignPlan, campaign_plan
 from dp_platform.privacy.accounting import zcdp_epsilon
 from dp_platform.rehearsal import (
     SIMULATED_ADVERTISER,
+    SIMULATED_PUBLISHERS,
     dimension_lists,
     ingest_simulated,
     simulated_events,
@@ -54,8 +55,6 @@ from dp_platform.settings import WarehouseConfig
 from dp_platform.warehouse.base import open_warehouse
 
 __all__ = ["Progress", "StepAudit", "audit_campaign"]
-
-_POPULATION_PUBLISHERS = 5
 
 
 @dataclass(frozen=True)
@@ -214,7 +213,7 @@ def _population(campaign: CampaignConfig, options: AuditOptions, scratch: Path) 
     events = simulated_events(
         campaign,
         users=options.users,
-        publishers=_POPULATION_PUBLISHERS,
+        publishers=SIMULATED_PUBLISHERS,
         data_seed=options.data_seed,
     )
     files = write_events(events, scratch / "population")
