@@ -297,3 +297,20 @@ def test_state_and_choice_round_trip_through_json():
     assert from_record(PlusState, json.loads(json.dumps(to_record(state)))) == state
     assert from_record(PlusChoice, json.loads(json.dumps(to_record(choice)))) == choice
     assert "values" not in to_record(choice)  # a choice carries no data
+
+
+def test_a_runs_excess_is_what_the_filter_kept_off_capped_per_user_and_day():
+    """run_plus(excess_cap=E) (research/…/total_layer.py): Σ_u min(c_ut − k_ut, E) a day."""
+    plan = make_plan(_campaign())
+    data = prepare_plus(paper_dataset("zipf", users=3000, publishers=5, days=12, seed=0))
+    wide, one, none = (
+        run_plus(plan, data, SeededNoise(0), excess_cap=cap) for cap in (1e9, 1.0, 0.0)
+    )
+    assert run_plus(plan, data, SeededNoise(0)).excess is None
+    conversions = np.bincount(data.day, minlength=12)  # unit rows, one conversion each
+    np.testing.assert_allclose(wide.excess, conversions - wide.clipped.sum(axis=0), atol=1e-9)
+    assert wide.excess.sum() > 0
+    np.testing.assert_array_equal(none.excess, np.zeros(12))
+    active = np.array([np.unique(data.user[data.rows(day)]).size for day in range(12)])
+    assert np.all(one.excess <= active) and np.all(one.excess <= wide.excess)
+    assert np.any(one.excess < wide.excess)  # some user lost more than one conversion a day

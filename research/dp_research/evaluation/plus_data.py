@@ -234,6 +234,7 @@ class PlusRun:
     day_costs: np.ndarray | None = None  # (n × users) if asked for: ‖row‖²/(2σ²) per day
     scale_estimate: float | None = None  # s, the profile scale chosen after day m
     rows: np.ndarray | None = None  # the filtered rows (P × n), correlated strategies only
+    excess: np.ndarray | None = None  # (n,) if asked for: Σ_u min(c_ut − k_ut, E) per day
 
 
 def filter_day(
@@ -407,12 +408,15 @@ def run_plus(
     keep_costs: bool = False,
     oracle: bool = False,
     choose: Callable[..., tuple[PlusChoice, PlusState]] | None = None,
+    excess_cap: float | None = None,
 ) -> PlusRun:
     """All n days of AdsBPC+ on ``data``: production choose_bound/measure, filter here.
 
     ``oracle``: NOT PRIVATE — :func:`oracle_plan` and the choices on exact inputs
     (:func:`_oracle_choose`); the measurement noise is still drawn from ``noise``.
-    ``choose``: a candidate bound rule in choose_bound's place (evaluation/plus_scale.py)."""
+    ``choose``: a candidate bound rule in choose_bound's place (evaluation/plus_scale.py).
+    ``excess_cap`` E: also each day's Σ over users of min(conversions not kept, E), what a
+    release of the clipped-off remainder at ℓ2 sensitivity E would measure (total_layer.py)."""
     if oracle:
         plan = oracle_plan(plan)
         choose = _oracle_choose
@@ -432,6 +436,7 @@ def run_plus(
     rows_filter = RowFilter(data, plan.matrix) if plan.correlated else None
     sigmas = []
     measurements: list[Measurement] = []
+    excess = None if excess_cap is None else np.zeros(data.n_days)
     for day in range(data.n_days):
         rows = data.rows(day)
         profile = None
@@ -456,6 +461,9 @@ def run_plus(
             keep, cost, row = rows_filter.day(day, choice.bound, choice.sigma, spend, cap)
         clipped[:, day] = row
         spend += cost
+        if excess is not None:
+            lost = np.bincount(user, 1.0 - keep, minlength=data.n_users)
+            excess[day] = np.minimum(lost, excess_cap).sum()
         if costs is not None:
             costs[day] = cost
         if day < m:  # T_u = Σ_i φ_i ‖clip_{r_i}(c_{u,i})‖², φ_i = w_i/W_m (as in SQL)
@@ -487,6 +495,7 @@ def run_plus(
         day_costs=costs,
         scale_estimate=state.scale_estimate,
         rows=filtered_rows,
+        excess=excess,
     )
 
 
