@@ -14,7 +14,7 @@ from dp_platform.privacy.noise import SeededNoise
 from dp_research.baselines import UMM, prefix, prefix_weights, sliding
 from dp_research.evaluation.adsbpc_runs import campaign_for, given_bounds_run
 from dp_research.evaluation.datasets import dataset_spec
-from dp_research.evaluation.experiment import ExperimentConfig, run_experiment
+from dp_research.evaluation.experiment import ExperimentConfig, prepare_dataset, run_experiment
 from dp_research.evaluation.methods import (
     Context,
     daily_outcome,
@@ -151,3 +151,19 @@ def test_total_metric_uses_the_gamma_weights_on_one_series() -> None:
     w = prefix_weights(3)
     assert workload_error(total, workload) == pytest.approx(np.sqrt(total @ w / w.sum()))
     assert workload_error(total, sliding(3, 1)) == 9.0
+
+
+def test_a_layer_with_a_vanishing_cap_leaves_the_reduced_runs_own_total():
+    """total_layer.py: as E → 0 the remainder X and its noise vanish, so the layered total's
+    error is AdsBPC+'s own total error at (1 − share)·ρ, as the experiment scores it."""
+    from dp_research.evaluation.total_layer import layered_total, observed_run
+    from dp_research.evaluation.total_split import row_configs
+
+    config = replace(next(row_configs([1_000], ["zipf"])), repeats=1)
+    data, _ = prepare_dataset(config)
+    reduced = replace(config, rho=config.rho * 0.9, methods=("adsbpc_plus",))
+    own, run, _ = observed_run(reduced, data, 8.0)
+    assert run.excess is not None and run.excess.sum() > 0  # the filter keeps something off
+    layered = layered_total(config, 0.1, [1e-9, 8.0]).layered
+    assert layered[1e-9] == pytest.approx(own.methods["adsbpc_plus"].score.total_error, rel=1e-6)
+    assert layered[8.0] != pytest.approx(layered[1e-9], rel=1e-3)

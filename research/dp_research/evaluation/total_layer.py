@@ -35,7 +35,7 @@ from dp_research.evaluation.experiment import ExperimentConfig, prepare_dataset,
 from dp_research.evaluation.fixed_bound import daily_sigma
 from dp_research.evaluation.metrics import workload_error
 from dp_research.evaluation.plus_data import PlusRun, run_plus
-from dp_research.evaluation.tiers import TIERS
+from dp_research.evaluation.total_split import DATASETS, row_configs
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class LayeredTotal:
     per_publisher: tuple[float, float]  # AdsBPC+'s per-publisher error at ρ and (1 − share)·ρ
 
 
-def _observed_run(config: ExperimentConfig, data, cap: float | None):
+def observed_run(config: ExperimentConfig, data, cap: float | None):
     """Run ``config``; return its result, AdsBPC+'s first run and that run's total's
     (Var_q, Σ_p bias_pq). AdsBPC+ must be the first method of ``config``."""
     runs: list[PlusRun] = []
@@ -73,13 +73,13 @@ def _observed_run(config: ExperimentConfig, data, cap: float | None):
 
 def layered_total(config: ExperimentConfig, share: float, caps: list[float]) -> LayeredTotal:
     data, _ = prepare_dataset(config)
-    full, _, _ = _observed_run(config, data, None)
+    full, _, _ = observed_run(config, data, None)
     reduced = replace(config, rho=config.rho * (1 - share), methods=("adsbpc_plus",))
     workload = config.make_workload()
     queries = workload.matrix
     layered = {}
     for cap in caps:
-        result, run, (variances, bias) = _observed_run(reduced, data, cap)
+        result, run, (variances, bias) = observed_run(reduced, data, cap)
         assert run.excess is not None
         sigma = daily_sigma(cap, share * config.rho, data.n_days)
         squared = (
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--share", type=float, default=0.1, help="ρ share of the remainder")
     parser.add_argument("--caps", type=float, nargs="+", default=[4.0, 8.0, 16.0])
     parser.add_argument("--tiers", type=int, nargs="+", default=[20_000, 200_000])
-    parser.add_argument("--datasets", nargs="+", default=["zipf", "normal", "uniform", "events"])
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     args = parser.parse_args(argv)
     caps = " | ".join(f"layered, E = {cap:g}" for cap in args.caps)
     print(
@@ -114,17 +114,14 @@ def main(argv: list[str] | None = None) -> int:
         f"{1 - args.share:g}ρ |"
     )
     print("|---|---:|---:|" + "---:|" * len(args.caps) + "---|")
-    for tier in (t for t in TIERS if t.users_per_day in args.tiers):
-        for dataset in args.datasets:
-            for workload in ("prefix", "sliding"):
-                config = tier.configs(dataset, workload, ("adsbpc_plus", "fixed_hindsight"))[0]
-                r = layered_total(replace(config, repeats=1), args.share, args.caps)
-                cells = " | ".join(f"{r.layered[cap]:.4g}" for cap in args.caps)
-                print(
-                    f"| {r.row} | {r.default_total:.4g} | {r.fixed_total:.4g} | {cells} | "
-                    f"{r.per_publisher[0]:.4g} → {r.per_publisher[1]:.4g} |",
-                    flush=True,
-                )
+    for config in row_configs(args.tiers, args.datasets):
+        r = layered_total(replace(config, repeats=1), args.share, args.caps)
+        cells = " | ".join(f"{r.layered[cap]:.4g}" for cap in args.caps)
+        print(
+            f"| {r.row} | {r.default_total:.4g} | {r.fixed_total:.4g} | {cells} | "
+            f"{r.per_publisher[0]:.4g} → {r.per_publisher[1]:.4g} |",
+            flush=True,
+        )
     return 0
 
 

@@ -25,6 +25,7 @@ Seeded noise on synthetic data; nothing printed is a release.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -93,6 +94,18 @@ def _private_bound(
     return best
 
 
+DATASETS = ("zipf", "normal", "uniform", "events")
+
+
+def row_configs(tiers: Sequence[int], datasets: Sequence[str]) -> Iterator[ExperimentConfig]:
+    """The explorations' rows: every tier of :mod:`.tiers` with its users a day in ``tiers`` ×
+    dataset × workload, AdsBPC+ first and the fixed bound tuned in hindsight beside it."""
+    for tier in (t for t in TIERS if t.users_per_day in tiers):
+        for dataset in datasets:
+            for workload in ("prefix", "sliding"):
+                yield tier.configs(dataset, workload, ("adsbpc_plus", "fixed_hindsight"))[0]
+
+
 def total_split(config: ExperimentConfig, share: float, repeats: int = 20) -> TotalSplit:
     data, _ = prepare_dataset(config)
     spec = dataset_spec(config.dataset)
@@ -143,21 +156,17 @@ def main(argv: list[str] | None = None) -> int:
         f"at ρ → {1 - args.share:g}ρ |"
     )
     print("|---|---|---:|---:|---:|---:|---|")
-    for tier in (t for t in TIERS if t.users_per_day in args.tiers):
-        for dataset in ("zipf", "normal", "uniform", "events"):
-            for workload in ("prefix", "sliding"):
-                config = tier.configs(dataset, workload, ("adsbpc_plus", "fixed_hindsight"))[0]
-                config = replace(config, repeats=2)
-                r = total_split(config, args.share)
-                low, high, private = r.own_private
-                print(
-                    f"| {r.row} | {r.noise_part:.3g} / {r.bias_part:.3g} | "
-                    f"{r.default_total:.4g} | {r.fixed_total:.4g} | "
-                    f"{r.own_hindsight[1]:.4g} (b {r.own_hindsight[0]:g}) | "
-                    f"{private:.4g} (b {low:g}–{high:g}) | "
-                    f"{r.per_publisher[0]:.4g} → {r.per_publisher[1]:.4g} |",
-                    flush=True,
-                )
+    for config in row_configs(args.tiers, DATASETS):
+        r = total_split(replace(config, repeats=2), args.share)
+        low, high, private = r.own_private
+        print(
+            f"| {r.row} | {r.noise_part:.3g} / {r.bias_part:.3g} | "
+            f"{r.default_total:.4g} | {r.fixed_total:.4g} | "
+            f"{r.own_hindsight[1]:.4g} (b {r.own_hindsight[0]:g}) | "
+            f"{private:.4g} (b {low:g}–{high:g}) | "
+            f"{r.per_publisher[0]:.4g} → {r.per_publisher[1]:.4g} |",
+            flush=True,
+        )
     return 0
 
 
