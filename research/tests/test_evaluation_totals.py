@@ -24,6 +24,8 @@ from dp_research.evaluation.methods import (
 from dp_research.evaluation.metrics import workload_error
 from dp_research.evaluation.prepared import prepare
 from dp_research.evaluation.scoring import score
+from dp_research.evaluation.total_layer import layered_total, observed_run
+from dp_research.evaluation.total_split import row_configs
 
 DAYS = 10
 
@@ -156,9 +158,6 @@ def test_total_metric_uses_the_gamma_weights_on_one_series() -> None:
 def test_a_layer_with_a_vanishing_cap_leaves_the_reduced_runs_own_total():
     """total_layer.py: as E → 0 the remainder X and its noise vanish, so the layered total's
     error is AdsBPC+'s own total error at (1 − share)·ρ, as the experiment scores it."""
-    from dp_research.evaluation.total_layer import layered_total, observed_run
-    from dp_research.evaluation.total_split import row_configs
-
     config = replace(next(row_configs([1_000], ["zipf"])), repeats=1)
     data, _ = prepare_dataset(config)
     reduced = replace(config, rho=config.rho * 0.9, methods=("adsbpc_plus",))

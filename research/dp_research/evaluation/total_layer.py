@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, replace
-from functools import partial
 
 import numpy as np
 
@@ -35,7 +34,8 @@ from dp_research.evaluation.experiment import ExperimentConfig, prepare_dataset,
 from dp_research.evaluation.fixed_bound import daily_sigma
 from dp_research.evaluation.metrics import workload_error
 from dp_research.evaluation.plus_data import PlusRun, run_plus
-from dp_research.evaluation.total_split import DATASETS, row_configs
+from dp_research.evaluation.prepared import PreparedData
+from dp_research.evaluation.total_split import DATASETS, row_configs, row_label
 
 
 @dataclass(frozen=True)
@@ -47,9 +47,9 @@ class LayeredTotal:
     per_publisher: tuple[float, float]  # AdsBPC+'s per-publisher error at ρ and (1 − share)·ρ
 
 
-def observed_run(config: ExperimentConfig, data, cap: float | None):
-    """Run ``config``; return its result, AdsBPC+'s first run and that run's total's
-    (Var_q, Σ_p bias_pq). AdsBPC+ must be the first method of ``config``."""
+def observed_run(config: ExperimentConfig, data: PreparedData, cap: float):
+    """Run ``config`` (AdsBPC+ its first method); return its result, AdsBPC+'s first run, with
+    each day's remainder at cap E, and that run's total's (Var_q, Σ_p bias_pq)."""
     runs: list[PlusRun] = []
     split: list[tuple[np.ndarray, np.ndarray]] = []
     recorded_total, recorded_run = methods.total_squared_errors, methods.run_plus
@@ -59,7 +59,7 @@ def observed_run(config: ExperimentConfig, data, cap: float | None):
         return recorded_total(variances, bias)
 
     def plus(*args, **kwargs) -> PlusRun:
-        run = partial(run_plus, excess_cap=cap)(*args, **kwargs)
+        run = run_plus(*args, excess_cap=cap, **kwargs)
         runs.append(run)
         return run
 
@@ -73,7 +73,7 @@ def observed_run(config: ExperimentConfig, data, cap: float | None):
 
 def layered_total(config: ExperimentConfig, share: float, caps: list[float]) -> LayeredTotal:
     data, _ = prepare_dataset(config)
-    full, _, _ = observed_run(config, data, None)
+    full = run_experiment(config, data, show_progress=False)
     reduced = replace(config, rho=config.rho * (1 - share), methods=("adsbpc_plus",))
     workload = config.make_workload()
     queries = workload.matrix
@@ -89,8 +89,7 @@ def layered_total(config: ExperimentConfig, share: float, caps: list[float]) -> 
         )
         layered[cap] = workload_error(squared, workload)
     return LayeredTotal(
-        row=f"{config.users_per_day:,} users × {config.publishers} {config.dataset} "
-        f"{config.workload}",
+        row=row_label(config),
         default_total=float(full.methods["adsbpc_plus"].score.total_error),
         fixed_total=float(full.methods["fixed_hindsight"].score.total_error),
         layered=layered,

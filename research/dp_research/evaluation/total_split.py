@@ -97,6 +97,13 @@ def _private_bound(
 DATASETS = ("zipf", "normal", "uniform", "events")
 
 
+def row_label(config: ExperimentConfig) -> str:
+    """A row's name in the explorations' tables."""
+    return (
+        f"{config.users_per_day:,} users × {config.publishers} {config.dataset} {config.workload}"
+    )
+
+
 def row_configs(tiers: Sequence[int], datasets: Sequence[str]) -> Iterator[ExperimentConfig]:
     """The explorations' rows: every tier of :mod:`.tiers` with its users a day in ``tiers`` ×
     dataset × workload, AdsBPC+ first and the fixed bound tuned in hindsight beside it."""
@@ -133,8 +140,7 @@ def total_split(config: ExperimentConfig, share: float, repeats: int = 20) -> To
     private = [_own_total_error(data, config, b, release) for b in chosen]
     default = full.methods["adsbpc_plus"].score
     return TotalSplit(
-        row=f"{config.users_per_day:,} users × {config.publishers} {config.dataset} "
-        f"{config.workload}",
+        row=row_label(config),
         noise_part=float(noise[worst]),
         bias_part=float(bias[worst]),
         default_total=float(default.total_error),
