@@ -314,3 +314,28 @@ def test_a_runs_excess_is_what_the_filter_kept_off_capped_per_user_and_day():
     active = np.array([np.unique(data.user[data.rows(day)]).size for day in range(12)])
     assert np.all(one.excess <= active) and np.all(one.excess <= wide.excess)
     assert np.any(one.excess < wide.excess)  # some user lost more than one conversion a day
+    caps = run_plus(plan, data, SeededNoise(0), excess_cap=np.array([1e9, 1.0, 0.0]))
+    assert caps.excess is not None and caps.excess.shape == (12, 3)  # a column per cap
+    for column, run in enumerate((wide, one, none)):
+        np.testing.assert_allclose(caps.excess[:, column], run.excess, rtol=1e-12)
+
+
+@pytest.mark.parametrize("strategy", ["diagonal", "sqrt"])
+def test_a_paced_filter_keeps_every_users_spend_on_the_flat_schedule(strategy):
+    """run_plus(pace=β) (an exploration, research/…/total_layer.py): through day t no user's
+    spend passes cap·min(1, W_t + β), W_t the flat profile's share of ρ1 so far; with β ≥ 1
+    it is the plain filter, and at β = 0 on heavy users it binds."""
+    plan = make_plan(_campaign(strategy))
+    data = prepare_plus(paper_dataset("zipf", users=3000, publishers=5, days=12, seed=0))
+    plain, loose, paced = (
+        run_plus(plan, data, SeededNoise(0), keep_costs=True, pace=pace)
+        for pace in (None, 1.0, 0.0)
+    )
+    schedule = np.minimum(np.cumsum(plan.day_weights), 1.0) * plan.filter_cap
+    assert paced.day_costs is not None and plain.day_costs is not None
+    spent = np.cumsum(paced.day_costs, axis=0)
+    assert np.all(spent <= schedule[:, None] * (1 + 1e-9))
+    np.testing.assert_array_equal(loose.clipped, plain.clipped)
+    early = np.cumsum(plain.day_costs, axis=0)
+    assert np.any(early > schedule[:, None] * (1 + 1e-6))  # the plain filter runs ahead ...
+    assert not np.allclose(paced.clipped, plain.clipped)  # ... and pacing changes the release

@@ -234,7 +234,7 @@ class PlusRun:
     day_costs: np.ndarray | None = None  # (n × users) if asked for: ‖row‖²/(2σ²) per day
     scale_estimate: float | None = None  # s, the profile scale chosen after day m
     rows: np.ndarray | None = None  # the filtered rows (P × n), correlated strategies only
-    excess: np.ndarray | None = None  # (n,) if asked for: Σ_u min(c_ut − k_ut, E) per day
+    excess: np.ndarray | None = None  # (n,) or (n, caps) if asked: Σ_u min(c_ut − k_ut, E) a day
 
 
 def filter_day(
@@ -408,15 +408,22 @@ def run_plus(
     keep_costs: bool = False,
     oracle: bool = False,
     choose: Callable[..., tuple[PlusChoice, PlusState]] | None = None,
-    excess_cap: float | None = None,
+    excess_cap: float | np.ndarray | None = None,
+    pace: float | None = None,
 ) -> PlusRun:
     """All n days of AdsBPC+ on ``data``: production choose_bound/measure, filter here.
 
     ``oracle``: NOT PRIVATE — :func:`oracle_plan` and the choices on exact inputs
     (:func:`_oracle_choose`); the measurement noise is still drawn from ``noise``.
     ``choose``: a candidate bound rule in choose_bound's place (evaluation/plus_scale.py).
-    ``excess_cap`` E: also each day's Σ over users of min(conversions not kept, E), what a
-    release of the clipped-off remainder at ℓ2 sensitivity E would measure (total_layer.py)."""
+    ``excess_cap`` E (or an array of caps, one column each): also each day's Σ over users of
+    min(conversions not kept, E), what a release of the clipped-off remainder at ℓ2
+    sensitivity E would measure (total_layer.py).
+    ``pace`` β: no user's spend may run ahead of a flat profile's by more than β·ρ1 — through
+    day i the filter's cap is cap·min(1, W_i + β), W_i = Σ_{t≤i} w_t (None: the cap itself).
+    It only lowers a day's room, so each user's loss stays ≤ ρ1; under a correlated strategy
+    a user whose earlier days alone pass the paced room is scaled to it and cut for good, as
+    at the full cap (:class:`RowFilter`). An exploration: production's filter is not paced."""
     if oracle:
         plan = oracle_plan(plan)
         choose = _oracle_choose
@@ -436,9 +443,12 @@ def run_plus(
     rows_filter = RowFilter(data, plan.matrix) if plan.correlated else None
     sigmas = []
     measurements: list[Measurement] = []
-    excess = None if excess_cap is None else np.zeros(data.n_days)
+    caps = None if excess_cap is None else np.asarray(excess_cap, dtype=np.float64)
+    excess = None if caps is None else np.zeros((data.n_days, *caps.shape))
+    schedule = np.cumsum(plan.day_weights)
     for day in range(data.n_days):
         rows = data.rows(day)
+        day_cap = cap if pace is None else cap * min(1.0, float(schedule[day]) + pace)
         profile = None
         if plan.needs_profile(day + 1):
             if cross:
@@ -455,15 +465,16 @@ def run_plus(
         )
         user, rank, same = data.user[rows], data.rank[rows], data.same_before[rows]
         if rows_filter is None:
-            keep, cost = filter_day(data, day, choice.bound, choice.sigma, spend, cap)
+            keep, cost = filter_day(data, day, choice.bound, choice.sigma, spend, day_cap)
             row = np.bincount(data.publisher[rows], keep, minlength=data.n_publishers)
         else:
-            keep, cost, row = rows_filter.day(day, choice.bound, choice.sigma, spend, cap)
+            keep, cost, row = rows_filter.day(day, choice.bound, choice.sigma, spend, day_cap)
         clipped[:, day] = row
         spend += cost
         if excess is not None:
             lost = np.bincount(user, 1.0 - keep, minlength=data.n_users)
-            excess[day] = np.minimum(lost, excess_cap).sum()
+            lost = lost[lost > 0][:, None]
+            excess[day] = np.minimum(lost, caps.reshape(1, -1)).sum(axis=0).reshape(caps.shape)
         if costs is not None:
             costs[day] = cost
         if day < m:  # T_u = Σ_i φ_i ‖clip_{r_i}(c_{u,i})‖², φ_i = w_i/W_m (as in SQL)
