@@ -24,7 +24,7 @@ from dp_research.evaluation.methods import (
 from dp_research.evaluation.metrics import workload_error
 from dp_research.evaluation.prepared import prepare
 from dp_research.evaluation.scoring import score
-from dp_research.evaluation.total_layer import layered_total, observed_run
+from dp_research.evaluation.total_layer import gated_errors, layered_total, observed_run
 from dp_research.evaluation.total_split import row_configs
 
 DAYS = 10
@@ -163,6 +163,26 @@ def test_a_layer_with_a_vanishing_cap_leaves_the_reduced_runs_own_total():
     reduced = replace(config, rho=config.rho * 0.9, methods=("adsbpc_plus",))
     own, run, _ = observed_run(reduced, data, 8.0)
     assert run.excess is not None and run.excess.sum() > 0  # the filter keeps something off
-    layered = layered_total(config, 0.1, [1e-9, 8.0]).layered
-    assert layered[1e-9] == pytest.approx(own.methods["adsbpc_plus"].score.total_error, rel=1e-6)
-    assert layered[8.0] != pytest.approx(layered[1e-9], rel=1e-3)
+    total = layered_total(config, 0.1, ["1e-9", "8", "2s"], [None, 1.0])
+    layered = total.layered
+    vanishing = layered["1e-9", None]
+    assert vanishing == pytest.approx(own.methods["adsbpc_plus"].score.total_error, rel=1e-6)
+    assert layered["8", None] != pytest.approx(vanishing, rel=1e-3)
+    assert total.scale is not None and total.scale > 0
+    # E = 2·s is the grid's first cap at or above 2·s, so the row has a column of its own
+    assert layered["2s", None] > 0 and layered["2s", 1.0] > 0
+
+
+def test_a_gate_adds_the_remainder_only_where_it_stands_out():
+    """total_layer.gated_errors: with negligible noise the gate passes every positive answer
+    (the plain sum's bias + q·X); with a gate no draw clears, nothing is added (bias alone)."""
+    queries = prefix(4).matrix
+    remainder = np.array([3.0, 0.0, 5.0, 1.0])
+    bias = -np.array([2.0, 2.0, 9.0, 10.0])
+    exact = gated_errors(bias, remainder, 1e-12, queries, 1.0, seed=0)
+    assert exact == pytest.approx((bias + queries @ remainder) ** 2)
+    closed = gated_errors(bias, remainder, 2.0, queries, 1e9, seed=0)
+    assert closed == pytest.approx(bias**2)
+    plain = gated_errors(bias, remainder, 2.0, queries, -1e9, seed=0)  # everything added
+    expected = (bias + queries @ remainder) ** 2 + 4.0 * (queries**2).sum(axis=1)
+    assert plain == pytest.approx(expected, rel=0.25)
