@@ -17,6 +17,7 @@ from dp_research.evaluation.datasets import dataset_spec
 from dp_research.evaluation.experiment import ExperimentConfig, prepare_dataset, run_experiment
 from dp_research.evaluation.methods import (
     Context,
+    Outcome,
     daily_outcome,
     linear_outcome,
     run_method,
@@ -186,3 +187,16 @@ def test_a_gate_adds_the_remainder_only_where_it_stands_out():
     plain = gated_errors(bias, remainder, 2.0, queries, -1e9, seed=0)  # everything added
     expected = (bias + queries @ remainder) ** 2 + 4.0 * (queries**2).sum(axis=1)
     assert plain == pytest.approx(expected, rel=0.25)
+
+
+def test_the_score_names_the_worst_sliding_window():
+    """Score.worst_window: the 1-based window with the largest mean squared error (the one the
+    sliding metric reports); prefix sums have none."""
+    window = sliding(6, 2)  # 5 windows
+    truth = np.zeros((2, 5))
+    expected = np.array([[1.0, 4.0, 9.0, 2.0, 1.0], [1.0, 2.0, 7.0, 8.0, 1.0]])
+    outcome = Outcome(truth, expected, variances=np.ones(5), total_expected=np.ones(5))
+    scored = score([outcome], truth, window)
+    assert scored.worst_window == 3 and scored.error == 8.0
+    days = prefix(5)
+    assert score([outcome], truth, days).worst_window is None

@@ -152,6 +152,7 @@ class MethodResult:
             "seconds": self.seconds,
             "rho_charged": self.rho_charged,
             "bias_share": self.score.bias_share,
+            "worst_window": self.score.worst_window,
             "error_consistent": self.score.error_consistent,
             "total_error": self.score.total_error,
             "total_error_empirical": self.score.total_error_empirical,

@@ -251,9 +251,9 @@ def _detail_lines(rows: list[ScaleRow]) -> list[str]:
     lines = [
         "| users a day × publishers | dataset | workload | users a day (realised) | "
         f"conversions | fixed 3 | AdsBPC (previous default) | {ours} bias share | "
-        f"{ours} {R_SPLIT} | {ours} s: median (range) | {ours} seconds | "
-        "row seconds |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        f"{ours} worst window | {ours} {R_SPLIT} | {ours} s: median (range) | "
+        f"{ours} seconds | row seconds |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
         results = row.results
@@ -261,6 +261,9 @@ def _detail_lines(rows: list[ScaleRow]) -> list[str]:
         scales = [s for r in results for s in (r.methods[DEFAULT_METHOD].scales or ())]
         s = f"{np.median(scales):.2f} ({_span(scales)})" if scales else "—"
         share = np.mean([r.methods[DEFAULT_METHOD].score.bias_share or 0.0 for r in results])
+        windows = [r.methods[DEFAULT_METHOD].score.worst_window for r in results]
+        windows_of = results[0].config.make_workload().matrix.shape[0]
+        worst = "—" if None in windows else f"{_span(windows, 0)} of {windows_of}"
         own = sum(r.methods[DEFAULT_METHOD].seconds for r in results)
         every = sum(m.seconds for r in results for m in r.methods.values())
         lines.append(
@@ -268,7 +271,7 @@ def _detail_lines(rows: list[ScaleRow]) -> list[str]:
             f"{np.mean([r.active_per_day or 0.0 for r in results]):,.0f} | "
             f"{np.mean([r.conversions for r in results]):,.0f} | "
             f"{_num(row.error('fixed_3'))} | {_num(row.error('adsbpc'))} | "
-            f"{100 * share:.0f}% | {r_split(bounds)} | {s} | "
+            f"{100 * share:.0f}% | {worst} | {r_split(bounds)} | {s} | "
             f"{own:.1f} | {every:.1f} |"
         )
     return lines

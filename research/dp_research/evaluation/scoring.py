@@ -47,6 +47,7 @@ class Score:
     error_consistent: float | None = None  # realised, after the consistency projection
     total_error: float | None = None  # the all-publisher total's metric, expected
     total_error_empirical: float | None = None  # ... and realised
+    worst_window: int | None = None  # sliding: which window (1-based) has the largest MSE
 
 
 def metric_name(workload: Workload) -> str:
@@ -69,7 +70,7 @@ def score(outcomes: list[Outcome], truth_answers: np.ndarray, workload: Workload
     variances = None
     if all(o.variances is not None for o in outcomes):
         variances = np.mean([o.variances for o in outcomes], axis=0)
-    share = None
+    share = worst = None
     if workload.kind == "prefix":
         weights = prefix_weights(workload.n)
         error, paper = _prefix_error(expected, weights)
@@ -81,8 +82,8 @@ def score(outcomes: list[Outcome], truth_answers: np.ndarray, workload: Workload
         per_window = expected.mean(axis=0)
         error = float(per_window.max())
         paper = error / PAPER_SLIDING_UNIT
+        worst = int(np.argmax(per_window))
         if variances is not None:
-            worst = int(np.argmax(per_window))
             share = 1.0 - float(variances[worst]) / error
         empirical = max_window_mse(answers, truth_answers)
         per_repeat = [max_window_mse(a, truth_answers) for a in answers]
@@ -106,6 +107,7 @@ def score(outcomes: list[Outcome], truth_answers: np.ndarray, workload: Workload
         None if consistent is None else float(consistent),
         total,
         total_empirical,
+        None if worst is None else worst + 1,
     )
 
 
