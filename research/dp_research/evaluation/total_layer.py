@@ -49,7 +49,7 @@ from dp_research.evaluation.plus_data import PlusRun, run_plus
 from dp_research.evaluation.prepared import PreparedData
 from dp_research.evaluation.total_split import DATASETS, row_configs, row_label
 
-CAP_GRID = np.arange(1.0, 20.25, 0.25)  # the caps each run measures at once (E = κ·s rounds up)
+CAP_GRID = np.arange(1.0, 20.25, 0.25)  # caps measured in one run; E = κ·s rounds up, at most 20
 GATE_DRAWS = 400  # seeded draws of the remainder's noise per row, for a gated total's error
 
 
@@ -119,8 +119,8 @@ def gated_errors(
     seed: int,
 ) -> np.ndarray:
     """E[(bias_q + g(q·X̃))²] per query q over seeded draws of X̃ = X + N(0, σ²) a day, where
-    g adds the remainder's answer only where it exceeds z times its standard deviation (and
-    never a negative one: X ≥ 0). g reads only the noisy remainder and public values, so it
+    g adds the remainder's answer only where it exceeds z times its standard deviation (with
+    z ≥ 0 never a negative one: X ≥ 0). g reads only the noisy remainder and public values, so it
     is post-processing; the publishers' independent noise adds P·Var_q outside it."""
     rng = np.random.default_rng(seed)
     draws = rng.normal(0.0, sigma, size=(GATE_DRAWS, remainder.size)) @ queries.T
