@@ -150,11 +150,13 @@ def test_ledger_charge_is_the_worst_case_rise_and_stops_at_rho1():
 # -- correlated strategies (privacy/strategy.py): a row carries earlier days -----------------
 
 
-def _reference_rows(conversions: ConversionSet, matrix: np.ndarray, cap: float):
+def _reference_rows(conversions: ConversionSet, matrix: np.ndarray, cap: float | list[float]):
     """The filter for a strategy C, user by user in plain loops: each row α·(P + C_tt·k) with
     P = Σ_{j<t} C_tj k_j; conversions kept in order while ‖row‖² ≤ 2σ²(cap − s_u) (the partial
-    one by bisection, not the closed form); α < 1 only when ‖P‖² alone is above it. Returns per
-    day the rows' sum, the users' costs, each user's kept vectors."""
+    one by bisection, not the closed form); α < 1 only when ‖P‖² alone is above it. ``cap``
+    may differ by day (a paced filter). Returns per day the rows' sum, the users' costs, each
+    user's kept vectors."""
+    caps = cap if isinstance(cap, list) else [cap] * len(BOUNDS)
     data = prepare_plus(conversions)
     users, pubs = data.n_users, data.n_publishers
     kept = np.zeros((users, data.n_days, pubs))
@@ -164,7 +166,7 @@ def _reference_rows(conversions: ConversionSet, matrix: np.ndarray, cap: float):
         rows = data.rows(t)
         total, costs = np.zeros(pubs), np.zeros(users)
         for u in range(users):
-            room = 2 * sigma**2 * float(remaining(cap, np.array([spend[u]]))[0])
+            room = 2 * sigma**2 * float(remaining(caps[t], np.array([spend[u]]))[0])
             past = matrix[t, :t] @ kept[u, :t]
             if past @ past > room:
                 vector = np.sqrt(room / (past @ past)) * past
@@ -272,3 +274,37 @@ def test_a_cut_user_leaves_every_later_row_past_included():
         change = float(np.sum((row - other) ** 2))
         assert change == pytest.approx(cost * 2 * SIGMAS[t] ** 2, rel=1e-9, abs=1e-12)
     assert all(np.allclose(rows["with"][t][0], rows["without"][t][0]) for t in out)
+
+
+def test_a_paced_row_filter_scales_a_day_and_keeps_the_user():
+    """RowFilter with a cap that grows by day (research run_plus(pace=0)): a user whose past
+    alone passes the day's paced room has that row scaled and goes on — later rows read their
+    whole past, as the plain-loop reference (and the SQL, given that cap) does; only the full
+    cap cuts for good. Same rows and costs as the reference, every day."""
+    from dp_platform.privacy.strategy import sqrt_matrix
+    from dp_research.evaluation.plus_data import RowFilter
+
+    conversions = _data(0, users=120)
+    matrix = sqrt_matrix(len(BOUNDS))
+    full = filter_cap(RHO1)
+    caps = [full * min(1.0, (t + 1) / len(BOUNDS)) for t in range(len(BOUNDS))]
+    reference, _ = _reference_rows(conversions, matrix, caps)
+    data = prepare_plus(conversions)
+    engine = RowFilter(data, matrix)
+    spend = np.zeros(data.n_users)
+    revived = np.zeros(data.n_users, dtype=bool)
+    scaled_before = np.zeros(data.n_users, dtype=bool)
+    for t, (bound, sigma) in enumerate(zip(BOUNDS, SIGMAS, strict=True)):
+        past_norm, _ = engine._past(t)
+        room = 2 * sigma**2 * remaining(caps[t], spend)
+        keep, cost, row = engine.day(t, bound, sigma, spend, caps[t], cut_for_good=caps[t] >= full)
+        total, costs = reference[t]
+        np.testing.assert_allclose(row, total, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(cost, costs, rtol=1e-9, atol=1e-12)
+        rows = data.rows(t)
+        kept_today = np.bincount(data.user[rows], keep, minlength=data.n_users) > 0
+        revived |= scaled_before & kept_today
+        scaled_before |= (past_norm > room) & (room > 0)
+        spend += cost
+    assert scaled_before.any()  # a paced day scaled someone's row ...
+    assert revived.any()  # ... who kept conversions again on a later day

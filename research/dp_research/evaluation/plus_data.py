@@ -306,10 +306,19 @@ class RowFilter:
         return out.reshape(data.n_publishers, data.n_days)
 
     def day(
-        self, day: int, bound: float, sigma: float, spend: np.ndarray, cap: float
+        self,
+        day: int,
+        bound: float,
+        sigma: float,
+        spend: np.ndarray,
+        cap: float,
+        *,
+        cut_for_good: bool = True,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Day ``day``'s row (0-based): (kept fraction of each of its conversion rows, each
-        user's cost, the released row per publisher before noise)."""
+        user's cost, the released row per publisher before noise). ``cut_for_good``: ``cap``
+        is the whole budget, so a user scaled to it is out for the rest of the campaign; a
+        paced (lower) cap scales the day's row only, and later rows read their whole past."""
         data, pairs, c = self.data, self.pairs, self.c
         rows = data.rows(day)
         user = data.user[rows]
@@ -357,8 +366,9 @@ class RowFilter:
             alpha = np.sqrt(room[dying] / past_norm[dying])
             lost = self._history(dying, 1.0 - alpha, day)
             released -= lost[:, :day] @ c[day, :day]
-            self.dead_kept += self._history(dying, np.ones(dying.size), day)
-            self.dead[dying] = True
+            if cut_for_good:
+                self.dead_kept += self._history(dying, np.ones(dying.size), day)
+                self.dead[dying] = True
         return keep, cost, released
 
 
@@ -422,8 +432,9 @@ def run_plus(
     ``pace`` β: no user's spend may run ahead of a flat profile's by more than β·ρ1 — through
     day i the filter's cap is cap·min(1, W_i + β), W_i = Σ_{t≤i} w_t (None: the cap itself).
     It only lowers a day's room, so each user's loss stays ≤ ρ1; under a correlated strategy
-    a user whose earlier days alone pass the paced room is scaled to it and cut for good, as
-    at the full cap (:class:`RowFilter`). An exploration: production's filter is not paced."""
+    a user whose earlier days alone pass the paced room has that day's row scaled to it and
+    goes on (as the SQL filter would given that cap), cut for good only at the full cap
+    (:class:`RowFilter`). An exploration: production's filter is not paced."""
     if oracle:
         plan = oracle_plan(plan)
         choose = _oracle_choose
@@ -468,7 +479,9 @@ def run_plus(
             keep, cost = filter_day(data, day, choice.bound, choice.sigma, spend, day_cap)
             row = np.bincount(data.publisher[rows], keep, minlength=data.n_publishers)
         else:
-            keep, cost, row = rows_filter.day(day, choice.bound, choice.sigma, spend, day_cap)
+            keep, cost, row = rows_filter.day(
+                day, choice.bound, choice.sigma, spend, day_cap, cut_for_good=day_cap >= cap
+            )
         clipped[:, day] = row
         spend += cost
         if excess is not None:
