@@ -297,7 +297,7 @@ def test_a_paced_row_filter_scales_a_day_and_keeps_the_user():
     for t, (bound, sigma) in enumerate(zip(BOUNDS, SIGMAS, strict=True)):
         past_norm, _ = engine._past(t)
         room = 2 * sigma**2 * remaining(caps[t], spend)
-        keep, cost, row = engine.day(t, bound, sigma, spend, caps[t], cut_for_good=caps[t] >= full)
+        keep, cost, row = engine.day(t, bound, sigma, spend, caps[t])
         total, costs = reference[t]
         np.testing.assert_allclose(row, total, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(cost, costs, rtol=1e-9, atol=1e-12)

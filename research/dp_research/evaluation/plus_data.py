@@ -259,8 +259,11 @@ class RowFilter:
     earlier days' part. Their conversions of day t are kept in order while the row's squared
     norm stays within 2σ_t²(cap − s_u) (C ≥ 0: a conversion never lowers it), one in part; if
     ‖P_{u,t}‖² alone exceeds it, nothing of the day is kept and the row is scaled by
-    α = √(room/‖P‖²) < 1 — the user's spend reaches the cap and every later row of theirs is
-    0. The cost of row t is exactly ‖row‖²/(2σ_t²).
+    α = √(room/‖P‖²) < 1, the user's spend reaching the day's cap. At the full cap that leaves
+    no room, so every later row of theirs scales to 0; under a paced (lower) cap the room
+    grows again and later rows read their whole past (the plain-loop reference of
+    tests/test_filter.py, and the SQL given that cap). The cost of row t is exactly
+    ‖row‖²/(2σ_t²).
     """
 
     def __init__(self, data: PlusData, matrix: np.ndarray) -> None:
@@ -270,8 +273,6 @@ class RowFilter:
         self.spread = np.zeros((data.n_days, data.n_users))  # Σ k² of one-day pairs, per day
         self.cell_kept = np.zeros(self.pairs.cells)  # k of each multi-day (pair, day) cell
         self.days_kept = np.zeros((data.n_publishers, data.n_days))  # X_j over every user
-        self.dead = np.zeros(data.n_users, dtype=bool)
-        self.dead_kept = np.zeros((data.n_publishers, data.n_days))  # X_j of the cut users
         self.kept_rows = np.zeros(data.user.size)  # every row's kept fraction so far
 
     def _past(self, day: int) -> tuple[np.ndarray, np.ndarray]:
@@ -312,13 +313,9 @@ class RowFilter:
         sigma: float,
         spend: np.ndarray,
         cap: float,
-        *,
-        cut_for_good: bool = True,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Day ``day``'s row (0-based): (kept fraction of each of its conversion rows, each
-        user's cost, the released row per publisher before noise). ``cut_for_good``: ``cap``
-        is the whole budget, so a user scaled to it is out for the rest of the campaign; a
-        paced (lower) cap scales the day's row only, and later rows read their whole past."""
+        user's cost, the released row per publisher before noise); ``cap`` is the day's."""
         data, pairs, c = self.data, self.pairs, self.c
         rows = data.rows(day)
         user = data.user[rows]
@@ -358,17 +355,13 @@ class RowFilter:
             )[:-1]
         today = np.bincount(data.publisher[rows], keep, minlength=data.n_publishers)
         self.days_kept[:, day] = today
-        # the row: every user's past through C, minus what cut users no longer release
+        # the row: every user's past through C, minus what scaled rows do not release
         released = self.days_kept[:, :day] @ c[day, :day] + ctt * today
-        released -= self.dead_kept[:, :day] @ c[day, :day]
-        dying = np.flatnonzero(over & ~self.dead)
-        if dying.size:
-            alpha = np.sqrt(room[dying] / past_norm[dying])
-            lost = self._history(dying, 1.0 - alpha, day)
+        scaled = np.flatnonzero(over)
+        if scaled.size:
+            alpha = np.sqrt(room[scaled] / past_norm[scaled])
+            lost = self._history(scaled, 1.0 - alpha, day)
             released -= lost[:, :day] @ c[day, :day]
-            if cut_for_good:
-                self.dead_kept += self._history(dying, np.ones(dying.size), day)
-                self.dead[dying] = True
         return keep, cost, released
 
 
@@ -433,8 +426,7 @@ def run_plus(
     day i the filter's cap is cap·min(1, W_i + β), W_i = Σ_{t≤i} w_t (None: the cap itself).
     It only lowers a day's room, so each user's loss stays ≤ ρ1; under a correlated strategy
     a user whose earlier days alone pass the paced room has that day's row scaled to it and
-    goes on (as the SQL filter would given that cap), cut for good only at the full cap
-    (:class:`RowFilter`). An exploration: production's filter is not paced."""
+    goes on (:class:`RowFilter`). An exploration: production's filter is not paced."""
     if oracle:
         plan = oracle_plan(plan)
         choose = _oracle_choose
@@ -479,9 +471,7 @@ def run_plus(
             keep, cost = filter_day(data, day, choice.bound, choice.sigma, spend, day_cap)
             row = np.bincount(data.publisher[rows], keep, minlength=data.n_publishers)
         else:
-            keep, cost, row = rows_filter.day(
-                day, choice.bound, choice.sigma, spend, day_cap, cut_for_good=day_cap >= cap
-            )
+            keep, cost, row = rows_filter.day(day, choice.bound, choice.sigma, spend, day_cap)
         clipped[:, day] = row
         spend += cost
         if excess is not None:
