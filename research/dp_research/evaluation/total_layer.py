@@ -38,6 +38,7 @@ import argparse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from unittest.mock import patch
 
 import numpy as np
 
@@ -47,7 +48,7 @@ from dp_research.evaluation.fixed_bound import daily_sigma
 from dp_research.evaluation.metrics import workload_error
 from dp_research.evaluation.plus_data import PlusRun, run_plus
 from dp_research.evaluation.prepared import PreparedData
-from dp_research.evaluation.total_split import DATASETS, row_configs, row_label
+from dp_research.evaluation.total_split import DATASETS, recorded_totals, row_configs, row_label
 
 CAP_GRID = np.arange(1.0, 20.25, 0.25)  # caps measured in one run; E = κ·s rounds up, at most 20
 GATE_DRAWS = 400  # seeded draws of the remainder's noise per row, for a gated total's error
@@ -71,18 +72,14 @@ def plus_runs(**options: object) -> Iterator[list[PlusRun]]:
     """Within the block every AdsBPC+ run of the experiment (methods.run_plus) takes
     ``options`` (``excess_cap``, ``pace``); yields the runs, in order, as they happen."""
     runs: list[PlusRun] = []
-    recorded = methods.run_plus
 
     def plus(*args, **kwargs) -> PlusRun:
         run = run_plus(*args, **options, **kwargs)
         runs.append(run)
         return run
 
-    methods.run_plus = plus
-    try:
+    with patch.object(methods, "run_plus", plus):
         yield runs
-    finally:
-        methods.run_plus = recorded
 
 
 def observed_run(
@@ -94,19 +91,8 @@ def observed_run(
     """Run ``config`` (AdsBPC+ its first method); return its result, AdsBPC+'s first run, with
     each day's remainder at cap E (a column per cap if several), and that run's total's
     (Var_q, Σ_p bias_pq)."""
-    split: list[tuple[np.ndarray, np.ndarray]] = []
-    recorded_total = methods.total_squared_errors
-
-    def total(variances: np.ndarray, bias: np.ndarray) -> np.ndarray:
-        split.append((np.asarray(variances), bias.sum(axis=0)))
-        return recorded_total(variances, bias)
-
-    methods.total_squared_errors = total  # restored below
-    try:
-        with plus_runs(excess_cap=cap, pace=pace) as runs:
-            result = run_experiment(config, data, show_progress=False)
-    finally:
-        methods.total_squared_errors = recorded_total
+    with recorded_totals() as split, plus_runs(excess_cap=cap, pace=pace) as runs:
+        result = run_experiment(config, data, show_progress=False)
     return result, runs[0], split[0]  # AdsBPC+'s first repeat, before any projection
 
 

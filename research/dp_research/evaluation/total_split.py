@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from unittest.mock import patch
 
 import numpy as np
 
@@ -113,24 +115,31 @@ def row_configs(tiers: Sequence[int], datasets: Sequence[str]) -> Iterator[Exper
                 yield tier.configs(dataset, workload, ("adsbpc_plus", "fixed_hindsight"))[0]
 
 
-def total_split(config: ExperimentConfig, share: float, repeats: int = 20) -> TotalSplit:
-    data, _ = prepare_dataset(config)
-    spec = dataset_spec(config.dataset)
+@contextmanager
+def recorded_totals() -> Iterator[list[tuple[np.ndarray, np.ndarray]]]:
+    """Within the block every campaign total the experiment scores
+    (methods.total_squared_errors) is recorded, in order, as (Var_q of one publisher's
+    answer, Σ_p bias_pq): the parts of its expected squared error P·Var_q + (Σ_p bias_pq)²."""
     split: list[tuple[np.ndarray, np.ndarray]] = []
     recorded = methods.total_squared_errors
 
     def record(variances: np.ndarray, bias: np.ndarray) -> np.ndarray:
-        split.append((bias.shape[0] * np.asarray(variances), bias.sum(axis=0) ** 2))
+        split.append((np.asarray(variances), bias.sum(axis=0)))
         return recorded(variances, bias)
 
-    methods.total_squared_errors = record  # the split of the runs below (restored after)
-    try:
+    with patch.object(methods, "total_squared_errors", record):
+        yield split
+
+
+def total_split(config: ExperimentConfig, share: float, repeats: int = 20) -> TotalSplit:
+    data, _ = prepare_dataset(config)
+    spec = dataset_spec(config.dataset)
+    with recorded_totals() as split:
         full = run_experiment(config, data, show_progress=False)
-    finally:
-        methods.total_squared_errors = recorded
     less = replace(config, rho=config.rho * (1 - share))
     reduced = run_experiment(less, data, show_progress=False)
-    noise, bias = split[0]
+    variances, shared = split[0]
+    noise, bias = data.n_publishers * variances, shared**2
     worst = int(np.argmax(noise + bias))
     grid = np.arange(GRID_STEP, 2 * spec.cap + GRID_STEP / 2, GRID_STEP)
     own = [_own_total_error(data, config, float(b), share * config.rho) for b in grid]
