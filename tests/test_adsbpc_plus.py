@@ -339,3 +339,30 @@ def test_a_paced_filter_keeps_every_users_spend_on_the_flat_schedule(strategy):
     early = np.cumsum(plain.day_costs, axis=0)
     assert np.any(early > schedule[:, None] * (1 + 1e-6))  # the plain filter runs ahead ...
     assert not np.allclose(paced.clipped, plain.clipped)  # ... and pacing changes the release
+
+
+def test_the_day_cap_follows_the_schedule_and_an_old_record_is_unpaced():
+    """``pace: β``: the filter's cap on day t is cap·min(1, W_t + β) from the plan's exact
+    allotments — exactly the cap on day n, never above it — and the ledger's charges do not
+    change; a plan recorded before pacing existed (no ``pace``) keeps the full cap every day."""
+    plain, paced, loose = (
+        make_plan(_campaign(adsbpc_plus={"profile_days": 4, "cap": 6, "pace": pace}))
+        for pace in (None, 0.0, 0.25)
+    )
+    days = range(1, plain.days + 1)
+    assert [plain.day_cap(t) for t in days] == [plain.filter_cap] * plain.days
+    weights = np.cumsum(plain.day_weights)
+    for plan, beta in ((paced, 0.0), (loose, 0.25)):
+        caps = np.array([plan.day_cap(t) for t in days])
+        expected = plan.filter_cap * np.minimum(1.0, weights + beta)
+        np.testing.assert_allclose(caps, expected, rtol=1e-12)
+        assert caps[-1] == plan.filter_cap and np.all(caps <= plan.filter_cap)
+        assert np.all(np.diff(caps) >= 0) and caps[0] < plan.filter_cap
+        assert plan.bound_charges(5) == plain.bound_charges(5)
+        assert plan.to_json()["pace"] == beta
+    record = to_record(paced)
+    del record["pace"]  # what a plan registered before pacing holds
+    old = from_record(type(paced), json.loads(json.dumps(record)))
+    assert old.pace is None and old.day_cap(1) == old.filter_cap
+    with pytest.raises(ConfigError, match="pace"):
+        _campaign(adsbpc_plus={"pace": -0.1})

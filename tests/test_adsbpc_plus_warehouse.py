@@ -16,7 +16,7 @@ import pytest
 from dp_platform.config_loader import parse_campaign
 from dp_platform.events import write_events
 from dp_platform.events.paper import paper_dataset
-from dp_platform.mechanisms.adsbpc_plus import make_plan, run_stream
+from dp_platform.mechanisms.adsbpc_plus import MECHANISM, make_plan, run_stream
 from dp_platform.mechanisms.adsbpc_plus_plan import (
     PROFILE_GRID,
     profile_cross,
@@ -35,7 +35,7 @@ START = date(2026, 3, 1)
 DAYS = 6
 
 
-def _campaign(name: str = "plus", strategy: str = "auto"):
+def _campaign(name: str = "plus", strategy: str = "auto", pace: float | None = None):
     return parse_campaign(
         {
             "name": name,
@@ -46,7 +46,7 @@ def _campaign(name: str = "plus", strategy: str = "auto"):
             "mechanism": "adsbpc_plus",
             "attribution": {"rule": "lta", "lookback_days": 1},
             "privacy": {"rho": 0.3},
-            "adsbpc_plus": {"profile_days": 2, "cap": 5, "strategy": strategy},
+            "adsbpc_plus": {"profile_days": 2, "cap": 5, "strategy": strategy, "pace": pace},
         }
     )
 
@@ -57,7 +57,7 @@ def loaded(tmp_path_factory):
     files = write_events(data.to_events(START), tmp_path_factory.mktemp("ev"), fmt="parquet")
     wh = Warehouse(":memory:")
     wh.ingest(files.impressions, files.conversions, now=FAR_FUTURE)
-    for name in ("plus", "again", "rows", "identity", "carried"):
+    for name in ("plus", "again", "rows", "identity", "carried", "paced", "paced_rows"):
         camp = _campaign(name)
         wh.attribute_days(camp, START, START + timedelta(days=DAYS - 1))
         wh.contributions_days(camp, START, START + timedelta(days=DAYS - 1))
@@ -69,7 +69,7 @@ def _warehouse_stream(wh, campaign, plan, seed):
     def clip(day, bound, sigma):
         when = START + timedelta(days=day - 1)
         row = strategy_row(plan, day)
-        return wh.plus_clipped_vector(campaign, when, bound, sigma, plan.filter_cap, row=row)
+        return wh.plus_clipped_vector(campaign, when, bound, sigma, plan.day_cap(day), row=row)
 
     def profile(factors):
         m = plan.config.profile_days
@@ -170,3 +170,46 @@ def test_the_diagonal_strategy_is_the_identity_row_and_keeps_no_per_user_values(
     assert values("identity") == 0
     assert values("carried") > 0
     assert StrategyRow.identity(2) == StrategyRow(1.0, (0.0, 0.0), carry=False)
+
+
+@pytest.mark.parametrize(("name", "strategy"), [("paced", "diagonal"), ("paced_rows", "sqrt")])
+def test_a_paced_filter_follows_the_flat_schedule_in_sql_as_in_numpy(loaded, name, strategy):
+    """``pace: 0``: through day t no user's spend passes cap·W_t (PlusPlan.day_cap), in the
+    warehouse as in the evaluation engine; a user held back by the schedule is not cut for
+    good but spends again later; and the registry's clip passes the plan's day cap (the
+    warehouse refuses a day filtered again at another cap, so a mechanism that passed the full
+    cap would fail here)."""
+    data, wh = loaded
+    campaign = _campaign(name, strategy, pace=0.0)
+    plan = make_plan(campaign)
+    plan = replace(plan, filter_cap=0.2)  # heavy users pass the flat schedule early
+    assert plan.pace == 0.0 and plan.strategy_kind == strategy
+    releases, _ = _warehouse_stream(wh, campaign, plan, seed=7)
+    run = run_plus(plan, prepare_plus(data), SeededNoise(7), keep_costs=True)
+    released = np.array([r.measurement.values for r in releases]).T
+    np.testing.assert_allclose(released, run.released, rtol=0, atol=1e-9)
+    unpaced = run_plus(replace(plan, pace=None), prepare_plus(data), SeededNoise(7))
+    assert not np.allclose(unpaced.released, run.released)  # the schedule binds
+
+    caps = [plan.day_cap(t) for t in range(1, DAYS + 1)]
+    assert caps[0] < caps[-1] == plan.filter_cap and caps == sorted(caps)
+    spends = wh.sql.query(
+        "SELECT day, user_key, cost, spend FROM plus_user_spend WHERE campaign = $c "
+        "ORDER BY user_key, day",
+        c=name,
+    )
+    held_back = set()
+    went_on = set()
+    for day, user, cost, spend in spends:
+        t = (day - START).days
+        assert spend <= caps[t] * (1 + 1e-12)
+        if user in held_back and cost > 0:
+            went_on.add(user)
+        if t < DAYS - 1 and spend >= caps[t] * 0.999:
+            held_back.add(user)
+    assert went_on  # held back on a day, released again on a later one
+
+    for release in releases:  # the production clip: same day cap, so the stored vector
+        day = START + timedelta(days=release.choice.day - 1)
+        again = MECHANISM.clip(plan, release.choice, wh, campaign, day)
+        assert again.shape == (4,)

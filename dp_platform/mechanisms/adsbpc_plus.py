@@ -131,6 +131,7 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> P
         total_weight=DEFAULT_TOTAL_WEIGHT if cfg.total_weight is None else cfg.total_weight,
         scale_weights=_scale_weights(campaign, matrix),
         marginals=planned_marginals(campaign, cfg.marginals),
+        pace=cfg.pace,
     )
     kind = cfg.strategy
     if kind == "auto":
@@ -284,7 +285,7 @@ class PlusMechanism:
             day,
             choice.bound,
             choice.sigma,
-            plan.filter_cap,
+            plan.day_cap(choice.day),
             row=strategy_row(plan, choice.day),
             marginals=plan.marginals,  # the norm each user is charged: their encoded row's
         )
@@ -333,6 +334,11 @@ class PlusMechanism:
             ]
         else:
             lines.append("  noise strategy diagonal: independent noise per day")
+        if plan.pace is not None:
+            lines.append(
+                f"  paced filter: through day t no user spends more than ρ1·min(1, W_t + "
+                f"{plan.pace:g}), W_t a flat profile's share by then"
+            )
         return lines
 
 

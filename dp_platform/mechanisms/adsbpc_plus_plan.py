@@ -102,6 +102,16 @@ class PlusSettings(MechanismSettings):
     marginals: dict[str, float | dict[str, float]] | None = Field(
         default=None, description=MARGINALS_HELP
     )
+    pace: float | None = Field(
+        default=None,
+        ge=0,
+        description=(
+            "β: through day t no user's spend may pass ρ1·min(1, W_t + β), W_t a flat "
+            "profile's share of ρ1 by then, so a heavy user is clipped day by day instead of "
+            "cut for good part-way (costs nothing: it only lowers a day's room); none: the "
+            "filter's cap is ρ1 every day"
+        ),
+    )
 
     @property
     def profile_prior(self) -> float:
@@ -213,6 +223,17 @@ class PlusPlan:
     # the residual workload the cells are measured by, whose Gram is the norm the filter charges;
     # None (every plan registered before, and one count per publisher): cells one by one
     marginals: MarginalWeights | None = None
+    pace: float | None = None  # β; None (every plan registered before it existed): unpaced
+
+    def day_cap(self, day: int) -> float:
+        """The filter's cap on day ``day`` (1-based): ``filter_cap``·min(1, W_day + β), W_day
+        the flat profile's share of ρ1 through that day (the allotments', exact: 1 on day n);
+        ``filter_cap`` itself when the plan is not paced. Public and fixed before day 1, never
+        above ``filter_cap``: each user's loss stays ≤ ρ1."""
+        if self.pace is None:
+            return self.filter_cap
+        share = sum(self.allotments[:day], Fraction(0)) / self.budget.rho1.value
+        return self.filter_cap * float(min(Fraction(1), share + Fraction(self.pace)))
 
     @property
     def largest_bound(self) -> float:
@@ -275,6 +296,7 @@ class PlusPlan:
             "total_weight": self.total_weight,
             "strategy": self.strategy_kind,
             "cross_weight": self.cross_weight,
+            "pace": self.pace,
             "epsilon_at_delta": epsilon_at_deltas(float(self.budget.total)),
         }
 

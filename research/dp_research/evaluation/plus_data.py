@@ -422,18 +422,18 @@ def run_plus(
     ``excess_cap`` E (or an array of caps, one column each): also each day's Σ over users of
     min(conversions not kept, E), what a release of the clipped-off remainder at ℓ2
     sensitivity E would measure (total_layer.py).
-    ``pace`` β: no user's spend may run ahead of a flat profile's by more than β·ρ1 — through
-    day i the filter's cap is cap·min(1, W_i + β), W_i = Σ_{t≤i} w_t (None: the cap itself).
-    It only lowers a day's room, so each user's loss stays ≤ ρ1; under a correlated strategy
-    a user whose earlier days alone pass the paced room has that day's row scaled to it and
-    goes on (:class:`RowFilter`). An exploration: production's filter is not paced."""
+    ``pace`` β: runs the plan as if paced at β (None: as the plan says, ``PlusPlan.day_cap``).
+    No user's spend may run ahead of a flat profile's by more than β·ρ1; under a correlated
+    strategy a user whose earlier days alone pass the paced room has that day's row scaled to
+    it and goes on (:class:`RowFilter`)."""
     if oracle:
         plan = oracle_plan(plan)
         choose = _oracle_choose
     choose = choose_bound if choose is None else choose
     if plan.days != data.n_days:
         raise ValueError(f"plan has {plan.days} days, data has {data.n_days}")
-    cap = plan.filter_cap
+    if pace is not None:
+        plan = replace(plan, pace=pace)
     spend = np.zeros(data.n_users)
     demand = np.zeros(data.n_users)  # T_u over days 1..m (pre-filter, normalised)
     state = PlusState()
@@ -448,10 +448,9 @@ def run_plus(
     measurements: list[Measurement] = []
     caps = None if excess_cap is None else np.asarray(excess_cap, dtype=np.float64)
     excess = None if caps is None else np.zeros((data.n_days, *caps.shape))
-    schedule = np.cumsum(plan.day_weights)
     for day in range(data.n_days):
         rows = data.rows(day)
-        day_cap = cap if pace is None else cap * min(1.0, float(schedule[day]) + pace)
+        day_cap = plan.day_cap(day + 1)
         profile = None
         if plan.needs_profile(day + 1):
             if cross:
