@@ -342,8 +342,8 @@ def test_a_paced_filter_keeps_every_users_spend_on_the_flat_schedule(strategy):
 
 
 def test_the_day_cap_follows_the_schedule_and_an_old_record_is_unpaced():
-    """``pace: β``: the filter's cap on day t is cap·min(1, W_t + β) from the plan's exact
-    allotments — exactly the cap on day n, never above it — and the ledger's charges do not
+    """``pace: β``: the filter's cap on day t is cap·min(1, W_t + β), W_t the plan's cumulative
+    day weights — exactly the cap on day n, never above it — and the ledger's charges do not
     change; a plan recorded before pacing existed (no ``pace``) keeps the full cap every day."""
     plain, paced, loose = (
         make_plan(_campaign(adsbpc_plus={"profile_days": 4, "cap": 6, "pace": pace}))
