@@ -229,8 +229,8 @@ class PlusPlan:
         """The filter's cap on day ``day`` (1-based): ``filter_cap``·min(1, W_day + β), W_day
         = Σ_{t≤day} w_t (``day_weights``: the share of ρ1 a flat profile's day t commits,
         its row's cost and, under a correlated strategy, the later rows that carry it; W_n =
-        1, taken exactly); ``filter_cap`` itself when the plan is not paced. Public and fixed before day 1, never above ``filter_cap``: each
-        user's loss stays ≤ ρ1."""
+        1, taken exactly); ``filter_cap`` itself when the plan is not paced. Public and fixed
+        before day 1, never above ``filter_cap``: each user's loss stays ≤ ρ1."""
         if self.pace is None or day >= self.days:
             return self.filter_cap
         share = math.fsum(self.day_weights[:day]) + self.pace
