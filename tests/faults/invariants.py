@@ -194,7 +194,8 @@ def _filter_costs(
     ``strategy_row`` is C's row t (days 1..t; [1.0] … for the diagonal strategy, zeros before
     the diagonal); ``history[user]`` the user's kept vectors of days 1..t−1, extended here.
     A user's row is α·(P + C_tt·k): P their earlier days through C; when ‖P‖² alone passes
-    the room, k = 0 and α = √(room/‖P‖²) (the user is out from then on)."""
+    the room, k = 0 and α = √(room/‖P‖²) (out from then on at the full cap; under a paced
+    plan's lower ``cap`` of the day, back on a later day whose cap is higher)."""
     by_user: dict[int, dict[int, np.ndarray]] = defaultdict(dict)
     for user, rank, publisher, weight in rows:
         vector = by_user[user].setdefault(rank, np.zeros(publishers))
@@ -243,7 +244,6 @@ def check_plus_spends(home: Home, ledger_block: dict | None) -> list[str]:
         choices = {day: ledger.bound_choice("plus", day, chain) for day in released}
     plan = registration.plan.stream
     rho1 = Fraction(plan.budget.rho1.value)
-    cap = plan.filter_cap
     keys = registration.publishers
     with duckdb.connect(str(home.warehouse), read_only=True) as db:
         key_of = dict(db.execute("SELECT publisher_id, publisher_key FROM publishers").fetchall())
@@ -297,7 +297,7 @@ def check_plus_spends(home: Home, ledger_block: dict | None) -> list[str]:
             len(keys),
             choice.bound,
             choice.sigma,
-            cap,
+            plan.day_cap(day),  # the registered plan's cap of the day (paced or not)
             spend,
             matrix[day - 1, :day],
             history,
