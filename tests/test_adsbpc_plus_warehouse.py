@@ -57,7 +57,8 @@ def loaded(tmp_path_factory):
     files = write_events(data.to_events(START), tmp_path_factory.mktemp("ev"), fmt="parquet")
     wh = Warehouse(":memory:")
     wh.ingest(files.impressions, files.conversions, now=FAR_FUTURE)
-    for name in ("plus", "again", "rows", "identity", "carried", "paced", "paced_rows"):
+    names = ("plus", "again", "rows", "identity", "carried", "paced", "paced_rows")
+    for name in (*names, "remainder", "remainder_rows", "whole"):
         camp = _campaign(name)
         wh.attribute_days(camp, START, START + timedelta(days=DAYS - 1))
         wh.contributions_days(camp, START, START + timedelta(days=DAYS - 1))
@@ -65,11 +66,19 @@ def loaded(tmp_path_factory):
     wh.close()
 
 
-def _warehouse_stream(wh, campaign, plan, seed):
+def _warehouse_stream(wh, campaign, plan, seed, remainder_cap=None):
     def clip(day, bound, sigma):
         when = START + timedelta(days=day - 1)
         row = strategy_row(plan, day)
-        return wh.plus_clipped_vector(campaign, when, bound, sigma, plan.day_cap(day), row=row)
+        return wh.plus_clipped_vector(
+            campaign,
+            when,
+            bound,
+            sigma,
+            plan.day_cap(day),
+            row=row,
+            remainder_cap=remainder_cap,
+        )
 
     def profile(factors):
         m = plan.config.profile_days
@@ -213,3 +222,57 @@ def test_a_paced_filter_follows_the_flat_schedule_in_sql_as_in_numpy(loaded, nam
         day = START + timedelta(days=release.choice.day - 1)
         again = MECHANISM.clip(plan, release.choice, wh, campaign, day)
         assert again.shape == (4,)
+
+
+@pytest.mark.parametrize(
+    ("name", "strategy", "pace"), [("remainder", "diagonal", None), ("remainder_rows", "sqrt", 0.0)]
+)
+def test_the_remainder_is_what_the_filter_clipped_off_capped_per_user(loaded, name, strategy, pace):
+    """X_t = Σ_u min(c_ut − k_ut, E) in SQL (plus_remainder.sql) equals the evaluation
+    engine's, day by day, under both strategies; a re-run at another E is refused."""
+    data, wh = loaded
+    campaign = _campaign(name, strategy, pace=pace)
+    plan = replace(make_plan(campaign), filter_cap=0.05)  # the filter cuts: k_ut < c_ut
+    _warehouse_stream(wh, campaign, plan, seed=3, remainder_cap=2.5)
+    run = run_plus(plan, prepare_plus(data), SeededNoise(3), excess_cap=2.5)
+    assert run.excess is not None
+    stored = [wh.plus_remainder(campaign, START + timedelta(days=d)) for d in range(DAYS)]
+    np.testing.assert_allclose(stored, run.excess, rtol=1e-12, atol=1e-9)
+    assert min(stored) > 0
+    choice = [
+        wh.sql.query(
+            "SELECT bound, sigma, cap FROM plus_spend_days WHERE campaign = $c "
+            "ORDER BY day LIMIT 1",
+            c=name,
+        )[0]
+    ][0]
+    with pytest.raises(WarehouseError, match="remainder cap"):
+        wh.plus_clipped_vector(campaign, START, *choice, remainder_cap=3.0)
+
+
+def test_with_an_unbounded_cap_the_remainder_is_every_conversion_the_filter_did_not_keep(
+    loaded,
+):
+    """Conservation: at E = ∞ the day's released sum plus X_t is every conversion of the day
+    (the diagonal strategy's row is the day's kept conversions)."""
+    data, wh = loaded
+    campaign = _campaign("whole", "diagonal")
+    plan = replace(make_plan(campaign), filter_cap=0.05)
+    releases, _ = _warehouse_stream(wh, campaign, plan, seed=4, remainder_cap=1e12)
+    prepared = prepare_plus(data)
+    for release in releases:
+        day = START + timedelta(days=release.choice.day - 1)
+        kept = wh.plus_clipped_vector(
+            campaign,
+            day,
+            release.choice.bound,
+            release.choice.sigma,
+            plan.day_cap(release.choice.day),
+            remainder_cap=1e12,
+        ).sum()
+        rows = prepared.rows(release.choice.day - 1)
+        conversions = rows.stop - rows.start
+        assert kept < conversions  # the bound and the filter cut
+        assert kept + wh.plus_remainder(campaign, day) == pytest.approx(conversions, rel=1e-12)
+    with pytest.raises(WarehouseError, match="no remainder"):
+        wh.plus_remainder(_campaign("plus"), START)

@@ -306,7 +306,8 @@ def test_adsbpc_plus_filter_spends_and_profile_are_identical(engines):
 def test_adsbpc_plus_correlated_rows_and_cross_profile_are_identical(engines):
     """The square-root strategy's rows (plus_filter.sql): earlier days carried through C, users
     whose past alone passes the day's cap scaled — under a paced cap that grows by day
-    (PlusPlan.day_cap), kept on the next — the same vectors and spends on both."""
+    (PlusPlan.day_cap), kept on the next — the same vectors, spends and remainders
+    (plus_remainder.sql) on both."""
     duck, sparkw, _ = engines
     camp = campaign(rule="uni", lookback_days=LOOKBACK, start=START, days=DAYS, name="rows")
     days = [START + timedelta(days=i) for i in range(DAYS)]
@@ -317,10 +318,13 @@ def test_adsbpc_plus_correlated_rows_and_cross_profile_are_identical(engines):
     for index, (day, bound) in enumerate(zip(days, (2.5, 1.0, 3.0)[:DAYS], strict=True)):
         row = StrategyRow(float(matrix[index, index]), tuple(matrix[index, :index]))
         vectors = [
-            w.plus_clipped_vector(camp, day, bound, 0.8, caps[index], row=row)
+            w.plus_clipped_vector(camp, day, bound, 0.8, caps[index], row=row, remainder_cap=2.0)
             for w in (duck, sparkw)
         ]
         np.testing.assert_allclose(vectors[0], vectors[1], rtol=0, atol=1e-9)
+        remainders = [w.plus_remainder(camp, day) for w in (duck, sparkw)]
+        assert remainders[0] > 0
+        assert remainders[1] == pytest.approx(remainders[0], rel=1e-12)
     summaries = [w.plus_spend_summary(camp) for w in (duck, sparkw)]
     assert summaries[0]["users"] == summaries[1]["users"] > 0
     assert summaries[0]["max_spend"] == pytest.approx(summaries[1]["max_spend"], abs=1e-12)

@@ -16,6 +16,7 @@ caller that froze the list (e.g. at registration) passes it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -74,6 +75,12 @@ class ProfileGrid:
             "step": float(np.log(1.0 / self.low) / self.bins),
             "bins": self.bins,
         }
+
+
+def check_remainder_cap(cap: float | None) -> None:
+    """An AdsBPC+ remainder cap E is a finite number > 0 (None: no remainder)."""
+    if cap is not None and not (cap > 0 and math.isfinite(cap)):
+        raise ValueError(f"remainder_cap must be a finite number > 0, not {cap}")
 
 
 @dataclass(frozen=True)
@@ -195,9 +202,15 @@ class WarehouseEngine(Protocol):
         publishers: list[str] | None = None,
         row: StrategyRow | None = None,
         marginals: MarginalWeights | None = None,
+        remainder_cap: float | None = None,
     ) -> np.ndarray:
         """The day's AdsBPC+ filter clip (plus_filter.sql); ``marginals``: the registered
-        plan's residual workload, whose Gram is the norm each user is charged (None: Σ x²)."""
+        plan's residual workload, whose Gram is the norm each user is charged (None: Σ x²);
+        ``remainder_cap`` E: also store the day's remainder (plus_remainder.sql)."""
+        ...
+
+    def plus_remainder(self, campaign: CampaignConfig, day: date) -> float:
+        """The day's stored X_t = Σ_u min(c_ut − k_ut, E) (a true value)."""
         ...
 
     def plus_profile_histogram(

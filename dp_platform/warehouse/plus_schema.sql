@@ -33,3 +33,13 @@ CREATE TABLE IF NOT EXISTS plus_user_values (
     position BIGINT NOT NULL,
     value DOUBLE NOT NULL
 );
+
+-- plus_remainders: per (campaign, day) what the day's filter clipped off, capped per user:
+-- X_t = Σ_u min(c_ut − k_ut, E) (plus_remainder.sql), written with the day's filter when the
+-- plan releases it, at the cap E it was computed with. Secret: only a noisy release shows it.
+CREATE TABLE IF NOT EXISTS plus_remainders (
+    campaign VARCHAR NOT NULL,
+    day DATE NOT NULL,
+    cap DOUBLE NOT NULL,
+    value DOUBLE NOT NULL
+);

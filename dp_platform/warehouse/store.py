@@ -26,7 +26,7 @@ from dp_platform.config import CampaignConfig
 from dp_platform.faults import fault_point
 from dp_platform.privacy.filter import RESIDUAL
 from dp_platform.settings import WarehouseConfig
-from dp_platform.warehouse.base import StrategyRow
+from dp_platform.warehouse.base import StrategyRow, check_remainder_cap
 from dp_platform.warehouse.ingest import TIE_ROOM, DimensionLists, IngestReport, ingest_files
 from dp_platform.warehouse.store_core import (
     ATTRIBUTED,
@@ -343,6 +343,7 @@ class Warehouse(WarehouseCore):
         publishers: list[str] | None = None,
         row: StrategyRow | None = None,
         marginals: MarginalWeights | None = None,
+        remainder_cap: float | None = None,
     ) -> np.ndarray:
         """Day's per-publisher sums after the AdsBPC+ filter clip at (r, σ), in publisher order;
         the users' spends are updated in the same transaction (privacy/filter.py). With a
@@ -352,11 +353,17 @@ class Warehouse(WarehouseCore):
         residual workload — each user is then charged ‖encode(row)‖², the norm of what the
         Gaussian is added to (the layout's Gram); None: independent cells, Σ row².
 
-        Write-once per (campaign, day): a re-run with the same (r, σ, cap) returns the stored
-        vector and leaves the spends alone; other parameters are refused. Days run in order.
+        ``remainder_cap`` E: also the day's remainder X_t = Σ_u min(c_ut − k_ut, E), what the
+        filter clipped off each user capped at E (plus_remainder.sql), stored with the day and
+        read by :meth:`plus_remainder`.
+
+        Write-once per (campaign, day): a re-run with the same (r, σ, cap, E) returns the
+        stored vector and leaves the spends alone; other parameters are refused. Days run in
+        order.
         """
         if not (bound > 0 and sigma > 0 and cap > 0 and np.isfinite([bound, sigma, cap]).all()):
             raise ValueError("bound, sigma and cap must be finite numbers > 0")
+        check_remainder_cap(remainder_cap)
         index = campaign.day_index(day)
         self._version(ATTRIBUTED, campaign, day)
         whole = int(np.floor(bound))
@@ -372,6 +379,11 @@ class Warehouse(WarehouseCore):
                     raise WarehouseError(
                         f"campaign {campaign.name}, {day}: already filtered with (r, σ, cap) = "
                         f"{tuple(stored[0])}; a day's spend is applied once"
+                    )
+                if self._remainder_cap(campaign, day) != remainder_cap:
+                    raise WarehouseError(
+                        f"campaign {campaign.name}, {day}: already filtered with remainder cap "
+                        f"{self._remainder_cap(campaign, day)}; a day's spend is applied once"
                     )
                 return self._stored_vector(campaign, day)
             if index > 1 and not self.sql.query(
@@ -400,6 +412,17 @@ class Warehouse(WarehouseCore):
                 residual=RESIDUAL,
                 **strategy,
             )
+            if remainder_cap is not None:  # reads plus_filter's plus_kept: same transaction
+                (remainder,) = self.sql.run(
+                    "plus_remainder", campaign=campaign.name, day=day, excess_cap=remainder_cap
+                )[0]
+                self.sql.query(
+                    "INSERT INTO plus_remainders VALUES ($c, $d, $e, $x)",
+                    c=campaign.name,
+                    d=day,
+                    e=float(remainder_cap),
+                    x=float(remainder),
+                )
             users, top = self.sql.query(
                 "SELECT count(*), coalesce(max(spend), 0.0) FROM plus_user_spend "
                 "WHERE campaign = $c AND day = $d",
@@ -420,6 +443,30 @@ class Warehouse(WarehouseCore):
             )
             self._store_clipped(campaign, day, bound, publishers, vector)
         return vector
+
+    def _remainder_cap(self, campaign: CampaignConfig, day: date) -> float | None:
+        rows = self.sql.query(
+            "SELECT cap FROM plus_remainders WHERE campaign = $c AND day = $d",
+            c=campaign.name,
+            d=day,
+        )
+        return float(rows[0][0]) if rows else None
+
+    def plus_remainder(self, campaign: CampaignConfig, day: date) -> float:
+        """The day's remainder X_t as :meth:`plus_clipped_vector` stored it (a true value:
+        only the mechanism's draw reads it)."""
+        self.sql.run("plus_schema")
+        rows = self.sql.query(
+            "SELECT value FROM plus_remainders WHERE campaign = $c AND day = $d",
+            c=campaign.name,
+            d=day,
+        )
+        if not rows:
+            raise WarehouseError(
+                f"campaign {campaign.name}, {day}: no remainder stored; the day's filter "
+                "computes it (plus_clipped_vector with remainder_cap)"
+            )
+        return float(rows[0][0])
 
     def _stored_vector(self, campaign: CampaignConfig, day: date) -> np.ndarray:
         rows = self.sql.query(

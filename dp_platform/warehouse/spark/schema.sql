@@ -90,3 +90,10 @@ CREATE TABLE IF NOT EXISTS clipped_daily_vectors (
 CREATE TABLE IF NOT EXISTS plus_user_spend (
     user_key INT, cost DOUBLE, spend DOUBLE, campaign STRING, day DATE
 ) USING parquet PARTITIONED BY (campaign, day) LOCATION '{{root}}/plus_user_spend';
+
+-- AdsBPC+ remainder of a day (secret): X_t = Σ_u min(c_ut − k_ut, E) at the cap E it was
+-- computed with (plus_remainder.sql; DuckDB: plus_schema.sql's plus_remainders). Counts once
+-- the catalog records the day's filter, like the spends.
+CREATE TABLE IF NOT EXISTS plus_remainders (
+    cap DOUBLE, value DOUBLE, campaign STRING, day DATE
+) USING parquet PARTITIONED BY (campaign, day) LOCATION '{{root}}/plus_remainders';

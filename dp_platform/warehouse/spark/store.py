@@ -31,14 +31,20 @@ from dp_platform.config import CampaignConfig
 from dp_platform.file_lock import exclusive
 from dp_platform.privacy.filter import RESIDUAL
 from dp_platform.settings import WarehouseConfig
-from dp_platform.warehouse.base import StrategyRow
+from dp_platform.warehouse.base import StrategyRow, check_remainder_cap
 from dp_platform.warehouse.ingest import DimensionLists, IngestReport
 from dp_platform.warehouse.spark.catalog import Catalog
 from dp_platform.warehouse.spark.files import TableFiles
 from dp_platform.warehouse.spark.ingest import ingest_files, recover
 from dp_platform.warehouse.spark.runner import SparkSqlRunner
 from dp_platform.warehouse.spark.session import private_session
-from dp_platform.warehouse.spark.store_core import SPEND, TABLES, VALUES, SparkWarehouseCore
+from dp_platform.warehouse.spark.store_core import (
+    REMAINDERS,
+    SPEND,
+    TABLES,
+    VALUES,
+    SparkWarehouseCore,
+)
 from dp_platform.warehouse.store_core import (
     ATTRIBUTED,
     CLIPPED,
@@ -382,13 +388,16 @@ class SparkWarehouse(SparkWarehouseCore):
         publishers: list[str] | None = None,
         row: StrategyRow | None = None,
         marginals: MarginalWeights | None = None,
+        remainder_cap: float | None = None,
     ) -> np.ndarray:
         """The AdsBPC+ filter clip of the day (as DuckDB's): write-once per (campaign, day);
-        the spends count once the catalog records the day (catalog.py). With a correlated
-        strategy's ``row``, the day's row of C·x̄; with ``marginals``, each user charged their
-        encoded row's norm (plus_filter.sql, as DuckDB's)."""
+        the spends (and the remainder at ``remainder_cap``) count once the catalog records the
+        day (catalog.py). With a correlated strategy's ``row``, the day's row of C·x̄; with
+        ``marginals``, each user charged their encoded row's norm (plus_filter.sql, as
+        DuckDB's)."""
         if not (bound > 0 and sigma > 0 and cap > 0 and np.isfinite([bound, sigma, cap]).all()):
             raise ValueError("bound, sigma and cap must be finite numbers > 0")
+        check_remainder_cap(remainder_cap)
         index = campaign.day_index(day)
         self._version(ATTRIBUTED, campaign, day)
         self._use()
@@ -398,6 +407,12 @@ class SparkWarehouse(SparkWarehouseCore):
                 raise WarehouseError(
                     f"campaign {campaign.name}, {day}: already filtered with (r, σ, cap) = "
                     f"{stored}; a day's spend is applied once"
+                )
+            stored_cap = self._stored_remainder(campaign, day)[0]
+            if stored_cap != remainder_cap:
+                raise WarehouseError(
+                    f"campaign {campaign.name}, {day}: already filtered with remainder cap "
+                    f"{stored_cap}; a day's spend is applied once"
                 )
             return self._stored_vector(campaign, day)
         previous = day - timedelta(days=1)
@@ -410,6 +425,7 @@ class SparkWarehouse(SparkWarehouseCore):
         layout = self._cell_scope(campaign, publishers, day, day, marginals)
         gram = self._gram_scope(layout)
         self._clear(SPEND, campaign, [day])  # leftovers of a run that did not commit
+        self._clear(REMAINDERS, campaign, [day])
         self.sql.run("plus_values_schema")
         self._clear(VALUES, campaign, [day])
         earlier = [campaign.start + timedelta(days=i) for i in range(index - 1)]
@@ -428,6 +444,13 @@ class SparkWarehouse(SparkWarehouseCore):
                 residual=RESIDUAL,
                 **strategy,
             )
+            if remainder_cap is not None:  # reads plus_filter's cached plus_kept
+                self.sql.run(
+                    "plus_remainder",
+                    campaign=campaign.name,
+                    day=day,
+                    excess_cap=float(remainder_cap),
+                )
         finally:
             self.sql.release()
         top = self.sql.query(
@@ -440,6 +463,31 @@ class SparkWarehouse(SparkWarehouseCore):
         self._store_clipped(campaign, day, bound, layout, vector)
         self.catalog.commit_spend_day(campaign.name, day, float(bound), float(sigma), float(cap))
         return vector
+
+    def _stored_remainder(
+        self, campaign: CampaignConfig, day: date
+    ) -> tuple[float | None, float | None]:
+        """(E, X_t) of a committed filter day; (None, None) if it computed no remainder."""
+        rows = self.sql.query(
+            f"SELECT cap, value FROM {REMAINDERS} WHERE campaign = :c AND day = :d",
+            c=campaign.name,
+            d=day,
+        )
+        return (float(rows[0][0]), float(rows[0][1])) if rows else (None, None)
+
+    def plus_remainder(self, campaign: CampaignConfig, day: date) -> float:
+        """The day's remainder X_t as :meth:`plus_clipped_vector` stored it (a true value:
+        only the mechanism's draw reads it); counted once the catalog records the day."""
+        self._use()
+        value = None
+        if self.catalog.spend_day(campaign.name, day) is not None:
+            value = self._stored_remainder(campaign, day)[1]
+        if value is None:
+            raise WarehouseError(
+                f"campaign {campaign.name}, {day}: no remainder stored; the day's filter "
+                "computes it (plus_clipped_vector with remainder_cap)"
+            )
+        return value
 
     def _stored_vector(self, campaign: CampaignConfig, day: date) -> np.ndarray:
         rows = self.sql.query(

@@ -36,6 +36,7 @@ __all__ = ["SPEND", "TABLES", "VALUES", "SparkWarehouseCore"]
 
 SPEND = "plus_user_spend"
 VALUES = "plus_user_values"
+REMAINDERS = "plus_remainders"
 US_PER_DAY = 86_400_000_000
 TABLES = (
     "users",
