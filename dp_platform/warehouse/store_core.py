@@ -15,6 +15,7 @@ from typing import Self
 
 import duckdb
 import numpy as np
+import pandas as pd
 
 from dp_platform.cell_strategy import MarginalWeights
 from dp_platform.cells import CellLayout, dimension_keys, layout_of
@@ -336,6 +337,53 @@ class WarehouseCore:
                 f"{asset} of campaign {campaign.name} for {day} is not materialised yet"
             )
         return int(rows[0][0]), rows[0][1]
+
+    # -- the clipped-vector table: written by every clip, read back by a write-once re-run
+
+    def _store_clipped(
+        self,
+        campaign: CampaignConfig,
+        day: date,
+        bound: float,
+        publishers: list[str],
+        vector: np.ndarray,
+    ) -> None:
+        """Replace the (campaign, day) partition of the clipped-vector table (schema checks)."""
+        self.sql.query(
+            f"DELETE FROM {CLIPPED} WHERE campaign = $campaign AND day = $day",
+            campaign=campaign.name,
+            day=day,
+        )
+        if publishers:
+            # each entry's publisher is the campaign_pubs row of position // entries per
+            # publisher (in scope: the vector was just computed); the values go in as a frame
+            # (binding 10⁵ list parameters is slower than the clipping itself)
+            frame = pd.DataFrame({"position": np.arange(vector.size), "value": vector})
+            self.con.register("clipped_entries", frame)
+            try:
+                self.con.execute(
+                    f"INSERT INTO {CLIPPED} "
+                    "SELECT $campaign, $day, $bound, v.position, cp.publisher_id, v.value "
+                    "FROM clipped_entries AS v "
+                    "JOIN campaign_pubs AS cp ON cp.position = v.position // $per",
+                    {
+                        "campaign": campaign.name,
+                        "day": day,
+                        "bound": float(bound),
+                        "per": len(publishers) // len(set(publishers)),
+                    },
+                )
+            finally:
+                self.con.unregister("clipped_entries")
+
+    def _stored_vector(self, campaign: CampaignConfig, day: date) -> np.ndarray:
+        rows = self.sql.query(
+            f"SELECT position, value FROM {CLIPPED} WHERE campaign = $c AND day = $d "
+            "ORDER BY position",
+            c=campaign.name,
+            d=day,
+        )
+        return np.array([value for _, value in rows], dtype=np.float64)
 
 
 Versions = Callable[[str, CampaignConfig, date], tuple[int, int | None]]

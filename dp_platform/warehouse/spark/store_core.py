@@ -289,3 +289,39 @@ class SparkWarehouseCore:
                 f"{asset} of campaign {campaign.name} for {day} is not materialised yet"
             )
         return found
+
+    # -- the clipped-vector table: written by every clip, read back by a write-once re-run
+
+    def _store_clipped(
+        self,
+        campaign: CampaignConfig,
+        day: date,
+        bound: float,
+        layout: CellLayout,
+        vector: np.ndarray,
+    ) -> None:
+        """Replace the (campaign, day) partition of the clipped-vector table (schema checks)."""
+        self._clear(CLIPPED, campaign, [day])
+        if layout.publishers:  # campaign_pubs holds these publishers (the caller's scope)
+            values = pd.DataFrame(
+                {"position": np.arange(len(vector), dtype=np.int32), "value": vector}
+            )
+            self.spark.createDataFrame(
+                values, schema="position INT, value DOUBLE"
+            ).createOrReplaceTempView("clipped_new")
+            self.sql.run(
+                "clipped_store",
+                bound=float(bound),
+                campaign=campaign.name,
+                day=day,
+                per=layout.size // len(layout.publishers),
+            )
+
+    def _stored_vector(self, campaign: CampaignConfig, day: date) -> np.ndarray:
+        rows = self.sql.query(
+            f"SELECT position, value FROM {CLIPPED} WHERE campaign = :c AND day = :d "
+            "ORDER BY position",
+            c=campaign.name,
+            d=day,
+        )
+        return np.array([value for _, value in rows], dtype=np.float64)

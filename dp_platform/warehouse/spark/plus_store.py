@@ -1,0 +1,190 @@
+"""AdsBPC+'s secret state in the Spark warehouse, as DuckDB's plus_store.py: the filter's
+per-user spends, a correlated strategy's kept values and the day's remainder (Parquet beside the
+private data, counted once the catalog records the day) and the profile histogram.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dp_platform.config import CampaignConfig
+from dp_platform.privacy.filter import RESIDUAL
+from dp_platform.warehouse.base import StrategyRow, check_remainder_cap
+from dp_platform.warehouse.spark.store_core import REMAINDERS, SPEND, VALUES, SparkWarehouseCore
+from dp_platform.warehouse.store_core import ATTRIBUTED, WarehouseError
+
+if TYPE_CHECKING:
+    from dp_platform.cell_strategy import MarginalWeights
+    from dp_platform.warehouse.base import ProfileGrid
+
+__all__ = ["SparkPlusStore"]
+
+
+class SparkPlusStore(SparkWarehouseCore):
+    """AdsBPC+'s steps of :class:`~.store.SparkWarehouse` (module doc)."""
+
+    def plus_clipped_vector(
+        self,
+        campaign: CampaignConfig,
+        day: date,
+        bound: float,
+        sigma: float,
+        cap: float,
+        *,
+        publishers: list[str] | None = None,
+        row: StrategyRow | None = None,
+        marginals: MarginalWeights | None = None,
+        remainder_cap: float | None = None,
+    ) -> np.ndarray:
+        """The AdsBPC+ filter clip of the day (as DuckDB's): write-once per (campaign, day);
+        the spends (and the remainder at ``remainder_cap``) count once the catalog records the
+        day (catalog.py). With a correlated strategy's ``row``, the day's row of C·x̄; with
+        ``marginals``, each user charged their encoded row's norm (plus_filter.sql, as
+        DuckDB's)."""
+        if not (bound > 0 and sigma > 0 and cap > 0 and np.isfinite([bound, sigma, cap]).all()):
+            raise ValueError("bound, sigma and cap must be finite numbers > 0")
+        check_remainder_cap(remainder_cap)
+        index = campaign.day_index(day)
+        self._version(ATTRIBUTED, campaign, day)
+        self._use()
+        stored = self.catalog.spend_day(campaign.name, day)
+        if stored is not None:
+            if stored != (float(bound), float(sigma), float(cap)):
+                raise WarehouseError(
+                    f"campaign {campaign.name}, {day}: already filtered with (r, σ, cap) = "
+                    f"{stored}; a day's spend is applied once"
+                )
+            stored_cap = self._stored_remainder(campaign, day)[0]
+            if stored_cap != remainder_cap:
+                raise WarehouseError(
+                    f"campaign {campaign.name}, {day}: already filtered with remainder cap "
+                    f"{stored_cap}; a day's spend is applied once"
+                )
+            return self._stored_vector(campaign, day)
+        previous = day - timedelta(days=1)
+        if index > 1 and self.catalog.spend_day(campaign.name, previous) is None:
+            raise WarehouseError(
+                f"campaign {campaign.name}: the filter needs {previous} first "
+                "(spends carry over, days run in order)"
+            )
+        whole = int(np.floor(bound))
+        layout = self._cell_scope(campaign, publishers, day, day, marginals)
+        gram = self._gram_scope(layout)
+        self._clear(SPEND, campaign, [day])  # leftovers of a run that did not commit
+        self._clear(REMAINDERS, campaign, [day])
+        self.sql.run("plus_values_schema")
+        self._clear(VALUES, campaign, [day])
+        earlier = [campaign.start + timedelta(days=i) for i in range(index - 1)]
+        strategy = (row or StrategyRow.identity(index - 1)).sql_parameters(earlier)
+        try:
+            vector = self._cell_sums(
+                layout,
+                "plus_filter",
+                **gram,
+                campaign=campaign.name,
+                day=day,
+                whole=whole,
+                fraction=float(bound - whole),
+                two_var=2.0 * float(sigma) ** 2,
+                cap=float(cap),
+                residual=RESIDUAL,
+                **strategy,
+            )
+            if remainder_cap is not None:  # reads plus_filter's cached plus_kept
+                self.sql.run(
+                    "plus_remainder",
+                    campaign=campaign.name,
+                    day=day,
+                    excess_cap=float(remainder_cap),
+                )
+        finally:
+            self.sql.release()
+        top = self.sql.query(
+            f"SELECT coalesce(max(spend), 0.0D) FROM {SPEND} WHERE campaign = :c AND day = :d",
+            c=campaign.name,
+            d=day,
+        )[0][0]
+        if top > cap * (1.0 + 1e-12):  # the filter makes this impossible; never release
+            raise WarehouseError(f"campaign {campaign.name}, {day}: a spend passed the cap")
+        self._store_clipped(campaign, day, bound, layout, vector)
+        self.catalog.commit_spend_day(campaign.name, day, float(bound), float(sigma), float(cap))
+        return vector
+
+    def _stored_remainder(
+        self, campaign: CampaignConfig, day: date
+    ) -> tuple[float | None, float | None]:
+        """(E, X_t) of a committed filter day; (None, None) if it computed no remainder."""
+        rows = self.sql.query(
+            f"SELECT cap, value FROM {REMAINDERS} WHERE campaign = :c AND day = :d",
+            c=campaign.name,
+            d=day,
+        )
+        return (float(rows[0][0]), float(rows[0][1])) if rows else (None, None)
+
+    def plus_remainder(self, campaign: CampaignConfig, day: date) -> float:
+        """The day's remainder X_t as :meth:`plus_clipped_vector` stored it (a true value:
+        only the mechanism's draw reads it); counted once the catalog records the day."""
+        self._use()
+        value = None
+        if self.catalog.spend_day(campaign.name, day) is not None:
+            value = self._stored_remainder(campaign, day)[1]
+        if value is None:
+            raise WarehouseError(
+                f"campaign {campaign.name}, {day}: no remainder stored; the day's filter "
+                "computes it (plus_clipped_vector with remainder_cap)"
+            )
+        return value
+
+    def plus_profile_histogram(
+        self,
+        campaign: CampaignConfig,
+        days: list[date],
+        bounds: list[float],
+        factors: list[float],
+        cap: float,
+        *,
+        grid: ProfileGrid,
+        publishers: list[str] | None = None,
+        cross: float = 0.0,
+        marginals: MarginalWeights | None = None,
+    ) -> np.ndarray:
+        """Users per profile bin (``grid``, × cap²) of T_u = Σ_d φ_d‖clip(c)‖² (+ ``cross`` ×
+        the cross-day term of a correlated strategy), in the filter's norm (as DuckDB's)."""
+        if not (len(days) == len(bounds) == len(factors)) or not days:
+            raise ValueError("need one bound and one factor per day, and at least one day")
+        for day in days:
+            campaign.day_index(day)
+            self._version(ATTRIBUTED, campaign, day)
+        whole = [int(np.floor(b)) for b in bounds]
+        layout = self._cell_scope(campaign, publishers, min(days), max(days), marginals)
+        rows = self.sql.run(
+            "plus_profile",
+            **self._gram_scope(layout),
+            days=list(days),
+            whole=whole,
+            fraction=[float(b - w) for b, w in zip(bounds, whole, strict=True)],
+            factor=[float(f) for f in factors],
+            cross=float(cross),
+            **grid.sql_parameters(cap),
+        )
+        hist = np.zeros(grid.bins, dtype=np.int64)
+        for bin_, users in rows:
+            hist[bin_] = users
+        return hist
+
+    def plus_spend_summary(self, campaign: CampaignConfig) -> dict:
+        """Aggregates of the filter's committed state (monitoring/tests)."""
+        self._use()
+        days = self.catalog.spend_day_list(campaign.name)
+        if not days:
+            return {"days": 0, "users": 0, "max_spend": 0.0}
+        users, top = self.sql.query(
+            f"SELECT count(DISTINCT user_key), coalesce(max(spend), 0.0D) FROM {SPEND} "
+            "WHERE campaign = :c AND array_contains(:days, day)",
+            c=campaign.name,
+            days=days,
+        )[0]
+        return {"days": len(days), "users": int(users), "max_spend": float(top)}
