@@ -199,6 +199,7 @@ def release_day(
     # drawing day d, and a correlated mechanism checks it got every earlier day
     earlier = tuple(ledger.releases(campaign.name, through=index - 1))
     chain_state = ledger.bound_state(campaign.name, index, mechanism.chain)  # write-once too
+    remainder = mechanism.remainder(plan, warehouse, campaign, day)  # a side series, if any
 
     def draw(stored_choice: BoundChoice) -> Measurement:
         # the declaration comes from the registered plan and the stored chain, not from the
@@ -213,6 +214,7 @@ def release_day(
             allotment=allotment,
             noise=noise,
             earlier=tuple(encoded(layout, m) for m in earlier),
+            remainder=remainder,
         )
         return decoded(layout, measured)
 

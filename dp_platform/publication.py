@@ -83,6 +83,10 @@ class PublishedDay:
     marginals: list[MarginalSigma] = field(default_factory=list)
     """With cells: per marginal the advertiser reads (:meth:`CellLayout.marginal_sigmas`), the σ
     of one of its numbers this day, per measure."""
+    remainder: float | None = None
+    """AdsBPC+'s remainder of the day, if the plan releases it: Σ_u min(c_ut − k_ut, E) +
+    N(0, ``remainder_std``²), the conversions the clipping left out, capped per user."""
+    remainder_std: float | None = None
 
     def values_total_std(self) -> float:
         if self.total_std is not None:
@@ -103,6 +107,7 @@ class PublishedDay:
             "values": self.values,
             "answers": self.answers,
             "cells": self.cells,
+            **({} if self.remainder is None else {"remainder": self.remainder}),
         }
 
 
@@ -166,6 +171,8 @@ def published_days(ledger: Ledger, campaign: str) -> list[PublishedDay]:
                 total_std=release.sigma * scale,
                 answer_publisher_std={query: unit * s for query, s in spread.items()},
                 marginals=[] if layout.plain else layout.marginal_sigmas(release.sigma),
+                remainder=release.remainder,
+                remainder_std=release.remainder_sigma,
             )
         )
     return records

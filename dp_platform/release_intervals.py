@@ -15,7 +15,7 @@ Reads only what :class:`~dp_platform.publication.PublishedDay` holds (DP outputs
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from dp_platform.consistency import normal_interval
 from dp_platform.publication import PublishedDay
@@ -30,6 +30,7 @@ class DayIntervals(TypedDict):
     values_ci: dict[str, Interval]
     total_ci: Interval
     answers_ci: dict[str, dict[str, Interval]]
+    remainder_ci: NotRequired[Interval]  # AdsBPC+'s remainder of the day, if released
 
 
 def _interval(value: float, se: float, level: float) -> Interval:
@@ -38,7 +39,8 @@ def _interval(value: float, se: float, level: float) -> Interval:
 
 
 def day_intervals(day: PublishedDay, level: float = 0.95) -> DayIntervals:
-    """``ci_low``/``ci_high`` of each value, the day's total, each answer and each answer total.
+    """``ci_low``/``ci_high`` of each value, the day's total, each answer and each answer total
+    (and of the day's remainder, where the plan releases one).
 
     Shaped to sit next to :meth:`PublishedDay.to_json`: ``values_ci`` (publisher → interval),
     ``total_ci``, ``answers_ci`` (query → publisher → interval, plus ``"total"``).
@@ -51,4 +53,12 @@ def day_intervals(day: PublishedDay, level: float = 0.95) -> DayIntervals:
         one_se = day.answer_one_std(query)
         answers[query] = {p: _interval(v, one_se, level) for p, v in per_publisher.items()}
         answers[query]["total"] = _interval(sum(per_publisher.values()), total_se, level)
-    return {"level": level, "values_ci": values, "total_ci": total, "answers_ci": answers}
+    intervals: DayIntervals = {
+        "level": level,
+        "values_ci": values,
+        "total_ci": total,
+        "answers_ci": answers,
+    }
+    if day.remainder is not None and day.remainder_std is not None:
+        intervals["remainder_ci"] = _interval(day.remainder, day.remainder_std, level)
+    return intervals

@@ -5,7 +5,8 @@ Post-processing of the ledger's DP outputs only (:mod:`dp_platform.publication`)
 noise, no privacy cost.
 
 - **Intervals** (:func:`~dp_platform.release_intervals.day_intervals`): ``values_ci``,
-  ``total_ci``, ``answers_ci`` next to a day's existing keys, which keep their shape.
+  ``total_ci``, ``answers_ci`` next to a day's existing keys, which keep their shape (and
+  ``remainder_ci`` beside ``remainder``, for an AdsBPC+ plan that releases one).
 - **Totals** (campaign with cells): every subset of {publisher, each breakdown dimension}
   summed, as rows of :func:`~dp_platform.consistency.slice_rows` — each axis's label, ``"all"``
   where summed, ``measure``, ``value``, ``se``, ``ci_low``, ``ci_high``. They are sums of the

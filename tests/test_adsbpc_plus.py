@@ -366,3 +366,42 @@ def test_the_day_cap_follows_the_schedule_and_an_old_record_is_unpaced():
     assert old.pace is None and old.day_cap(1) == old.filter_cap
     with pytest.raises(ConfigError, match="pace"):
         _campaign(adsbpc_plus={"pace": -0.1})
+
+
+def test_a_remainder_share_splits_rho_exactly_and_sizes_its_noise_for_its_charge():
+    """``remainder_share``: ρ = ρ1 + n·ρ_h + ρ_p + ρ_R exactly; each day's release is charged
+    ρ_R/n for the remainder besides its Gaussian part, and σ_R is the smallest σ with
+    E²/(2σ_R²) ≤ ρ_R/n; a plan recorded before the remainder existed reads back without one."""
+    campaign = _campaign(adsbpc_plus={"profile_days": 4, "cap": 6, "remainder_share": 0.05})
+    plan = make_plan(campaign)
+    plain = make_plan(_campaign())
+    budget = plan.budget
+    assert budget.remainder == Rho.of(0.8) * Fraction(1, 20)
+    assert budget.rho1 + budget.histogram_day * 12 + budget.profile + budget.remainder == Rho.of(
+        0.8
+    )
+    assert plan.total == plain.total == Rho.of(0.8)
+    assert budget.remainder_day * 12 == budget.remainder
+    assert plan.remainder_cap == 3.0 and plan.remainder_sigma is not None
+    loss = gaussian_rho(3.0, plan.remainder_sigma)
+    assert loss <= budget.remainder_day.value
+    assert float(loss) > float(budget.remainder_day.value) * (1 - 1e-12)  # not oversized
+    assert plain.remainder_cap is None and plain.budget.remainder == Rho.zero()
+    assert plan.to_json()["rho_remainder"] == pytest.approx(0.04)
+    record = to_record(plan)
+    del record["remainder_cap"], record["remainder_sigma"], record["budget"]["remainder"]
+    old = from_record(type(plan), json.loads(json.dumps(record)))
+    assert old.remainder_cap is None and old.budget.remainder == Rho.zero()
+
+
+def test_a_remainder_is_refused_where_it_would_not_count_conversions():
+    with pytest.raises(ConfigError, match="remainder_share"):
+        _campaign(
+            adsbpc_plus={"remainder_share": 0.05},
+            measures=["count", "value"],
+            value_cap=10.0,
+        )
+    with pytest.raises(ConfigError, match="remainder_share is 0 or at least"):
+        _campaign(adsbpc_plus={"remainder_share": 1e-4})
+    with pytest.raises(ConfigError, match="must be < 1"):
+        _campaign(adsbpc_plus={"remainder_share": 0.96})

@@ -58,7 +58,7 @@ def loaded(tmp_path_factory):
     wh = Warehouse(":memory:")
     wh.ingest(files.impressions, files.conversions, now=FAR_FUTURE)
     names = ("plus", "again", "rows", "identity", "carried", "paced", "paced_rows")
-    for name in (*names, "remainder", "remainder_rows", "whole"):
+    for name in (*names, "remainder", "remainder_rows", "whole", "released"):
         camp = _campaign(name)
         wh.attribute_days(camp, START, START + timedelta(days=DAYS - 1))
         wh.contributions_days(camp, START, START + timedelta(days=DAYS - 1))
@@ -100,6 +100,9 @@ def _warehouse_stream(wh, campaign, plan, seed, remainder_cap=None):
         state_bounds.append(bound)
         return clip(day, bound, sigma)
 
+    def remainder(day):
+        return wh.plus_remainder(campaign, START + timedelta(days=day - 1))
+
     return run_stream(
         plan,
         histograms,
@@ -107,6 +110,7 @@ def _warehouse_stream(wh, campaign, plan, seed, remainder_cap=None):
         profile,
         publishers=4,
         noise=SeededNoise(seed),
+        remainder=None if plan.remainder_cap is None else remainder,
     )
 
 
@@ -276,3 +280,31 @@ def test_with_an_unbounded_cap_the_remainder_is_every_conversion_the_filter_did_
         assert kept + wh.plus_remainder(campaign, day) == pytest.approx(conversions, rel=1e-12)
     with pytest.raises(WarehouseError, match="no remainder"):
         wh.plus_remainder(_campaign("plus"), START)
+
+
+def test_a_plan_with_a_remainder_releases_it_each_day_from_the_warehouse(loaded):
+    """``remainder_share``: each day's release carries X̃_t = X_t + N(0, σ_R²), X_t from the
+    warehouse at the plan's E — the same releases as the evaluation engine under seeded noise
+    — and the registry's clip stores X_t at that E (a clip at another E, or none, is refused
+    on the re-run below, so a mechanism that did not pass the plan's E would fail here)."""
+    data, wh = loaded
+    campaign = _campaign("released", "sqrt", pace=0.0)
+    campaign = campaign.model_copy(
+        update={"mechanism": campaign.mechanism.model_copy(update={"remainder_share": 0.05})}
+    )
+    plan = replace(make_plan(campaign), filter_cap=0.05)
+    assert plan.remainder_cap == 3.0
+    releases, _ = _warehouse_stream(wh, campaign, plan, seed=9, remainder_cap=3.0)
+    run = run_plus(plan, prepare_plus(data), SeededNoise(9), excess_cap=3.0)
+    assert run.remainders is not None and run.excess is not None
+    released = [r.measurement.remainder for r in releases]
+    np.testing.assert_allclose(released, run.remainders, rtol=0, atol=1e-9)
+    truth = [wh.plus_remainder(campaign, START + timedelta(days=d)) for d in range(DAYS)]
+    np.testing.assert_allclose(truth, run.excess, rtol=1e-12, atol=1e-9)
+    assert not np.allclose(released, truth)  # noise was added
+    for release in releases:
+        assert release.measurement.remainder_sigma == plan.remainder_sigma
+        assert release.measurement.charges["remainder"] == plan.budget.remainder_day
+        day = START + timedelta(days=release.choice.day - 1)
+        MECHANISM.clip(plan, release.choice, wh, campaign, day)  # the stored day, same E
+        assert MECHANISM.remainder(plan, wh, campaign, day) == truth[release.choice.day - 1]

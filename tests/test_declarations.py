@@ -34,6 +34,7 @@ from dp_platform.plans import campaign_plan
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.privacy.noise_check import AllotmentExceeded
 from dp_platform.registration import Registration, registered_campaign
+from dp_platform.release_view import release_document
 from tests.counting_noise import CountingIntegerNoise, CountingNoise
 
 ACCOUNT = AccountConfig(name="users", rho_cap=100.0)
@@ -55,8 +56,13 @@ class StandInWarehouse:
     def clipped_vector(self, campaign, day, bound):
         return np.array([10.0, 4.0, 7.5])
 
-    def plus_clipped_vector(self, campaign, day, bound, sigma, cap, *, row=None, marginals=None):
+    def plus_clipped_vector(
+        self, campaign, day, bound, sigma, cap, *, row=None, marginals=None, remainder_cap=None
+    ):
         return np.array([10.0, 4.0, 7.5])
+
+    def plus_remainder(self, campaign, day):
+        return 4.5
 
     def plus_profile_histogram(
         self, campaign, days, bounds, factors, top, *, grid, cross, marginals=None
@@ -119,6 +125,12 @@ def _plus(strategy: str) -> dict:
     }
 
 
+def _plus_remainder() -> dict:
+    """The square-root strategy with a daily remainder (its own draw, on 5 % of ρ)."""
+    entry = _plus("sqrt")
+    return {**entry, "mechanism": {**entry["mechanism"], "remainder_share": 0.05}}
+
+
 def _halve_sigma(monkeypatch, module, name: str) -> None:
     original = getattr(module, name)
     monkeypatch.setattr(module, name, lambda *args: original(*args) / 2)
@@ -160,6 +172,12 @@ STREAMS = {
         MAP,
     ),
     "plus-sqrt-sensitivity": (_plus("sqrt"), _plus_sensitivity_halved, CHARGES),
+    # the remainder's σ_R halved where the draw reads it: refused before the day's row is drawn
+    "plus-remainder-sigma": (
+        _plus_remainder(),
+        lambda mp: _halve_sigma(mp, adsbpc_plus_accounting, "remainder_sigma"),
+        MAP,
+    ),
 }
 
 
@@ -192,18 +210,24 @@ def test_a_stream_mechanisms_wrong_sigma_or_sensitivity_is_refused_before_drawin
     assert ledger.campaign_budget("c").spent == spent
 
 
-@pytest.mark.parametrize("entry", [ADSBPC, _plus("diagonal"), _plus("sqrt")])
+@pytest.mark.parametrize("entry", [ADSBPC, _plus("diagonal"), _plus("sqrt"), _plus_remainder()])
 def test_an_uninjected_stream_draws_every_day_through_the_same_declarations(
     entry: dict, ledger: Ledger
 ) -> None:
-    """Positive control: every day (quantile, SVT, the profile day, the last day) draws."""
+    """Positive control: every day (quantile, SVT, the profile day, the last day) draws — the
+    day's row, and the remainder where the plan releases one — and the campaign is charged
+    exactly its plan."""
     registration = _register(ledger, **entry)
     warehouse = StandInWarehouse()
+    side = getattr(registration.plan.stream, "remainder_cap", None) is not None
     for index in range(1, DAYS + 1):
         source = CountingNoise(index)
         _run_day(warehouse, ledger, registration, index, source)
-        assert source.raw == 1
+        assert source.raw == (2 if side else 1)
     assert ledger.campaign_budget("c").spent == registration.plan.total
+    assert all((m.remainder is not None) == side for m in ledger.releases("c"))
+    published = release_document(ledger, "c")["days"]  # what `releases --json` prints
+    assert all(("remainder" in d and "remainder_ci" in d) == side for d in published)
 
 
 # -- campaign-level releases ---------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -65,3 +66,17 @@ def test_answer_intervals_cover_95_percent_over_2000_seeded_days() -> None:
             out[f"pub_{p}"]["ci_low"] <= exact[p] <= out[f"pub_{p}"]["ci_high"] for p in range(4)
         ]
     assert 0.93 <= float(np.mean(hits)) <= 0.97
+
+
+def test_a_released_remainder_gets_its_own_interval_and_an_unreleased_one_none() -> None:
+    sigmas = np.array([2.0, 3.0])
+    history = np.array([[10.0, 20.0], [11.0, 19.0]])
+    day = _day(history, sigmas, np.ones(2))
+    assert "remainder_ci" not in day_intervals(day)
+    day = dataclasses.replace(day, remainder=7.5, remainder_std=4.0)
+    out = day_intervals(day)["remainder_ci"]
+    assert out == {
+        "ci_low": pytest.approx(7.5 - Z95 * 4.0),
+        "ci_high": pytest.approx(7.5 + Z95 * 4.0),
+    }
+    assert day.to_json()["remainder"] == 7.5

@@ -123,6 +123,15 @@ class FixedBoundMechanism:
     ) -> np.ndarray:
         return np.asarray(warehouse.clipped_vector(campaign, day, choice.bound), dtype=np.float64)
 
+    def remainder(
+        self,
+        plan: FixedBoundPlan,
+        warehouse: WarehouseEngine,
+        campaign: CampaignConfig,
+        day: date,
+    ) -> None:
+        return None
+
     def release_charges(self, plan: FixedBoundPlan, choice: FixedChoice) -> dict[str, Rho]:
         return {"gaussian": Rho(plan.day_rho)}
 
@@ -139,6 +148,7 @@ class FixedBoundMechanism:
         allotment: Allotment,
         noise: NoiseSource | None,
         earlier: tuple[Measurement, ...] = (),  # independent days: not needed
+        remainder: float | None = None,
     ) -> Measurement:
         values = resolve(noise).add_gaussian(
             clipped, plan.sigma, l2_sensitivity=allotment.sensitivity, rho=allotment.loss

@@ -513,6 +513,11 @@ class AdsbpcMechanism:
     ) -> np.ndarray:
         return np.asarray(warehouse.clipped_vector(campaign, day, choice.bound), dtype=np.float64)
 
+    def remainder(
+        self, plan: AdsbpcPlan, warehouse: WarehouseEngine, campaign: CampaignConfig, day: date
+    ) -> None:
+        return None  # AdsBPC releases no side series
+
     def release_charges(self, plan: AdsbpcPlan, choice: BoundChoice) -> dict[str, Rho]:
         return {"gaussian": plan.day_charge(choice.day)["gaussian"]}
 
@@ -528,7 +533,10 @@ class AdsbpcMechanism:
         allotment: Allotment,
         noise: NoiseSource | None,
         earlier: tuple[Measurement, ...] = (),  # independent days: not needed
+        remainder: float | None = None,
     ) -> Measurement:
+        if remainder is not None:
+            raise ValueError("AdsBPC releases no remainder")
         return measure(plan, choice, clipped, allotment=allotment, noise=noise)
 
     def summary(self, plan: AdsbpcPlan) -> dict[str, object]:

@@ -1,7 +1,7 @@
 """AdsBPC+: AdsBPC with individual privacy accounting and cheap, histogram-based bounds.
 
 Privacy unit: one user (all their conversions). Adjacency: add/remove one user only (the config
-refuses ``replace``). Budget (zCDP, exact): ρ = ρ1 + n·ρ_h + ρ_p, fixed before day 1.
+refuses ``replace``). Budget (zCDP, exact): ρ = ρ1 + n·ρ_h + ρ_p + ρ_R, fixed before day 1.
 
 - Daily noisy histogram (ρ_h a day): per-user counts capped at Λ, one bin per user, L2
   sensitivity 1, N(0, σ_h²) per bin costs 1/(2σ_h²) ≤ ρ_h.
@@ -10,6 +10,9 @@ refuses ``replace``). Budget (zCDP, exact): ρ = ρ1 + n·ρ_h + ρ_p, fixed bef
   sensitivity Δ_i = Σ_{j≤i} C_ij r_j (r_i for the diagonal strategy); the filter charges each
   user their own row's ‖·‖²/(2σ_i²) and cuts them before they pass ρ1. The ledger is charged
   the rise of min(ρ1, Σ_{t≤i} Δ_t²/(2σ_t²)), and the rest of ρ1 on day n.
+- Remainder (optional, ρ_R/n a day): X_t = Σ_u min(c_ut − k_ut, E), what the clipping left
+  out of each user's day capped at E; removing a user moves it by at most E (ℓ2 sensitivity
+  E), N(0, σ_R²) with E²/(2σ_R²) ≤ ρ_R/n (adsbpc_plus_accounting.remainder_allotment).
 
 The derivation (profile scale, noise strategies, cells, the bound's objective, the ledger's
 charges) is in docs/algorithm.md#adsbpc-plus. The parts: the plan
@@ -34,7 +37,7 @@ from dp_platform.cell_strategy import planned_marginals
 from dp_platform.config import CampaignConfig
 from dp_platform.errors import ConfigError
 from dp_platform.mechanisms.adsbpc import gaussian_allotments
-from dp_platform.mechanisms.adsbpc_plus_accounting import declare, measure
+from dp_platform.mechanisms.adsbpc_plus_accounting import declare, measure, release_charges
 from dp_platform.mechanisms.adsbpc_plus_bound import (
     PlusChoice,
     PlusState,
@@ -99,6 +102,17 @@ def _scale_weights(campaign: CampaignConfig, matrix: np.ndarray) -> tuple[float,
     return (1.0,) * matrix.shape[0]
 
 
+def _remainder(cfg: PlusSettings, budget: PlusBudget) -> dict[str, float]:
+    """The remainder's cap E and σ_R (the smallest with E²/(2σ_R²) ≤ ρ_R/n), if it has a share."""
+    if cfg.remainder_share == 0:
+        return {}
+    cap = float(cfg.remainder_cap)
+    return {
+        "remainder_cap": cap,
+        "remainder_sigma": gaussian_sigma(cap, budget.remainder_day.value),
+    }
+
+
 def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> PlusPlan:
     """Plan an adsbpc_plus campaign: data-independent, shown and audited before day 1."""
     if not isinstance(campaign.mechanism, PlusSettings):
@@ -132,6 +146,7 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> P
         scale_weights=_scale_weights(campaign, matrix),
         marginals=planned_marginals(campaign, cfg.marginals),
         pace=cfg.pace,
+        **_remainder(cfg, budget),
     )
     kind = cfg.strategy
     if kind == "auto":
@@ -168,8 +183,10 @@ def step(
     *,
     publishers: int,
     noise: NoiseSource | None = None,
+    remainder: Callable[[int], float] | None = None,
 ) -> tuple[PlusRelease, PlusState]:
-    """Release day ``state.day + 1``: histogram(s) → r_i, σ_i → filter clip → noise → answers."""
+    """Release day ``state.day + 1``: histogram(s) → r_i, σ_i → filter clip → noise → answers.
+    ``remainder(day)``: the day's X_t after the clip, for a plan that releases it."""
     source = resolve(noise)
     day = state.day + 1
     prof = None
@@ -185,7 +202,13 @@ def step(
         raise ValueError(f"day {day}: {clipped.size} clipped values for {publishers} publishers")
     allotment = declare(plan, choice, new_state)
     measurement = measure(
-        plan, choice, clipped, allotment=allotment, noise=source, earlier=released
+        plan,
+        choice,
+        clipped,
+        allotment=allotment,
+        noise=source,
+        earlier=released,
+        remainder=None if remainder is None else remainder(day),
     )
     answers = answer_queries(plan.queries, [*(m.values for m in released), measurement.values])
     return PlusRelease(measurement, choice, answers), new_state
@@ -199,6 +222,7 @@ def run_stream(
     *,
     publishers: int,
     noise: NoiseSource | None = None,
+    remainder: Callable[[int], float] | None = None,
 ) -> tuple[list[PlusRelease], PlusState]:
     """All days in order (simulation and tests); ``clip`` applies the filter and keeps spends."""
     state = PlusState()
@@ -206,7 +230,15 @@ def run_stream(
     out = []
     for histogram in histograms:
         release, state = step(
-            plan, state, released, histogram, clip, profile, publishers=publishers, noise=noise
+            plan,
+            state,
+            released,
+            histogram,
+            clip,
+            profile,
+            publishers=publishers,
+            noise=noise,
+            remainder=remainder,
         )
         released = (*released, release.measurement)
         out.append(release)
@@ -288,11 +320,19 @@ class PlusMechanism:
             plan.day_cap(choice.day),
             row=strategy_row(plan, choice.day),
             marginals=plan.marginals,  # the norm each user is charged: their encoded row's
+            remainder_cap=plan.remainder_cap,  # X_t too, if the plan releases it
         )
         return np.asarray(vector, dtype=np.float64)
 
+    def remainder(
+        self, plan: PlusPlan, warehouse: WarehouseEngine, campaign: CampaignConfig, day: date
+    ) -> float | None:
+        if plan.remainder_cap is None:
+            return None
+        return warehouse.plus_remainder(campaign, day)
+
     def release_charges(self, plan: PlusPlan, choice: PlusChoice) -> dict[str, Rho]:
-        return {"gaussian": choice.gaussian}
+        return release_charges(plan, choice)
 
     def declare(self, plan: PlusPlan, choice: PlusChoice, state: PlusState) -> Allotment:
         return declare(plan, choice, state)
@@ -306,8 +346,17 @@ class PlusMechanism:
         allotment: Allotment,
         noise: NoiseSource | None,
         earlier: tuple[Measurement, ...] = (),
+        remainder: float | None = None,
     ) -> Measurement:
-        return measure(plan, choice, clipped, allotment=allotment, noise=noise, earlier=earlier)
+        return measure(
+            plan,
+            choice,
+            clipped,
+            allotment=allotment,
+            noise=noise,
+            earlier=earlier,
+            remainder=remainder,
+        )
 
     def summary(self, plan: PlusPlan) -> dict[str, object]:
         return plan.to_json()
@@ -334,6 +383,11 @@ class PlusMechanism:
             ]
         else:
             lines.append("  noise strategy diagonal: independent noise per day")
+        if plan.remainder_cap is not None:
+            lines.append(
+                f"  remainder: each day Σ_u min(clipped-off conversions, {plan.remainder_cap:g}) "
+                f"+ N(0, {plan.remainder_sigma:.6g}²), ρ {data['rho_remainder']:.6g} over the days"
+            )
         if plan.pace is not None:
             lines.append(
                 f"  paced filter: through day t no user spends more than ρ1·min(1, W_t + "

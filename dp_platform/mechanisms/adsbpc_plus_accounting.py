@@ -16,12 +16,13 @@ from dp_platform.mechanisms.adsbpc import clipped_vector
 from dp_platform.mechanisms.adsbpc_plus_bound import PlusChoice, PlusState
 from dp_platform.mechanisms.adsbpc_plus_plan import PlusPlan
 from dp_platform.mechanisms.base import Measurement
+from dp_platform.privacy.accounting import Rho
 from dp_platform.privacy.allotment import Allotment, float_above
 from dp_platform.privacy.noise import NoiseSource, resolve
 from dp_platform.privacy.noise_check import SLACK, AllotmentExceeded
 from dp_platform.privacy.strategy import decode_day
 
-__all__ = ["declare", "measure"]
+__all__ = ["declare", "measure", "release_charges", "remainder_allotment", "remainder_sigma"]
 
 
 def _planned_rows(plan: PlusPlan, state: PlusState) -> tuple[np.ndarray, np.ndarray]:
@@ -78,6 +79,34 @@ def declare(plan: PlusPlan, choice: PlusChoice, state: PlusState) -> Allotment:
     return Allotment(delta, Fraction(delta) ** 2 / (2 * sigma * sigma))
 
 
+def release_charges(plan: PlusPlan, choice: PlusChoice) -> dict[str, Rho]:
+    """What a day's release charges: its Gaussian part, and ρ_R/n if it releases a remainder."""
+    charges = {"gaussian": choice.gaussian}
+    if plan.remainder_cap is not None:
+        charges["remainder"] = plan.budget.remainder_day
+    return charges
+
+
+def remainder_allotment(plan: PlusPlan) -> Allotment:
+    """The remainder's draw as the registered plan states it: X_t = Σ_u min(c_ut − k_ut, E).
+
+    Privacy unit one user, add/remove. Removing user u changes no other user's term — each
+    user's kept conversions k_ut depend only on their own data and the public (r_t, σ_t, cap)
+    — and moves X_t by min(c_ut − k_ut, E) ∈ [0, E]: ℓ2 sensitivity E. Its loss is declared
+    as the day's charge ρ_R/n, so the sampler refuses (before drawing) a σ_R whose privacy map
+    at E says more: over the n days the remainder costs at most ρ_R."""
+    if plan.remainder_cap is None:
+        raise ValueError(f"campaign {plan.campaign}: the plan releases no remainder")
+    return Allotment(plan.remainder_cap, plan.budget.remainder_day.value)
+
+
+def remainder_sigma(plan: PlusPlan) -> float:
+    """σ_R, the remainder's noise: the plan's, sized for E²/(2σ_R²) ≤ ρ_R/n at plan time."""
+    if plan.remainder_sigma is None:
+        raise ValueError(f"campaign {plan.campaign}: the plan releases no remainder")
+    return plan.remainder_sigma
+
+
 def measure(
     plan: PlusPlan,
     choice: PlusChoice,
@@ -86,6 +115,7 @@ def measure(
     allotment: Allotment,
     noise: NoiseSource | None = None,
     earlier: tuple[Measurement, ...] = (),
+    remainder: float | None = None,
 ) -> Measurement:
     """Release row y_i = (C x̄)_i + N(0, σ_i² I); ``clipped`` must be the filter's row at
     (r_i, σ_i) — for the diagonal strategy the day's filtered vector x̄_i itself.
@@ -97,10 +127,24 @@ def measure(
     strategy the published values are the decoded x̂_i = (y_i − Σ_{j<i} C_ij x̂_j)/C_ii from
     ``earlier`` (days 1..i−1 as released): post-processing; ``sigma`` is then each entry's σ
     and ``row_sigma`` the row's σ_i.
+
+    ``remainder``: the day's X_t (warehouse ``plus_remainder``), required exactly when the plan
+    releases it; drawn second, at :func:`remainder_allotment`, into ``remainder``/
+    ``remainder_sigma`` of the release.
     """
     vector = clipped_vector(clipped)
     if choice.day > plan.days or not choice.sigma > 0:
         raise ValueError("choice does not belong to this plan")
+    side = None
+    if (remainder is None) != (plan.remainder_cap is None):
+        raise ValueError(
+            f"day {choice.day}: the plan {'releases' if remainder is None else 'has'} no "
+            "remainder; X_t must be given exactly when it releases one"
+        )
+    source = resolve(noise)
+    if remainder is not None:  # refused before any draw, the day's row included
+        side = remainder_allotment(plan)
+        source.check_gaussian(remainder_sigma(plan), l2_sensitivity=side.sensitivity, rho=side.loss)
     release_sigma: float | None = None  # a correlated strategy's days are decoded
     if plan.correlated:  # refused before the draw: no noise is spent on a refused day
         if [m.day for m in earlier] != list(range(1, choice.day)):
@@ -112,20 +156,27 @@ def measure(
                 f"day {choice.day}: a correlated strategy's choice needs its release σ"
             )
         release_sigma = choice.release_sigma
-    noisy = resolve(noise).add_gaussian(
+    noisy = source.add_gaussian(
         vector, choice.sigma, l2_sensitivity=allotment.sensitivity, rho=allotment.loss
     )
+    extra = {}
+    if side is not None:
+        sigma = remainder_sigma(plan)
+        drawn = source.add_gaussian(
+            np.array([float(remainder)]), sigma, l2_sensitivity=side.sensitivity, rho=side.loss
+        )
+        extra = {"remainder": float(drawn[0]), "remainder_sigma": sigma}
+    charges = release_charges(plan, choice)
     if release_sigma is None:
         values = tuple(float(v) for v in noisy)
-        return Measurement(
-            choice.day, choice.bound, choice.sigma, values, {"gaussian": choice.gaussian}
-        )
+        return Measurement(choice.day, choice.bound, choice.sigma, values, charges, **extra)
     decoded = decode_day(plan.matrix, noisy, [np.asarray(m.values) for m in earlier])
     return Measurement(
         choice.day,
         choice.bound,
         release_sigma,
         tuple(float(v) for v in decoded),
-        {"gaussian": choice.gaussian},
+        charges,
         row_sigma=choice.sigma,
+        **extra,
     )

@@ -102,6 +102,19 @@ class PlusSettings(MechanismSettings):
     marginals: dict[str, float | dict[str, float]] | None = Field(
         default=None, description=MARGINALS_HELP
     )
+    remainder_share: float = Field(
+        default=0.0,
+        ge=0,
+        lt=1,
+        description=(
+            "share of ρ for the daily remainder: X_t = Σ_u min(c_ut − k_ut, E), the "
+            "conversions the filter and the bound clipped off each user that day, capped at E, "
+            "released with its own Gaussian noise (0: none)"
+        ),
+    )
+    remainder_cap: float = Field(
+        default=3.0, gt=0, le=MAX_BOUND_CAP, description="E: one user's most in X_t a day"
+    )
     pace: float | None = Field(
         default=None,
         ge=0,
@@ -122,10 +135,13 @@ class PlusSettings(MechanismSettings):
     def _shares(self) -> PlusSettings:
         if self.scale_prior is not None and self.scale_prior > self.cap:
             raise ValueError(f"scale_prior must be <= cap ({self.cap})")
-        if self.histogram_share + self.profile_share >= 1:
-            raise ValueError("histogram_share + profile_share must be < 1 (rho1 needs a share)")
-        if 0 < self.profile_share < SHARE_FLOOR:
-            raise ValueError(f"profile_share is 0 or at least {SHARE_FLOOR:g}")
+        if self.histogram_share + self.profile_share + self.remainder_share >= 1:
+            raise ValueError(
+                "histogram_share + profile_share + remainder_share must be < 1 (rho1 needs a share)"
+            )
+        for name in ("profile_share", "remainder_share"):
+            if 0 < getattr(self, name) < SHARE_FLOOR:
+                raise ValueError(f"{name} is 0 or at least {SHARE_FLOOR:g}")
         if (self.profile_days == 0) != (self.profile_share == 0):
             raise ValueError("profile_share must be > 0 exactly when profile_days > 0")
         return self
@@ -138,6 +154,13 @@ class PlusSettings(MechanismSettings):
                 "privacy.adjacency: adsbpc_plus supports add_remove only (its individual filter "
                 "bounds each user's own loss; under replace a pair of users can lose up to 4x "
                 "rho1); use add_remove or mechanism adsbpc"
+            )
+        if self.remainder_share > 0 and (
+            campaign.breakdown or campaign.measures != ["count"] or self.marginals
+        ):
+            raise ValueError(
+                "adsbpc_plus.remainder_share: the remainder counts conversions, so it is "
+                "released for count-only campaigns without a breakdown; set it to 0 here"
             )
         if self.profile_days >= campaign.days:
             raise ValueError(
@@ -169,13 +192,15 @@ def profile_edge(cap: float, index: int) -> float:
 
 @dataclass(frozen=True)
 class PlusBudget:
-    """ρ = ρ1 + n·ρ_h + ρ_p, exact; ``quantile_days``/``rho2``/``rho3`` do not exist here."""
+    """ρ = ρ1 + n·ρ_h + ρ_p + ρ_R, exact; ``quantile_days``/``rho2``/``rho3`` do not exist here.
+    ρ_R, the remainder's (0 for every plan registered before it existed), is n equal days."""
 
     rho: Rho
     rho1: Rho
     histogram_day: Rho
     profile: Rho
     days: int
+    remainder: Rho = field(default_factory=Rho.zero)
 
     @classmethod
     def from_config(cls, campaign: CampaignConfig) -> PlusBudget:
@@ -183,12 +208,18 @@ class PlusBudget:
         total = Rho.of(campaign.privacy.rho)
         hist = total * Fraction(repr(cfg.histogram_share)) / campaign.days
         profile = total * Fraction(repr(cfg.profile_share))
-        rho1 = total - hist * campaign.days - profile
-        return cls(total, rho1, hist, profile, campaign.days)
+        remainder = total * Fraction(repr(cfg.remainder_share))
+        rho1 = total - hist * campaign.days - profile - remainder
+        return cls(total, rho1, hist, profile, campaign.days, remainder)
+
+    @property
+    def remainder_day(self) -> Rho:
+        """ρ_R/n: what each day's remainder draw is charged."""
+        return self.remainder / self.days
 
     @property
     def total(self) -> Rho:
-        return self.rho1 + self.histogram_day * self.days + self.profile
+        return self.rho1 + self.histogram_day * self.days + self.profile + self.remainder
 
 
 @dataclass(frozen=True)
@@ -224,6 +255,10 @@ class PlusPlan:
     # None (every plan registered before, and one count per publisher): cells one by one
     marginals: MarginalWeights | None = None
     pace: float | None = None  # β; None (every plan registered before it existed): unpaced
+    # the daily remainder (None: not released, as for every plan registered before it): its cap
+    # E — one user's most in X_t — and the σ_R of its Gaussian, E²/(2σ_R²) ≤ ρ_R/n
+    remainder_cap: float | None = None
+    remainder_sigma: float | None = None
 
     def day_cap(self, day: int) -> float:
         """The filter's cap on day ``day`` (1-based): ``filter_cap``·min(1, W_day + β), W_day
@@ -298,6 +333,9 @@ class PlusPlan:
             "strategy": self.strategy_kind,
             "cross_weight": self.cross_weight,
             "pace": self.pace,
+            "rho_remainder": float(self.budget.remainder),
+            "remainder_cap": self.remainder_cap,
+            "remainder_sigma": self.remainder_sigma,
             "epsilon_at_delta": epsilon_at_deltas(float(self.budget.total)),
         }
 

@@ -71,6 +71,10 @@ class Measurement:
     values: tuple[float, ...]
     charges: dict[str, Rho]
     row_sigma: float | None = None
+    # A mechanism's side series of the day (AdsBPC+'s remainder: the conversions its clipping
+    # left out, capped per user, docs/privacy.md), with its own σ; None: it releases none.
+    remainder: float | None = None
+    remainder_sigma: float | None = None
 
 
 class BoundChoice(Protocol):
@@ -206,6 +210,13 @@ class StreamMechanism(Protocol[PlanT, ChoiceT, StateT]):
         """The day's clipped per-publisher vector at the chosen bound (true values)."""
         ...
 
+    def remainder(
+        self, plan: PlanT, warehouse: WarehouseEngine, campaign: CampaignConfig, day: date
+    ) -> float | None:
+        """The day's side series as :meth:`clip` left it in the warehouse (a true value), for
+        :meth:`measure`; None when the plan releases none."""
+        ...
+
     def release_charges(self, plan: PlanT, choice: ChoiceT) -> dict[str, Rho]:
         """What the day's release charges, by part."""
         ...
@@ -225,11 +236,12 @@ class StreamMechanism(Protocol[PlanT, ChoiceT, StateT]):
         allotment: Allotment,
         noise: NoiseSource | None,
         earlier: tuple[Measurement, ...] = (),
+        remainder: float | None = None,
     ) -> Measurement:
         """The day's noisy release of ``clipped`` (drawn once: the ledger calls this), declared
         to the sampler as ``allotment`` (from :meth:`declare`); ``earlier`` are the campaign's
         releases of days 1..d−1 (a correlated strategy decodes the day from them;
-        independent-noise mechanisms ignore them)."""
+        independent-noise mechanisms ignore them); ``remainder``: :meth:`remainder`'s value."""
         ...
 
     def summary(self, plan: PlanT) -> dict[str, JsonValue]:

@@ -129,13 +129,22 @@ class NoiseSource(ABC):
     ) -> np.ndarray:
         """``values + N(0, scale²)`` element-wise, if ρ-zCDP at ℓ2 sensitivity Δ by OpenDP's map
         (ρ = Δ²/(2·scale²), plus the grid's ≤ 3·10⁻¹⁴ relative)."""
-        vector, scale = _as_vector(values), _check_scale(scale)
+        vector = _as_vector(values)
+        draw = self.check_gaussian(scale, l2_sensitivity=l2_sensitivity, rho=rho, size=vector.size)
+        return self._gaussian(vector, draw) if draw.scale else vector.copy()
+
+    def check_gaussian(
+        self, scale: float, *, l2_sensitivity: float, rho: Amount, size: int = 1
+    ) -> Draw:
+        """What :meth:`add_gaussian` checks for ``size`` values, without drawing: raises as it
+        would (so a release of two draws can refuse the second before making the first)."""
+        scale = _check_scale(scale)
         delta = declared_sensitivity(l2_sensitivity, "l2_sensitivity")
-        k = grid_k(delta, scale, math.sqrt(vector.size)) if scale else None
-        draw = Draw(scale, "gaussian", vector.size, k)
-        loss = privacy_loss("gaussian", scale, delta, size=vector.size, k=k)
+        k = grid_k(delta, scale, math.sqrt(size)) if scale else None
+        draw = Draw(scale, "gaussian", size, k)
+        loss = privacy_loss("gaussian", scale, delta, size=size, k=k)
         refuse_above("gaussian", loss, declared_amount(rho, "rho"), "ρ")
-        return self._gaussian(vector, draw) if scale else vector.copy()
+        return draw
 
     def add_laplace(
         self, values: np.ndarray, scale: float, *, l1_sensitivity: float, epsilon: Amount

@@ -235,6 +235,7 @@ class PlusRun:
     scale_estimate: float | None = None  # s, the profile scale chosen after day m
     rows: np.ndarray | None = None  # the filtered rows (P × n), correlated strategies only
     excess: np.ndarray | None = None  # (n,) or (n, caps) if asked: Σ_u min(c_ut − k_ut, E) a day
+    remainders: np.ndarray | None = None  # (n,) the released X̃_t, if the plan releases them
 
 
 def filter_day(
@@ -448,6 +449,8 @@ def run_plus(
     measurements: list[Measurement] = []
     caps = None if excess_cap is None else np.asarray(excess_cap, dtype=np.float64)
     excess = None if caps is None else np.zeros((data.n_days, *caps.shape))
+    side_cap = plan.remainder_cap  # the plan's own remainder (production's, released)
+    remainders = None if side_cap is None else np.zeros(data.n_days)
     for day in range(data.n_days):
         rows = data.rows(day)
         day_cap = plan.day_cap(day + 1)
@@ -473,10 +476,15 @@ def run_plus(
             keep, cost, row = rows_filter.day(day, choice.bound, choice.sigma, spend, day_cap)
         clipped[:, day] = row
         spend += cost
-        if excess is not None:
+        remainder = None
+        if excess is not None or side_cap is not None:
             lost = np.bincount(user, 1.0 - keep, minlength=data.n_users)
             lost = lost[lost > 0][:, None]
-            excess[day] = np.minimum(lost, caps.reshape(1, -1)).sum(axis=0).reshape(caps.shape)
+            if excess is not None:
+                caps_row = caps.reshape(1, -1)
+                excess[day] = np.minimum(lost, caps_row).sum(axis=0).reshape(caps.shape)
+            if side_cap is not None:
+                remainder = float(np.minimum(lost, side_cap).sum())
         if costs is not None:
             costs[day] = cost
         if day < m:  # T_u = Σ_i φ_i ‖clip_{r_i}(c_{u,i})‖², φ_i = w_i/W_m (as in SQL)
@@ -490,8 +498,11 @@ def run_plus(
             allotment=declare(plan, choice, state),
             noise=noise,
             earlier=tuple(measurements),
+            remainder=remainder,
         )
         measurements.append(measurement)
+        if remainders is not None:
+            remainders[day] = measurement.remainder
         released[:, day] = measurement.values
         sigmas.append(choice.sigma)
     filtered_rows = None
@@ -509,6 +520,7 @@ def run_plus(
         scale_estimate=state.scale_estimate,
         rows=filtered_rows,
         excess=excess,
+        remainders=remainders,
     )
 
 
