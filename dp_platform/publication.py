@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dp_platform.campaign_total import remainder_answers, remainder_std, shrunk
 from dp_platform.cells import PUBLISHER, CellLayout, MarginalSigma, cell_records, publisher_counts
 from dp_platform.ledger import Ledger
 from dp_platform.mechanisms.base import Measurement
@@ -87,6 +88,10 @@ class PublishedDay:
     """AdsBPC+'s remainder of the day, if the plan releases it: Σ_u min(c_ut − k_ut, E) +
     N(0, ``remainder_std``²), the conversions the clipping left out, capped per user."""
     remainder_std: float | None = None
+    total_estimates: dict[str, float] | None = None
+    """With a remainder: query number → the campaign total's estimate, the answers summed over
+    publishers plus the remainder's answer shrunk towards 0 by its noise (campaign_total.py;
+    a point estimate of every conversion up to E a user and day, no interval)."""
 
     def values_total_std(self) -> float:
         if self.total_std is not None:
@@ -108,6 +113,7 @@ class PublishedDay:
             "answers": self.answers,
             "cells": self.cells,
             **({} if self.remainder is None else {"remainder": self.remainder}),
+            **({} if self.total_estimates is None else {"total_estimates": self.total_estimates}),
         }
 
 
@@ -115,6 +121,24 @@ def campaign_layout(ledger: Ledger, campaign: str) -> CellLayout:
     """The registered campaign's cells (its frozen publishers × breakdown × measures) and how
     its plan measures them."""
     return load_registration(ledger, campaign).layout
+
+
+def _total_estimates(
+    releases: list[Measurement], queries: np.ndarray, ready: list[int], answers: np.ndarray
+) -> dict[str, float] | None:
+    """Per query ``ready`` (ending the last release's day; ``answers`` their per-publisher
+    answers), Σ_p answer + the shrunk remainder answer (campaign_total.py); None without a
+    remainder."""
+    sigma = releases[-1].remainder_sigma
+    remainders = [r.remainder for r in releases]
+    if sigma is None or None in remainders:
+        return None
+    rows = queries[ready]
+    days = len(releases)
+    values = np.array(remainders, dtype=np.float64)
+    added = shrunk(remainder_answers(rows, values), remainder_std(rows, sigma, days))
+    totals = np.asarray(answers, dtype=np.float64).sum(axis=1) + added
+    return {str(int(j) + 1): float(v) for j, v in zip(ready, totals, strict=True)}
 
 
 def published_days(ledger: Ledger, campaign: str) -> list[PublishedDay]:
@@ -173,6 +197,7 @@ def published_days(ledger: Ledger, campaign: str) -> list[PublishedDay]:
                 marginals=[] if layout.plain else layout.marginal_sigmas(release.sigma),
                 remainder=release.remainder,
                 remainder_std=release.remainder_sigma,
+                total_estimates=_total_estimates(stored, queries, ready, answers),
             )
         )
     return records

@@ -17,6 +17,7 @@ from datetime import date, timedelta
 import numpy as np
 import pytest
 
+from dp_platform.campaign_total import remainder_answers, remainder_std, shrunk
 from dp_platform.config import AccountConfig
 from dp_platform.config_loader import parse_campaign
 from dp_platform.daily import bound_day, campaign_release, release_day
@@ -228,6 +229,17 @@ def test_an_uninjected_stream_draws_every_day_through_the_same_declarations(
     assert all((m.remainder is not None) == side for m in ledger.releases("c"))
     published = release_document(ledger, "c")["days"]  # what `releases --json` prints
     assert all(("remainder" in d and "remainder_ci" in d) == side for d in published)
+    if side:  # the last day answers the campaign's queries; its total adds the remainder
+        last = published[-1]
+        estimates = last["total_estimates"]
+        assert set(estimates) == set(last["answers"]) and estimates
+        queries = np.asarray(registration.plan.stream.queries)
+        noisy = np.array([m.remainder for m in ledger.releases("c")])
+        sigma = registration.plan.stream.remainder_sigma
+        for query, per_publisher in last["answers"].items():
+            row = queries[int(query) - 1 : int(query)]
+            added = shrunk(remainder_answers(row, noisy), remainder_std(row, sigma, DAYS))[0]
+            assert estimates[query] == pytest.approx(sum(per_publisher.values()) + added)
 
 
 # -- campaign-level releases ---------------------------------------------------------------

@@ -200,3 +200,19 @@ def test_the_score_names_the_worst_sliding_window():
     assert scored.worst_window == 3 and scored.error == 8.0
     days = prefix(5)
     assert score([outcome], truth, days).worst_window is None
+
+
+def test_the_total_with_a_remainder_adds_its_shrunk_answer():
+    """methods.remainder_total_errors: a remainder that measures the bias exactly (negligible
+    noise) cancels it; one buried in noise is shrunk, so the total errs by far less than its
+    noise (what adding it in full would cost) and by more than the bias it cannot see."""
+    from dp_research.evaluation.methods import remainder_total_errors
+
+    queries = np.tril(np.ones((4, 4)))
+    remainder = np.array([3.0, 0.0, 5.0, 2.0])
+    bias = -(queries @ remainder)
+    exact = remainder_total_errors(bias, remainder, 1e-9, queries)
+    np.testing.assert_allclose(exact, 0.0, atol=1e-12)
+    buried = remainder_total_errors(bias, remainder, 1e4, queries)
+    noise = 1e8 * (queries**2).sum(axis=1)  # sd² of each remainder answer
+    assert np.all(buried < 0.5 * noise) and np.all(buried > bias**2)

@@ -34,6 +34,7 @@ from functools import cached_property
 
 import numpy as np
 
+from dp_platform.campaign_total import remainder_answers, remainder_std, shrunk
 from dp_platform.config import CampaignConfig
 from dp_platform.mechanisms.adsbpc import AdsbpcPlan
 from dp_platform.mechanisms.adsbpc_plus_plan import PlusPlan
@@ -184,6 +185,23 @@ def total_squared_errors(variances: np.ndarray, bias: np.ndarray) -> np.ndarray:
     return bias.shape[0] * variances + bias.sum(axis=0) ** 2
 
 
+REMAINDER_DRAWS = 400  # seeded draws of the remainder's noise for the total's expected error
+
+
+def remainder_total_errors(
+    bias: np.ndarray, remainder: np.ndarray, sigma: float, queries: np.ndarray
+) -> np.ndarray:
+    """(m,) E[(Σ_p bias_q + shrunk(R̃_q))²] over seeded draws of X̃ = X + N(0, σ_R² I), the
+    campaign total's error besides the publishers' noise (dp_platform/campaign_total.py: the
+    total adds the remainder's answer R̃_q shrunk by max(0, 1 − sd²/R̃_q²))."""
+    rng = np.random.default_rng(0)  # an expectation, not a release: any fixed draws will do
+    days = remainder.size
+    draws = rng.normal(0.0, sigma, size=(REMAINDER_DRAWS, days))
+    answers = remainder_answers(queries, remainder) + draws @ queries[:, :days].T
+    added = shrunk(answers, remainder_std(queries, sigma, days)[None, :])
+    return ((bias[None, :] + added) ** 2).mean(axis=0)
+
+
 def linear_outcome(
     plan: LinearPlan, clipped: np.ndarray, ctx: Context, noise: NoiseSource
 ) -> Outcome:
@@ -259,13 +277,18 @@ def _plus(ctx: Context, noise: NoiseSource, name: str = "adsbpc_plus") -> Outcom
     decoder = np.linalg.solve(plan.matrix.T, q.T).T if plan.correlated else q  # Q C⁻¹
     variances = (decoder**2) @ run.sigmas**2
     bias = run.clipped @ q.T - ctx.truth_answers
+    total = total_squared_errors(variances, bias)
+    if run.remainder_truth is not None and plan.remainder_sigma is not None:
+        total = bias.shape[0] * variances + remainder_total_errors(
+            bias.sum(axis=0), run.remainder_truth, plan.remainder_sigma, q
+        )
     return Outcome(
         run.released @ q.T,
         variances[None, :] + bias**2,
         run.bounds,
         variances,
         run.scale_estimate,
-        total_squared_errors(variances, bias),
+        total,
     )
 
 

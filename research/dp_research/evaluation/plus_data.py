@@ -236,6 +236,7 @@ class PlusRun:
     rows: np.ndarray | None = None  # the filtered rows (P × n), correlated strategies only
     excess: np.ndarray | None = None  # (n,) or (n, caps) if asked: Σ_u min(c_ut − k_ut, E) a day
     remainders: np.ndarray | None = None  # (n,) the released X̃_t, if the plan releases them
+    remainder_truth: np.ndarray | None = None  # (n,) their X_t (evaluation only)
 
 
 def filter_day(
@@ -451,6 +452,7 @@ def run_plus(
     excess = None if caps is None else np.zeros((data.n_days, *caps.shape))
     side_cap = plan.remainder_cap  # the plan's own remainder (production's, released)
     remainders = None if side_cap is None else np.zeros(data.n_days)
+    truth = None if side_cap is None else np.zeros(data.n_days)
     for day in range(data.n_days):
         rows = data.rows(day)
         day_cap = plan.day_cap(day + 1)
@@ -483,8 +485,9 @@ def run_plus(
             if excess is not None:
                 caps_row = caps.reshape(1, -1)
                 excess[day] = np.minimum(lost, caps_row).sum(axis=0).reshape(caps.shape)
-            if side_cap is not None:
+            if truth is not None and side_cap is not None:
                 remainder = float(np.minimum(lost, side_cap).sum())
+                truth[day] = remainder
         if costs is not None:
             costs[day] = cost
         if day < m:  # T_u = Σ_i φ_i ‖clip_{r_i}(c_{u,i})‖², φ_i = w_i/W_m (as in SQL)
@@ -521,6 +524,7 @@ def run_plus(
         rows=filtered_rows,
         excess=excess,
         remainders=remainders,
+        remainder_truth=truth,
     )
 
 

@@ -1,0 +1,43 @@
+"""The campaign total's remainder rule (dp_platform/campaign_total.py): post-processing only."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dp_platform.campaign_total import remainder_answers, remainder_std, shrunk
+
+pytestmark = pytest.mark.unit
+
+
+def test_the_remainder_answer_is_linear_with_its_exact_standard_deviation():
+    queries = np.array([[1.0, 1.0, 1.0], [0.0, 1.0, 2.0]])
+    remainders = np.array([4.0, 5.0])  # two days released so far
+    np.testing.assert_allclose(remainder_answers(queries, remainders), [9.0, 5.0])
+    np.testing.assert_allclose(remainder_std(queries, 2.0, 2), [2.0 * np.sqrt(2), 2.0])
+
+
+def test_shrinkage_keeps_what_stands_above_the_noise_and_drops_the_rest():
+    std = np.full(5, 10.0)
+    answers = np.array([-30.0, 0.0, 5.0, 20.0, 1e6])
+    out = shrunk(answers, std)
+    assert out[0] == 0.0 and out[1] == 0.0  # X_t ≥ 0: a negative answer adds nothing
+    assert out[2] == 0.0  # below its sd: 1 − sd²/R² < 0
+    assert out[3] == pytest.approx(20.0 * (1 - 100 / 400))
+    assert out[4] == pytest.approx(1e6, rel=1e-9)
+
+
+def test_shrinkage_lowers_the_expected_error_where_the_remainder_is_small_or_large():
+    """Against adding R̃ in full and against adding nothing, over seeded draws: with a bias of
+    −X, shrinkage is never far worse than the better of the two and beats adding in full when X
+    is small against the noise."""
+    rng = np.random.default_rng(3)
+    sd = 10.0
+    for x in (0.0, 5.0, 100.0):
+        draws = x + rng.normal(0.0, sd, size=20_000)
+        full = np.mean((draws - x) ** 2)
+        none = x**2
+        shrink = np.mean((shrunk(draws, np.full(draws.size, sd)) - x) ** 2)
+        assert shrink <= 1.1 * min(full, none) + 0.35 * sd**2
+        if x <= 5.0:
+            assert shrink < full
