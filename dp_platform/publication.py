@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dp_platform.campaign_total import remainder_answers, remainder_std, shrunk
+from dp_platform.campaign_total import total_additions
 from dp_platform.cells import PUBLISHER, CellLayout, MarginalSigma, cell_records, publisher_counts
 from dp_platform.ledger import Ledger
 from dp_platform.mechanisms.base import Measurement
@@ -90,8 +90,8 @@ class PublishedDay:
     remainder_std: float | None = None
     total_estimates: dict[str, float] | None = None
     """With a remainder: query number → the campaign total's estimate, the answers summed over
-    publishers plus the remainder's answer shrunk towards 0 by its noise (campaign_total.py;
-    a point estimate of every conversion up to E a user and day, no interval)."""
+    publishers plus the remainder's answer shrunk towards 0 by its noise (campaign_total.py:
+    the days' James–Stein estimate; a point estimate, no interval)."""
 
     def values_total_std(self) -> float:
         if self.total_std is not None:
@@ -133,10 +133,7 @@ def _total_estimates(
     remainders = [r.remainder for r in releases]
     if sigma is None or None in remainders:
         return None
-    rows = queries[ready]
-    days = len(releases)
-    values = np.array(remainders, dtype=np.float64)
-    added = shrunk(remainder_answers(rows, values), remainder_std(rows, sigma, days))
+    added = total_additions(queries[ready], np.array(remainders, dtype=np.float64), sigma)
     totals = np.asarray(answers, dtype=np.float64).sum(axis=1) + added
     return {str(int(j) + 1): float(v) for j, v in zip(ready, totals, strict=True)}
 

@@ -17,7 +17,7 @@ from datetime import date, timedelta
 import numpy as np
 import pytest
 
-from dp_platform.campaign_total import remainder_answers, remainder_std, shrunk
+from dp_platform.campaign_total import total_additions
 from dp_platform.config import AccountConfig
 from dp_platform.config_loader import parse_campaign
 from dp_platform.daily import bound_day, campaign_release, release_day
@@ -238,7 +238,7 @@ def test_an_uninjected_stream_draws_every_day_through_the_same_declarations(
         sigma = registration.plan.stream.remainder_sigma
         for query, per_publisher in last["answers"].items():
             row = queries[int(query) - 1 : int(query)]
-            added = shrunk(remainder_answers(row, noisy), remainder_std(row, sigma, DAYS))[0]
+            added = total_additions(row, noisy, sigma)[0]
             assert estimates[query] == pytest.approx(sum(per_publisher.values()) + added)
 
 

@@ -34,7 +34,7 @@ from functools import cached_property
 
 import numpy as np
 
-from dp_platform.campaign_total import remainder_answers, remainder_std, shrunk
+from dp_platform.campaign_total import total_additions
 from dp_platform.config import CampaignConfig
 from dp_platform.mechanisms.adsbpc import AdsbpcPlan
 from dp_platform.mechanisms.adsbpc_plus_plan import PlusPlan
@@ -191,14 +191,13 @@ REMAINDER_DRAWS = 400  # seeded draws of the remainder's noise for the total's e
 def remainder_total_errors(
     bias: np.ndarray, remainder: np.ndarray, sigma: float, queries: np.ndarray
 ) -> np.ndarray:
-    """(m,) E[(Σ_p bias_q + shrunk(R̃_q))²] over seeded draws of X̃ = X + N(0, σ_R² I), the
-    campaign total's error besides the publishers' noise (dp_platform/campaign_total.py: the
-    total adds the remainder's answer R̃_q shrunk by max(0, 1 − sd²/R̃_q²))."""
+    """(m,) E[(Σ_p bias_q + q·X̂)²] over seeded draws of X̃ = X + N(0, σ_R² I), the campaign
+    total's error besides the publishers' noise (dp_platform/campaign_total.py: the total adds
+    q·X̂, X̂ the days' James–Stein estimate)."""
     rng = np.random.default_rng(0)  # an expectation, not a release: any fixed draws will do
     days = remainder.size
     draws = rng.normal(0.0, sigma, size=(REMAINDER_DRAWS, days))
-    answers = remainder_answers(queries, remainder) + draws @ queries[:, :days].T
-    added = shrunk(answers, remainder_std(queries, sigma, days)[None, :])
+    added = total_additions(queries, remainder[None, :] + draws, sigma)
     return ((bias[None, :] + added) ** 2).mean(axis=0)
 
 
