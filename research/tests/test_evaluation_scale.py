@@ -106,3 +106,21 @@ def test_all_writes_every_generated_block_in_place(tmp_path, facebook_csv, monke
     assert _outside(text) == _outside(DOCS.read_text())
     assert "dp-platform evaluate --all --out" in text[text.index(BEGIN) :]
     assert (tmp_path / "figures" / "figure1_rho.png").exists()
+
+
+def test_a_candidate_default_is_measured_with_its_settings_named(tmp_path, monkeypatch) -> None:
+    """``--plus NAME=VALUE``: AdsBPC+ runs with those settings over the defaults (a plan that
+    releases a remainder, paced) and the note names them; a bad setting is refused."""
+    from dp_platform.mechanisms.adsbpc_plus import make_plan
+    from dp_research.baselines import prefix
+    from dp_research.evaluation.adsbpc_runs import plus_campaign_for
+
+    settings = (("pace", 0.0), ("remainder_share", 0.05))
+    plan = make_plan(plus_campaign_for(prefix(31), rho=1.0, cap=10, settings=settings))
+    assert plan.pace == 0.0 and plan.remainder_cap == 3.0
+    monkeypatch.delenv(FACEBOOK_ENV, raising=False)
+    path, rows = write_scale_table(tmp_path, ci=True, facebook=False, plus_settings=settings)
+    assert "with pace 0, remainder_share 0.05 over the platform's defaults" in path.read_text()
+    assert len(rows) == len(CI_TIERS) * 4 * 2
+    with pytest.raises(SystemExit):
+        run(["--scale-table", "--ci", "--out", str(tmp_path), "--plus", "pace"])

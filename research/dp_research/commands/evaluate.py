@@ -58,6 +58,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="only the default mechanism's table from 1 000 to 200 000 users a day",
     )
+    parser.add_argument(
+        "--plus",
+        nargs="+",
+        type=_setting,
+        default=[],
+        metavar="NAME=VALUE",
+        help="with --scale-table: AdsBPC+ with these settings over the defaults (a candidate "
+        "default measured, e.g. pace=0 remainder_share=0.05)",
+    )
     parser.add_argument("--out", default="docs", help="where --all/--sweep write (docs)")
     parser.add_argument(
         "--ci",
@@ -227,15 +236,34 @@ def _slices(args: argparse.Namespace) -> int:
     return 0
 
 
+def _setting(text: str) -> tuple[str, float]:
+    """NAME=VALUE of ``--plus``: an AdsBPC+ setting and a number."""
+    name, sep, value = text.partition("=")
+    try:
+        if not sep or not name:
+            raise ValueError
+        return name, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=NUMBER") from None
+
+
 def run(args: argparse.Namespace) -> int:
     show = False if args.quiet else None
     out = Path(args.out)
     if args.slices or args.consistency or args.isotonic_coverage or args.marginals:
         return _slices(args)
+    if args.plus and not args.scale_table:
+        raise SystemExit("dp-platform evaluate: --plus goes with --scale-table")
     if args.scale_table:
         command = "dp-platform evaluate --scale-table --out " + str(args.out)
+        if args.plus:
+            command += " --plus " + " ".join(f"{name}={value:g}" for name, value in args.plus)
         path, rows = write_scale_table(
-            out, ci=args.ci, command=command + (" --ci" if args.ci else ""), show_progress=show
+            out,
+            ci=args.ci,
+            command=command + (" --ci" if args.ci else ""),
+            show_progress=show,
+            plus_settings=tuple(args.plus),
         )
         if args.json:
             print(json.dumps({"page": str(path), "rows": [row.to_json() for row in rows]}))

@@ -111,12 +111,23 @@ def campaign_for(
     )
 
 
-def plus_campaign_for(workload: Workload, *, rho: float, cap: int) -> CampaignConfig:
+def plus_campaign_for(
+    workload: Workload,
+    *,
+    rho: float,
+    cap: int,
+    settings: tuple[tuple[str, float], ...] = (),
+) -> CampaignConfig:
     """The same campaign as :func:`campaign_for` run by AdsBPC+: the platform's defaults, Λ =
-    the dataset's, the profile read from the default m days (fewer when the campaign is short)."""
+    the dataset's, the profile read from the default m days (fewer when the campaign is short),
+    and ``settings`` (name, value) over those defaults."""
     data = campaign_for(workload, rho=rho, cap=cap).model_dump(mode="json")
     data["mechanism"] = "adsbpc_plus"
-    data["adsbpc_plus"] = {"cap": cap, "profile_days": min(PLUS_PROFILE_DAYS, workload.n - 1)}
+    data["adsbpc_plus"] = {
+        "cap": cap,
+        "profile_days": min(PLUS_PROFILE_DAYS, workload.n - 1),
+        **dict(settings),
+    }
     return parse_campaign(data)
 
 

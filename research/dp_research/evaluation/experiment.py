@@ -77,6 +77,8 @@ class ExperimentConfig:
     users_per_day: int | None = None
     """When set, ``users`` is ignored: the generator gets as many users as make this the
     expected number converting on a day (datasets.generator_users; synthetic sets only)."""
+    plus_settings: tuple[tuple[str, float], ...] = ()
+    """AdsBPC+ settings over the platform's defaults (``evaluate --scale-table --plus``)."""
 
     def __post_init__(self) -> None:
         spec = dataset_spec(self.dataset)
@@ -307,7 +309,9 @@ def run_experiment(
             started = time.perf_counter()
             plus_data = prepare_plus(config.conversions())
             prepare_seconds += time.perf_counter() - started
-        plus_campaign = plus_campaign_for(config.make_workload(), rho=config.rho, cap=spec.cap)
+        plus_campaign = plus_campaign_for(
+            config.make_workload(), rho=config.rho, cap=spec.cap, settings=config.plus_settings
+        )
         plus_plan = adsbpc_plus.make_plan(plus_campaign)
         if "plus_diagonal" in config.methods:
             settings = plus_campaign.mechanism.model_copy(update={"strategy": "diagonal"})

@@ -159,22 +159,41 @@ def run_scale_table(
     days: int = 31,
     show_progress: bool | None = None,
     log: bool = True,
+    plus_settings: tuple[tuple[str, float], ...] = (),
 ) -> tuple[list[ScaleRow], dict[str, float]]:
     """Every row (module doc) and the seconds of each step; ``facebook`` is (repeats, seeds)
-    or None to leave it out. ``log`` prints each step's time on stderr as it ends."""
+    or None to leave it out. ``log`` prints each step's time on stderr as it ends.
+    ``plus_settings``: AdsBPC+ settings over the defaults (a candidate default, measured)."""
     rows: list[ScaleRow] = []
     seconds: dict[str, float] = {}
     steps: list[tuple[Tier | None, str, list[ExperimentConfig]]] = []
     for tier in tiers:
         for dataset in datasets:
             steps.append(
-                (tier, dataset, tier.configs(dataset, "prefix", METHODS, rho=rho, days=days))
+                (
+                    tier,
+                    dataset,
+                    tier.configs(
+                        dataset,
+                        "prefix",
+                        METHODS,
+                        rho=rho,
+                        days=days,
+                        plus_settings=plus_settings,
+                    ),
+                )
             )
     if facebook is not None:
         repeats, seeds = facebook
         configs = [
             ExperimentConfig(
-                "facebook", rho=rho, days=days, repeats=repeats, methods=METHODS, seed=s
+                "facebook",
+                rho=rho,
+                days=days,
+                repeats=repeats,
+                methods=METHODS,
+                seed=s,
+                plus_settings=plus_settings,
             )
             for s in range(seeds)
         ]
@@ -307,15 +326,18 @@ def write_scale_table(
     command: str = "dp-platform evaluate --scale-table --out docs/",
     show_progress: bool | None = None,
     facebook: bool = True,
+    plus_settings: tuple[tuple[str, float], ...] = (),
 ) -> tuple[Path, list[ScaleRow]]:
     """Run the table (``ci``: the tiers' shapes at toy size) and replace its block in
-    ``out_dir/results.md`` (appended under its heading if the page has none)."""
+    ``out_dir/results.md`` (appended under its heading if the page has none).
+    ``plus_settings``: AdsBPC+ over these settings instead of the defaults (the note says so)."""
     started = time.perf_counter()
     tiers = CI_TIERS if ci else TIERS
     rows, seconds = run_scale_table(
         tiers,
         facebook=(CI_FACEBOOK if ci else FACEBOOK) if facebook else None,
         show_progress=show_progress,
+        plus_settings=plus_settings,
     )
     seconds["total"] = time.perf_counter() - started
     draws = "; ".join(
@@ -333,6 +355,9 @@ def write_scale_table(
         "on the true data (b* for the per-publisher error, b*_total for the total) and "
         "Oracle+."
     )
+    if plus_settings:
+        chosen = ", ".join(f"{name} {value:g}" for name, value in plus_settings)
+        note += f" AdsBPC+ (and Oracle+) with {chosen} over the platform's defaults."
     path = out_dir / "results.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_block(path, scale_block(rows, seconds, note), BEGIN, END, heading=HEADING)

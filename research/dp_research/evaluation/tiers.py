@@ -41,6 +41,7 @@ class Tier:
         *,
         rho: float = 1.0,
         days: int = 31,
+        plus_settings: tuple[tuple[str, float], ...] = (),
     ) -> list[ExperimentConfig]:
         """One experiment per data seed (noise seeds follow from it, as everywhere)."""
         return [
@@ -54,6 +55,7 @@ class Tier:
                 methods=methods,
                 seed=seed,
                 users_per_day=self.users_per_day,
+                plus_settings=plus_settings,
             )
             for seed in range(self.seeds)
         ]
