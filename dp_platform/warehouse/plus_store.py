@@ -75,10 +75,11 @@ class PlusStore(WarehouseCore):
                         f"campaign {campaign.name}, {day}: already filtered with (r, σ, cap) = "
                         f"{tuple(stored[0])}; a day's spend is applied once"
                     )
-                if self._remainder_cap(campaign, day) != remainder_cap:
+                stored_cap = self._stored_remainder(campaign, day)[0]
+                if stored_cap != remainder_cap:
                     raise WarehouseError(
                         f"campaign {campaign.name}, {day}: already filtered with remainder cap "
-                        f"{self._remainder_cap(campaign, day)}; a day's spend is applied once"
+                        f"{stored_cap}; a day's spend is applied once"
                     )
                 return self._stored_vector(campaign, day)
             if index > 1 and not self.sql.query(
@@ -139,29 +140,28 @@ class PlusStore(WarehouseCore):
             self._store_clipped(campaign, day, bound, publishers, vector)
         return vector
 
-    def _remainder_cap(self, campaign: CampaignConfig, day: date) -> float | None:
+    def _stored_remainder(
+        self, campaign: CampaignConfig, day: date
+    ) -> tuple[float | None, float | None]:
+        """(E, X_t) of a filtered day; (None, None) if it computed no remainder."""
         rows = self.sql.query(
-            "SELECT cap FROM plus_remainders WHERE campaign = $c AND day = $d",
+            "SELECT cap, value FROM plus_remainders WHERE campaign = $c AND day = $d",
             c=campaign.name,
             d=day,
         )
-        return float(rows[0][0]) if rows else None
+        return (float(rows[0][0]), float(rows[0][1])) if rows else (None, None)
 
     def plus_remainder(self, campaign: CampaignConfig, day: date) -> float:
         """The day's remainder X_t as :meth:`plus_clipped_vector` stored it (a true value:
         only the mechanism's draw reads it)."""
         self.sql.run("plus_schema")
-        rows = self.sql.query(
-            "SELECT value FROM plus_remainders WHERE campaign = $c AND day = $d",
-            c=campaign.name,
-            d=day,
-        )
-        if not rows:
+        value = self._stored_remainder(campaign, day)[1]
+        if value is None:
             raise WarehouseError(
                 f"campaign {campaign.name}, {day}: no remainder stored; the day's filter "
                 "computes it (plus_clipped_vector with remainder_cap)"
             )
-        return float(rows[0][0])
+        return value
 
     def plus_profile_histogram(
         self,
