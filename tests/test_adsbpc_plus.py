@@ -12,6 +12,7 @@ from dp_platform.config_loader import parse_campaign
 from dp_platform.errors import ConfigError
 from dp_platform.events.paper import paper_dataset
 from dp_platform.mechanisms.adsbpc_plus import make_plan
+from dp_platform.mechanisms.adsbpc_plus_accounting import declare, measure
 from dp_platform.mechanisms.adsbpc_plus_bound import (
     PlusChoice,
     PlusState,
@@ -405,3 +406,23 @@ def test_a_remainder_is_refused_where_it_would_not_count_conversions():
         _campaign(adsbpc_plus={"remainder_share": 1e-4})
     with pytest.raises(ConfigError, match="must be < 1"):
         _campaign(adsbpc_plus={"remainder_share": 0.96})
+
+
+def test_measure_needs_the_remainder_exactly_when_the_plan_releases_one():
+    with_side = make_plan(
+        _campaign(adsbpc_plus={"profile_days": 4, "cap": 6, "remainder_share": 0.05})
+    )
+    plain = make_plan(_campaign())
+    for plan, given, message in ((with_side, None, "X_t is missing"), (plain, 2.0, "was given")):
+        choice, state = choose_bound(
+            plan, PlusState(), np.zeros(7), publishers=3, noise=SeededNoise(1)
+        )
+        with pytest.raises(ValueError, match=message):
+            measure(
+                plan,
+                choice,
+                np.zeros(3),
+                allotment=declare(plan, choice, state),
+                noise=SeededNoise(2),
+                remainder=given,
+            )

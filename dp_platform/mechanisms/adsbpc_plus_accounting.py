@@ -136,11 +136,10 @@ def measure(
     if choice.day > plan.days or not choice.sigma > 0:
         raise ValueError("choice does not belong to this plan")
     side = None
-    if (remainder is None) != (plan.remainder_cap is None):
-        raise ValueError(
-            f"day {choice.day}: the plan {'releases' if remainder is None else 'has'} no "
-            "remainder; X_t must be given exactly when it releases one"
-        )
+    if remainder is None and plan.remainder_cap is not None:
+        raise ValueError(f"day {choice.day}: the plan releases a remainder; X_t is missing")
+    if remainder is not None and plan.remainder_cap is None:
+        raise ValueError(f"day {choice.day}: the plan releases no remainder; X_t was given")
     source = resolve(noise)
     if remainder is not None:  # refused before any draw, the day's row included
         side = remainder_allotment(plan)
