@@ -49,19 +49,18 @@ def total_additions(queries: np.ndarray, remainders: np.ndarray, sigma: float) -
     """(..., m) what each query's total adds to its answers summed over publishers: q·X̂, X̂
     the James–Stein estimate of the days 1..k the query has ended by (module doc).
     ``remainders`` (..., n): the released X̃ of days 1..n (leading axes: independent draws)."""
-    rows = np.asarray(queries, dtype=np.float64)
     x = np.asarray(remainders, dtype=np.float64)
     n = x.shape[-1]
-    rows = rows[:, :n]
-    linear = x @ rows.T
+    rows = np.asarray(queries, dtype=np.float64)[:, :n]
+    linear = remainder_answers(rows, x)
+    std = remainder_std(rows, sigma, n)
     power = np.cumsum(x**2, axis=-1)  # ‖X̃_{1..k}‖² for k = 1..n
     out = np.empty_like(linear)
     for j, row in enumerate(rows):
         read = np.flatnonzero(row)
         k = int(read[-1]) + 1 if read.size else 1
         if k < 3:
-            sd = sigma * np.sqrt(float(row @ row))
-            out[..., j] = shrunk(linear[..., j], np.full(linear[..., j].shape, sd))
+            out[..., j] = shrunk(linear[..., j], np.full(linear[..., j].shape, std[j]))
             continue
         spread = np.maximum(power[..., k - 1], np.finfo(np.float64).tiny)
         out[..., j] = np.maximum(0.0, 1.0 - (k - 2) * sigma**2 / spread) * linear[..., j]

@@ -243,13 +243,10 @@ def test_the_remainder_is_what_the_filter_clipped_off_capped_per_user(loaded, na
     stored = [wh.plus_remainder(campaign, START + timedelta(days=d)) for d in range(DAYS)]
     np.testing.assert_allclose(stored, run.excess, rtol=1e-12, atol=1e-9)
     assert min(stored) > 0
-    choice = [
-        wh.sql.query(
-            "SELECT bound, sigma, cap FROM plus_spend_days WHERE campaign = $c "
-            "ORDER BY day LIMIT 1",
-            c=name,
-        )[0]
-    ][0]
+    choice = wh.sql.query(
+        "SELECT bound, sigma, cap FROM plus_spend_days WHERE campaign = $c ORDER BY day LIMIT 1",
+        c=name,
+    )[0]
     with pytest.raises(WarehouseError, match="remainder cap"):
         wh.plus_clipped_vector(campaign, START, *choice, remainder_cap=3.0)
 

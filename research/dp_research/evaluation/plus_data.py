@@ -483,11 +483,9 @@ def run_plus(
             lost = np.bincount(user, 1.0 - keep, minlength=data.n_users)
             lost = lost[lost > 0][:, None]
             if excess is not None:
-                caps_row = caps.reshape(1, -1)
-                excess[day] = np.minimum(lost, caps_row).sum(axis=0).reshape(caps.shape)
-            if truth is not None and side_cap is not None:
+                excess[day] = np.minimum(lost, caps.reshape(1, -1)).sum(axis=0).reshape(caps.shape)
+            if side_cap is not None:
                 remainder = float(np.minimum(lost, side_cap).sum())
-                truth[day] = remainder
         if costs is not None:
             costs[day] = cost
         if day < m:  # T_u = Σ_i φ_i ‖clip_{r_i}(c_{u,i})‖², φ_i = w_i/W_m (as in SQL)
@@ -504,8 +502,8 @@ def run_plus(
             remainder=remainder,
         )
         measurements.append(measurement)
-        if remainders is not None:
-            remainders[day] = measurement.remainder
+        if remainders is not None and truth is not None:
+            remainders[day], truth[day] = measurement.remainder, remainder
         released[:, day] = measurement.values
         sigmas.append(choice.sigma)
     filtered_rows = None
