@@ -37,6 +37,7 @@ from tests.cells_data import (
 
 DAYS = 3
 SIGMA, CAP, BOUND = 1.0, 5.0, 3.0
+EXCESS = 2.0  # the remainder's cap E, on the count-only layout (the only one it is for)
 LAYOUTS = {
     "plain": ([], ["count"], "lta"),
     "both": (["region", "device"], ["count", "value"], "lta"),
@@ -72,9 +73,11 @@ def _campaigns():
     return parse_catalogue({**cat, "campaigns": entries}).campaigns
 
 
-def _rows(events, directory) -> dict[str, tuple[list[np.ndarray], dict[str, list[float]]]]:
-    """Per campaign: the released rows of days 1..DAYS (before noise) and each user's
-    recorded cost per day."""
+def _rows(
+    events, directory
+) -> dict[str, tuple[list[np.ndarray], dict[str, list[float]], list[float]]]:
+    """Per campaign: the released rows of days 1..DAYS (before noise), each user's recorded
+    cost per day, and for the count-only layout each day's remainder X_t at E = EXCESS."""
     matrix = sqrt_matrix(DAYS + 1)
     out = {}
     with ingested(events, directory) as wh:
@@ -82,15 +85,22 @@ def _rows(events, directory) -> dict[str, tuple[list[np.ndarray], dict[str, list
             last = START + timedelta(days=DAYS - 1)
             wh.attribute_days(campaign, START, last)
             wh.contributions_days(campaign, START, last)
-            rows = []
+            rows, remainders = [], []
+            side = EXCESS if not LAYOUTS[campaign.name][0] else None
             for t in range(DAYS):
                 row = StrategyRow(float(matrix[t, t]), tuple(float(c) for c in matrix[t, :t]))
                 day = START + timedelta(days=t)
-                rows.append(wh.plus_clipped_vector(campaign, day, BOUND, SIGMA, CAP, row=row))
+                rows.append(
+                    wh.plus_clipped_vector(
+                        campaign, day, BOUND, SIGMA, CAP, row=row, remainder_cap=side
+                    )
+                )
+                if side is not None:
+                    remainders.append(wh.plus_remainder(campaign, day))
             costs: dict[str, list[float]] = {}
             for user, day, cost in user_costs(wh, campaign.name):
                 costs.setdefault(user, [0.0] * DAYS)[(day - START).days] = cost
-            out[campaign.name] = (rows, costs)
+            out[campaign.name] = (rows, costs, remainders)
     return out
 
 
@@ -107,12 +117,12 @@ def removals(tmp_path_factory):
 @pytest.mark.parametrize("name", list(LAYOUTS))
 def test_each_row_charges_each_user_the_squared_norm_of_their_part(removals, name) -> None:
     events, full, without = removals
-    rows, costs = full[name]
+    rows, costs, _ = full[name]
     if LAYOUTS[name][0]:  # a breakdown: the rows spread over many cells, not one per publisher
         assert np.count_nonzero(rows[-1]) > 2 * len(PUBLISHERS)
     cut = 0
     for user in events.users:
-        other_rows, other_costs = without[user][name]
+        other_rows, other_costs, _ = without[user][name]
         spent = 0.0
         for t in range(DAYS):
             change = float(np.sum((rows[t] - other_rows[t]) ** 2))
@@ -131,3 +141,21 @@ def test_each_row_charges_each_user_the_squared_norm_of_their_part(removals, nam
     heavy = costs["u000"]
     assert heavy[0] == pytest.approx(4.5) and heavy[1] == pytest.approx(0.5, rel=1e-9)
     assert heavy[2] == 0.0 and sum(heavy) == pytest.approx(CAP, rel=1e-9)
+
+
+@pytest.mark.slow
+def test_removing_a_user_moves_each_days_remainder_by_at_most_e(removals) -> None:
+    """The remainder's ℓ2 sensitivity E (adsbpc_plus_accounting.remainder_allotment): removing
+    any user moves X_t by min(c_ut − k_ut, E) ∈ [0, E] on every day — nobody else's kept part
+    moves — and the heavy user, 8 conversions on day 1 of which the bound keeps 3, moves day 1
+    by exactly E (the cap binds: without it they would move it by 5)."""
+    events, full, without = removals
+    remainders = full["plain"][2]
+    assert len(remainders) == DAYS and max(remainders) > 0
+    for user in events.users:
+        other = without[user]["plain"][2]
+        for t in range(DAYS):
+            moved = remainders[t] - other[t]
+            assert -1e-9 <= moved <= EXCESS + 1e-9
+    heavy = without["u000"]["plain"][2]
+    assert remainders[0] - heavy[0] == pytest.approx(EXCESS, rel=1e-12)
