@@ -276,18 +276,25 @@ def _plus(ctx: Context, noise: NoiseSource, name: str = "adsbpc_plus") -> Outcom
     decoder = np.linalg.solve(plan.matrix.T, q.T).T if plan.correlated else q  # Q C⁻¹
     variances = (decoder**2) @ run.sigmas**2
     bias = run.clipped @ q.T - ctx.truth_answers
+    answers = run.released @ q.T
     total = total_squared_errors(variances, bias)
+    total_answers = None
     if run.remainder_truth is not None and plan.remainder_sigma is not None:
+        assert run.remainders is not None
         total = bias.shape[0] * variances + remainder_total_errors(
             bias.sum(axis=0), run.remainder_truth, plan.remainder_sigma, q
         )
+        # the total as published (``total_estimates``): the publishers' sum plus q·X̂
+        added = total_additions(q, run.remainders[None, :], plan.remainder_sigma)[0]
+        total_answers = answers.sum(axis=0) + added
     return Outcome(
-        run.released @ q.T,
+        answers,
         variances[None, :] + bias**2,
         run.bounds,
         variances,
         run.scale_estimate,
         total,
+        total_answers,
     )
 
 
