@@ -141,16 +141,21 @@ def copy_home(source: Home, target: Path) -> Home:
 
 class PlusRoutedNoise(RoutedNoise):
     """RoutedNoise for AdsBPC+, whose bound phase also draws Gaussians (its noisy histograms):
-    Gaussian draws of ``publishers`` values are releases, any other length belongs to the bound
+    Gaussian draws of ``publishers`` values are releases, one value is the release's remainder
+    X̃_t (a stream of its own, seeded from the release's), any other length belongs to the bound
     phase (tests only; the histograms have Λ bins, a different length from the release)."""
 
     def __init__(self, bound_seed: int, release_seed: int, publishers: int) -> None:
         super().__init__(bound_seed, release_seed)
+        assert publishers > 1, "one value is the remainder's draw"
         self.publishers = publishers
+        self.remainder = SeededNoise(release_seed + 1000)
 
     def _gaussian(self, vector: np.ndarray, draw: Draw) -> np.ndarray:
         if vector.size == self.publishers:
             return self.release._gaussian(vector, draw)
+        if vector.size == 1:
+            return self.remainder._gaussian(vector, draw)
         return self.bound._gaussian(vector, draw)
 
 

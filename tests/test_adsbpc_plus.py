@@ -12,7 +12,7 @@ from dp_platform.config_loader import parse_campaign
 from dp_platform.errors import ConfigError
 from dp_platform.events.paper import paper_dataset
 from dp_platform.mechanisms.adsbpc_plus import make_plan
-from dp_platform.mechanisms.adsbpc_plus_accounting import declare, measure
+from dp_platform.mechanisms.adsbpc_plus_accounting import declare, measure, release_charges
 from dp_platform.mechanisms.adsbpc_plus_bound import (
     PlusChoice,
     PlusState,
@@ -22,6 +22,7 @@ from dp_platform.mechanisms.adsbpc_plus_bound import (
     select_bound,
 )
 from dp_platform.mechanisms.adsbpc_plus_plan import (
+    DEFAULT_REMAINDER_SHARE,
     PROFILE_BINS,
     PROFILE_EDGES,
     SCALE_ALPHA,
@@ -98,7 +99,10 @@ def test_a_finished_campaign_charges_exactly_rho_and_never_less_than_the_worst_c
         choice, state = choose_bound(
             plan, state, data.histograms[day], publishers=5, profile=profile, noise=noise
         )
-        spent = spent + sum(choice.charges.values(), Rho.zero()) + choice.gaussian
+        released = release_charges(plan, choice)  # the Gaussian part, and the remainder's
+        spent = (
+            spent + sum(choice.charges.values(), Rho.zero()) + sum(released.values(), Rho.zero())
+        )
         worst = min(plan.budget.rho1.value, worst + gaussian_rho(choice.bound, choice.sigma))
         assert state.gaussian_charged >= worst  # what any single user may have lost so far
         assert ("profile" in choice.charges) == (day + 1 == 5)
@@ -326,7 +330,8 @@ def test_a_paced_filter_keeps_every_users_spend_on_the_flat_schedule(strategy):
     """run_plus(pace=β) (an exploration, research/…/total_layer.py): through day t no user's
     spend passes cap·min(1, W_t + β), W_t the flat profile's share of ρ1 so far; with β ≥ 1
     it is the plain filter, and at β = 0 on heavy users it binds."""
-    plan = make_plan(_campaign(strategy))
+    plan = make_plan(_campaign(strategy, adsbpc_plus={"profile_days": 4, "cap": 6, "pace": None}))
+    assert plan.pace is None  # unpaced as written; run_plus(pace=β) paces it
     data = prepare_plus(paper_dataset("zipf", users=3000, publishers=5, days=12, seed=0))
     plain, loose, paced = (
         run_plus(plan, data, SeededNoise(0), keep_costs=True, pace=pace)
@@ -375,7 +380,7 @@ def test_a_remainder_share_splits_rho_exactly_and_sizes_its_noise_for_its_charge
     E²/(2σ_R²) ≤ ρ_R/n; a plan recorded before the remainder existed reads back without one."""
     campaign = _campaign(adsbpc_plus={"profile_days": 4, "cap": 6, "remainder_share": 0.05})
     plan = make_plan(campaign)
-    plain = make_plan(_campaign())
+    plain = make_plan(_campaign(adsbpc_plus={"profile_days": 4, "cap": 6, "remainder_share": 0}))
     budget = plan.budget
     assert budget.remainder == Rho.of(0.8) * Fraction(1, 20)
     assert budget.rho1 + budget.histogram_day * 12 + budget.profile + budget.remainder == Rho.of(
@@ -395,6 +400,37 @@ def test_a_remainder_share_splits_rho_exactly_and_sizes_its_noise_for_its_charge
     assert old.remainder_cap is None and old.budget.remainder == Rho.zero()
 
 
+def test_the_default_releases_a_remainder_only_where_it_counts_on_several_publishers():
+    """Unset, ``remainder_share`` is 0.05 for a count campaign on several publishers without a
+    breakdown (the default since issue 27) and 0 elsewhere — one listed publisher, the value
+    measure — so a campaign the remainder does not apply to is not refused for it."""
+    default = make_plan(_campaign())
+    assert default.budget.remainder == Rho.of(0.8) * Fraction(repr(DEFAULT_REMAINDER_SHARE))
+    assert DEFAULT_REMAINDER_SHARE == 0.05 and default.remainder_cap == 3.0
+    assert default.pace == 0.0  # and the filter is paced
+    listed = make_plan(_campaign(publishers=["p1", "p2"]))
+    assert listed.budget.remainder == default.budget.remainder
+    for alone in (
+        _campaign(publishers=["p1"]),
+        _campaign(measures=["count", "value"], value_cap=10.0),
+    ):
+        plan = make_plan(alone)
+        assert plan.budget.remainder == Rho.zero() and plan.remainder_cap is None
+        assert plan.total == Rho.of(0.8)  # ρ1 keeps the share
+    written = make_plan(_campaign(publishers=["p1"], adsbpc_plus={"remainder_share": 0.05}))
+    assert written.budget.remainder == default.budget.remainder  # as written, it applies
+    with pytest.raises(ConfigError, match="set remainder_share: 0"):
+        _campaign(adsbpc_plus={"histogram_share": 0.5, "profile_share": 0.46})
+    assert (
+        make_plan(
+            _campaign(
+                adsbpc_plus={"histogram_share": 0.5, "profile_share": 0.46, "remainder_share": 0}
+            )
+        ).budget.remainder
+        == Rho.zero()
+    )
+
+
 def test_a_remainder_is_refused_where_it_would_not_count_conversions():
     with pytest.raises(ConfigError, match="remainder_share"):
         _campaign(
@@ -412,7 +448,7 @@ def test_measure_needs_the_remainder_exactly_when_the_plan_releases_one():
     with_side = make_plan(
         _campaign(adsbpc_plus={"profile_days": 4, "cap": 6, "remainder_share": 0.05})
     )
-    plain = make_plan(_campaign())
+    plain = make_plan(_campaign(adsbpc_plus={"profile_days": 4, "cap": 6, "remainder_share": 0}))
     for plan, given, message in ((with_side, None, "X_t is missing"), (plain, 2.0, "was given")):
         choice, state = choose_bound(
             plan, PlusState(), np.zeros(7), publishers=3, noise=SeededNoise(1)

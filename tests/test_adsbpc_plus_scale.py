@@ -12,6 +12,7 @@ import pytest
 
 from dp_platform.config_loader import parse_campaign
 from dp_platform.mechanisms.adsbpc_plus import make_plan
+from dp_platform.mechanisms.adsbpc_plus_accounting import release_charges
 from dp_platform.mechanisms.adsbpc_plus_bound import (
     PlusState,
     choose_bound,
@@ -25,6 +26,7 @@ from dp_platform.mechanisms.adsbpc_plus_scale import (
     scale_interval,
     scale_objective,
 )
+from dp_platform.privacy.accounting import Rho
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.records import from_record, to_record
 
@@ -102,11 +104,12 @@ def test_both_rules_draw_and_charge_the_same_so_the_rule_is_post_processing():
                 profile=profile if plan.needs_profile(day) else None,
                 noise=noise,
             )
-            days.append((choice.charges, choice.gaussian))
+            days.append((choice.charges, release_charges(plan, choice)))
         runs.append((days, state.histograms))
     assert runs[0] == runs[1]  # the same draws (noisy histograms) and the same charges
-    total = sum((sum(c.values(), g) for c, g in runs[0][0]), start=objective.budget.rho1 * 0)
-    assert total == objective.budget.total
+    charges = [part for bound, released in runs[0][0] for part in (bound, released)]
+    total = sum((sum(c.values(), Rho.zero()) for c in charges), start=Rho.zero())
+    assert total == objective.budget.total  # the remainder's ρ_R/n a day included
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -13,7 +13,7 @@ import pytest
 from dp_platform.config_loader import parse_campaign
 from dp_platform.events.paper import paper_dataset
 from dp_platform.mechanisms.adsbpc_plus import make_plan
-from dp_platform.mechanisms.adsbpc_plus_accounting import declare, measure
+from dp_platform.mechanisms.adsbpc_plus_accounting import declare, measure, release_charges
 from dp_platform.mechanisms.adsbpc_plus_bound import PlusChoice, PlusState, choose_bound
 from dp_platform.mechanisms.adsbpc_plus_plan import (
     PROFILE_BINS,
@@ -38,7 +38,12 @@ from dp_platform.records import from_record, to_record
 from dp_research.evaluation.plus_data import prepare_plus, run_plus
 
 
-def _campaign(strategy: str = "auto", workload: dict | None = None, objective: dict | None = None):
+def _campaign(
+    strategy: str = "auto",
+    workload: dict | None = None,
+    objective: dict | None = None,
+    **settings: object,
+):
     data = {
         "name": "rows",
         "advertiser": "acme",
@@ -47,7 +52,7 @@ def _campaign(strategy: str = "auto", workload: dict | None = None, objective: d
         "days": 12,
         "mechanism": "adsbpc_plus",
         "privacy": {"rho": 0.8},
-        "adsbpc_plus": {"profile_days": 4, "cap": 6, "strategy": strategy},
+        "adsbpc_plus": {"profile_days": 4, "cap": 6, "strategy": strategy, **settings},
     }
     if workload:
         data["workload"] = workload
@@ -181,7 +186,10 @@ def test_a_sqrt_campaign_charges_exactly_rho_and_never_less_than_the_worst_case(
         choice, state = choose_bound(
             plan, state, data.histograms[day], publishers=5, profile=profile, noise=noise
         )
-        spent = spent + sum(choice.charges.values(), Rho.zero()) + choice.gaussian
+        released = release_charges(plan, choice)  # the Gaussian part, and the remainder's
+        spent = (
+            spent + sum(choice.charges.values(), Rho.zero()) + sum(released.values(), Rho.zero())
+        )
         row = worst_row_norm(plan.matrix, np.asarray(state.bounds), day + 1)
         assert choice.row_bound == pytest.approx(row)
         worst = min(plan.budget.rho1.value, worst + gaussian_rho(row, choice.sigma))
@@ -202,7 +210,7 @@ class _Recording(SeededNoise):
 
 
 def test_measure_declares_the_row_sensitivity_and_publishes_the_decoded_day():
-    plan = make_plan(_campaign("sqrt"))
+    plan = make_plan(_campaign("sqrt", remainder_share=0))  # the row's draw alone
     data = prepare_plus(paper_dataset("zipf", users=2000, publishers=5, days=12, seed=5))
     state, earlier = PlusState(), []
     rows = np.random.default_rng(3).uniform(0, 50, size=(3, 5))

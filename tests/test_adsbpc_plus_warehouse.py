@@ -67,6 +67,11 @@ def loaded(tmp_path_factory):
 
 
 def _warehouse_stream(wh, campaign, plan, seed, remainder_cap=None):
+    """The platform's stream through the warehouse; X_t at ``remainder_cap`` (default: the
+    plan's E, as the registry's clip stores it)."""
+    if remainder_cap is None:
+        remainder_cap = plan.remainder_cap
+
     def clip(day, bound, sigma):
         when = START + timedelta(days=day - 1)
         row = strategy_row(plan, day)
@@ -276,7 +281,7 @@ def test_with_an_unbounded_cap_the_remainder_is_every_conversion_the_filter_did_
         assert kept < conversions  # the bound and the filter cut
         assert kept + wh.plus_remainder(campaign, day) == pytest.approx(conversions, rel=1e-12)
     with pytest.raises(WarehouseError, match="no remainder"):
-        wh.plus_remainder(_campaign("plus"), START)
+        wh.plus_remainder(_campaign("again"), START)  # clipped without an E
 
 
 def test_a_plan_with_a_remainder_releases_it_each_day_from_the_warehouse(loaded):

@@ -282,7 +282,8 @@ def test_one_shot_and_reach_are_released_once_through_dagster(prepared, tmp_path
 
 
 def _plus_library_run(direct_home, plan, campaign) -> list:
-    """AdsBPC+ by the library alone on a copy of the same home (no Dagster, no ledger)."""
+    """AdsBPC+ by the library alone on a copy of the same home (no Dagster, no ledger): each
+    day's values and, if the plan releases one, its remainder X̃_t."""
     from dp_platform.mechanisms import adsbpc_plus, adsbpc_plus_plan
 
     days = campaign_days(campaign)
@@ -297,8 +298,17 @@ def _plus_library_run(direct_home, plan, campaign) -> list:
             bounds.append(bound)
             row = adsbpc_plus_plan.strategy_row(plan, number)
             return warehouse.plus_clipped_vector(
-                campaign, days[number - 1], bound, sigma, plan.filter_cap, row=row
+                campaign,
+                days[number - 1],
+                bound,
+                sigma,
+                plan.day_cap(number),
+                row=row,
+                remainder_cap=plan.remainder_cap,
             )
+
+        def remainder(number):
+            return warehouse.plus_remainder(campaign, days[number - 1])
 
         def profile(factors):
             m = plan.config.profile_days
@@ -314,9 +324,15 @@ def _plus_library_run(direct_home, plan, campaign) -> list:
 
         publishers = len(warehouse.campaign_publishers(campaign))
         releases, _ = adsbpc_plus.run_stream(
-            plan, histograms, clip, profile, publishers=publishers, noise=PlusRoutedNoise(5, 6, 4)
+            plan,
+            histograms,
+            clip,
+            profile,
+            publishers=publishers,
+            noise=PlusRoutedNoise(5, 6, 4),
+            remainder=None if plan.remainder_cap is None else remainder,
         )
-    return [r.measurement.values for r in releases]
+    return [(r.measurement.values, r.measurement.remainder) for r in releases]
 
 
 @pytest.mark.parametrize("strategy", [None, "diagonal"])
@@ -350,8 +366,14 @@ def test_adsbpc_plus_runs_through_the_same_assets_and_ledger(prepared, tmp_path,
     assert "histogram" in plan.bound_charges(1)
     # equal up to the order DuckDB's threads add a row's floats in (C's weights are not
     # integers): the releases are drawn once, so this never reaches an advertiser
+    assert plan.pace == 0.0 and plan.remainder_cap is not None  # today's defaults
     direct = _plus_library_run(direct_home, plan, campaign)
-    np.testing.assert_allclose(direct, [r.values for r in stored], rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(
+        [values for values, _ in direct], [r.values for r in stored], rtol=1e-12, atol=1e-9
+    )
+    np.testing.assert_allclose(
+        [remainder for _, remainder in direct], [r.remainder for r in stored], rtol=1e-12
+    )
 
     run_campaigns(config, home.root, instance=instance, today=TODAY, noise=RoutedNoise(7, 8))
     with Ledger.at_home(home.root) as ledger:
@@ -362,11 +384,12 @@ def test_adsbpc_plus_runs_through_the_same_assets_and_ledger(prepared, tmp_path,
 def test_a_campaign_registered_before_strategies_keeps_its_plan_and_releases(
     prepared, tmp_path
 ) -> None:
-    """An AdsBPC+ campaign registered by a release without noise strategies (its plan, config
-    and declaration records have no strategy fields) keeps running on what it registered — the
-    diagonal strategy — although the new default for the same catalogue entry is the
-    square-root one: its releases are the diagonal plan's, bit for bit, and the catalogue entry
-    is not taken for an edit."""
+    """An AdsBPC+ campaign registered by a release without noise strategies, pacing or the
+    remainder (its plan, config and declaration records have none of their fields) keeps
+    running on what it registered — the diagonal strategy, the full filter cap every day, no
+    remainder — although the new default for the same catalogue entry is the square-root one,
+    paced, with a remainder: its releases are the old plan's, bit for bit, and the catalogue
+    entry is not taken for an edit."""
     import yaml
 
     from dp_platform.ledger_records import CampaignRecord
@@ -384,20 +407,22 @@ def test_a_campaign_registered_before_strategies_keeps_its_plan_and_releases(
     campaign = cat.campaign("spring")
     assert adsbpc_plus.make_plan(campaign).strategy_kind == "sqrt"  # the new default
     # what the earlier release registered: the diagonal plan, records without the new fields
-    old = campaign.model_copy(
-        update={"mechanism": campaign.mechanism.model_copy(update={"strategy": "diagonal"})}
-    )
+    earlier = {"strategy": "diagonal", "pace": None, "remainder_share": 0}
+    old = campaign.model_copy(update={"mechanism": campaign.mechanism.model_copy(update=earlier)})
     record = campaign_plan(old).to_record()
     stream = record["stream"]["plan"]
-    for key in ("strategy_kind", "strategy", "cross_weight"):
+    new_fields = ("strategy", "pace", "remainder_share", "remainder_cap")
+    for key in ("strategy_kind", "strategy", "cross_weight", "pace", "remainder_cap"):
         del stream[key]
-    del stream["config"]["strategy"]
+    del stream["remainder_sigma"], stream["budget"]["remainder"]
     frozen = campaign.model_dump(mode="json")
-    del frozen["mechanism"]["strategy"]
+    for key in new_fields:
+        del stream["config"][key], frozen["mechanism"][key]
     with Warehouse(home.warehouse) as warehouse:  # the keys it froze: the advertiser's
         frozen["publishers"] = list(warehouse.campaign_publishers(campaign))
     declared = declaration(campaign, None).to_record()
-    del declared["values"]["mechanism.strategy"]
+    for key in new_fields:
+        del declared["values"][f"mechanism.{key}"]
     with Ledger.at_home(home.root) as ledger:
         ledger.register(
             CampaignRecord(
@@ -416,10 +441,12 @@ def test_a_campaign_registered_before_strategies_keeps_its_plan_and_releases(
     with Ledger.at_home(home.root) as ledger:
         stored = ledger.releases("spring")
         registered = ledger.campaign_info("spring")["plan"]["stream"]["plan"]
-    assert "strategy" not in registered  # the record was not rewritten
+    assert "strategy" not in registered and "pace" not in registered  # not rewritten
     assert all(r.row_sigma is None for r in stored)  # independent days, as registered
+    assert all(r.remainder is None for r in stored)  # and no remainder
     diagonal = adsbpc_plus.make_plan(old)
-    assert _plus_library_run(direct_home, diagonal, old) == [r.values for r in stored]
+    assert diagonal.pace is None and diagonal.remainder_cap is None
+    assert _plus_library_run(direct_home, diagonal, old) == [(r.values, None) for r in stored]
     # and the same entry registered now runs the new default: different releases
     fresh = copy_home(prepared, tmp_path / "new")
     (fresh.root / "campaigns.yaml").write_text(yaml.safe_dump(catalogue(2.0, [plus])))

@@ -104,7 +104,7 @@ def _scale_weights(campaign: CampaignConfig, matrix: np.ndarray) -> tuple[float,
 
 def _remainder(cfg: PlusSettings, budget: PlusBudget) -> dict[str, float]:
     """The remainder's cap E and σ_R (the smallest with E²/(2σ_R²) ≤ ρ_R/n), if it has a share."""
-    if cfg.remainder_share == 0:
+    if budget.remainder == Rho.zero():
         return {}
     cap = float(cfg.remainder_cap)
     return {

@@ -29,6 +29,7 @@ from dp_platform.warehouse.base import ProfileGrid, StrategyRow
 from dp_platform.workload import query_ends
 
 __all__ = [
+    "DEFAULT_REMAINDER_SHARE",
     "PROFILE_BINS",
     "PROFILE_EDGES",
     "PROFILE_GRID",
@@ -46,6 +47,10 @@ __all__ = [
     "profile_top",
     "strategy_row",
 ]
+
+
+# ρ_R's share where the remainder applies (plans made since issue 27; unset before: none)
+DEFAULT_REMAINDER_SHARE = 0.05
 
 
 class PlusSettings(MechanismSettings):
@@ -102,27 +107,29 @@ class PlusSettings(MechanismSettings):
     marginals: dict[str, float | dict[str, float]] | None = Field(
         default=None, description=MARGINALS_HELP
     )
-    remainder_share: float = Field(
-        default=0.0,
+    remainder_share: float | None = Field(
+        default=None,
         ge=0,
         lt=1,
         description=(
             "share of ρ for the daily remainder: X_t = Σ_u min(c_ut − k_ut, E), the "
             "conversions the filter and the bound clipped off each user that day, capped at E, "
-            "released with its own Gaussian noise (0: none)"
+            f"released with its own Gaussian noise (0: none; default {DEFAULT_REMAINDER_SHARE:g} "
+            "for a campaign that counts conversions on several publishers without a breakdown, "
+            "0 elsewhere)"
         ),
     )
     remainder_cap: float = Field(
         default=3.0, gt=0, le=MAX_BOUND_CAP, description="E: one user's most in X_t a day"
     )
     pace: float | None = Field(
-        default=None,
+        default=0.0,
         ge=0,
         description=(
             "β: through day t no user's spend may pass ρ1·min(1, W_t + β), W_t a flat "
             "profile's share of ρ1 by then, so a heavy user is clipped day by day instead of "
-            "cut for good part-way (costs nothing: it only lowers a day's room); none: the "
-            "filter's cap is ρ1 every day"
+            "cut for good part-way (costs nothing: it only lowers a day's room; 0 since issue "
+            "27); null: the filter's cap is ρ1 every day, as for plans registered before"
         ),
     )
 
@@ -131,16 +138,32 @@ class PlusSettings(MechanismSettings):
         """s0 in conversions: the configured prior, or ψ0·Λ (the scale days 1..m plan for)."""
         return self.scale_prior if self.scale_prior is not None else self.prior_scale * self.cap
 
+    def counts_conversions(self, campaign: CampaignConfig) -> bool:
+        """Whether the remainder applies: it adds clipped conversions back to one count per
+        publisher, so only a count-only campaign without breakdown or marginals has one."""
+        return not campaign.breakdown and campaign.measures == ["count"] and not self.marginals
+
+    def share_of_remainder(self, campaign: CampaignConfig) -> float:
+        """The remainder's share of ρ for ``campaign``: as written, else the default where it
+        pays (docs/results.md measures why 5 %) and 0 elsewhere. It pays on the all-publisher
+        total, where every publisher's clipping bias adds up while the noise grows as √k: with
+        one listed publisher the total is that publisher's answer, whose bias the bound's
+        objective rule already weighs against its noise, so the default leaves it out."""
+        if self.remainder_share is not None:
+            return self.remainder_share
+        applies = self.counts_conversions(campaign) and campaign.several_publishers
+        return DEFAULT_REMAINDER_SHARE if applies else 0.0
+
     @model_validator(mode="after")
     def _shares(self) -> PlusSettings:
         if self.scale_prior is not None and self.scale_prior > self.cap:
             raise ValueError(f"scale_prior must be <= cap ({self.cap})")
-        if self.histogram_share + self.profile_share + self.remainder_share >= 1:
+        if self.histogram_share + self.profile_share + (self.remainder_share or 0.0) >= 1:
             raise ValueError(
                 "histogram_share + profile_share + remainder_share must be < 1 (rho1 needs a share)"
             )
         for name in ("profile_share", "remainder_share"):
-            if 0 < getattr(self, name) < SHARE_FLOOR:
+            if 0 < (getattr(self, name) or 0.0) < SHARE_FLOOR:
                 raise ValueError(f"{name} is 0 or at least {SHARE_FLOOR:g}")
         if (self.profile_days == 0) != (self.profile_share == 0):
             raise ValueError("profile_share must be > 0 exactly when profile_days > 0")
@@ -155,12 +178,16 @@ class PlusSettings(MechanismSettings):
                 "bounds each user's own loss; under replace a pair of users can lose up to 4x "
                 "rho1); use add_remove or mechanism adsbpc"
             )
-        if self.remainder_share > 0 and (
-            campaign.breakdown or campaign.measures != ["count"] or self.marginals
-        ):
+        if (self.remainder_share or 0.0) > 0 and not self.counts_conversions(campaign):
             raise ValueError(
                 "adsbpc_plus.remainder_share: the remainder counts conversions, so it is "
-                "released for count-only campaigns without a breakdown; set it to 0 here"
+                "released for count-only campaigns without a breakdown; leave it unset or 0 here"
+            )
+        if self.histogram_share + self.profile_share + self.share_of_remainder(campaign) >= 1:
+            raise ValueError(
+                f"adsbpc_plus: histogram_share + profile_share + the default remainder_share "
+                f"{DEFAULT_REMAINDER_SHARE:g} must be < 1 (rho1 needs a share); lower a share "
+                "or set remainder_share: 0"
             )
         if self.profile_days >= campaign.days:
             raise ValueError(
@@ -208,7 +235,7 @@ class PlusBudget:
         total = Rho.of(campaign.privacy.rho)
         hist = total * Fraction(repr(cfg.histogram_share)) / campaign.days
         profile = total * Fraction(repr(cfg.profile_share))
-        remainder = total * Fraction(repr(cfg.remainder_share))
+        remainder = total * Fraction(repr(cfg.share_of_remainder(campaign)))
         rho1 = total - hist * campaign.days - profile - remainder
         return cls(total, rho1, hist, profile, campaign.days, remainder)
 

@@ -161,7 +161,12 @@ def test_a_layer_with_a_vanishing_cap_leaves_the_reduced_runs_own_total():
     error is AdsBPC+'s own total error at (1 − share)·ρ, as the experiment scores it."""
     config = replace(next(row_configs([1_000], ["zipf"])), repeats=1)
     data, _ = prepare_dataset(config)
-    reduced = replace(config, rho=config.rho * 0.9, methods=("adsbpc_plus",))
+    reduced = replace(
+        config,
+        rho=config.rho * 0.9,
+        methods=("adsbpc_plus",),
+        plus_settings=(("remainder_share", 0.0),),  # the layer is the only remainder
+    )
     own, run, _ = observed_run(reduced, data, 8.0)
     assert run.excess is not None and run.excess.sum() > 0  # the filter keeps something off
     total = layered_total(config, 0.1, ["1e-9", "8", "2s"], [None, 1.0])

@@ -117,11 +117,15 @@ def plus_campaign_for(
     rho: float,
     cap: int,
     settings: tuple[tuple[str, float], ...] = (),
+    publishers: int | None = None,
 ) -> CampaignConfig:
     """The same campaign as :func:`campaign_for` run by AdsBPC+: the platform's defaults, Λ =
     the dataset's, the profile read from the default m days (fewer when the campaign is short),
-    and ``settings`` (name, value) over those defaults."""
+    and ``settings`` (name, value) over those defaults. ``publishers``: the dataset's count,
+    listed as a campaign on it would (None: ``publishers: all``)."""
     data = campaign_for(workload, rho=rho, cap=cap).model_dump(mode="json")
+    if publishers is not None:
+        data["publishers"] = [f"publisher_{index}" for index in range(publishers)]
     data["mechanism"] = "adsbpc_plus"
     data["adsbpc_plus"] = {
         "cap": cap,

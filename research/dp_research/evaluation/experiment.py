@@ -310,7 +310,11 @@ def run_experiment(
             plus_data = prepare_plus(config.conversions())
             prepare_seconds += time.perf_counter() - started
         plus_campaign = plus_campaign_for(
-            config.make_workload(), rho=config.rho, cap=spec.cap, settings=config.plus_settings
+            config.make_workload(),
+            rho=config.rho,
+            cap=spec.cap,
+            settings=config.plus_settings,
+            publishers=plus_data.n_publishers,
         )
         plus_plan = adsbpc_plus.make_plan(plus_campaign)
         if "plus_diagonal" in config.methods:

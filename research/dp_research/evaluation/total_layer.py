@@ -9,7 +9,8 @@ Where the default's total fails, its error is the clipping bias every publisher 
 (:mod:`.total_split`). A total measured on its own needs a bound chosen privately, and seven
 days of noisy histograms choose it badly. This measures a total that needs no new choice:
 
-- AdsBPC+ runs at (1 − share)·ρ, as the default does at ρ.
+- AdsBPC+ runs at (1 − share)·ρ without a remainder of its own, as the default does at ρ
+  with its own (0.05·ρ since issue 27, the platform's ``remainder_share``).
 - Each day it would also release X_t = Σ_u min(c_ut − k_ut, E) with Gaussian noise at
   share·ρ over the n days, independent of the publishers' noise. Here c_ut is user u's
   conversions on day t and k_ut what the filter kept of them (:func:`~.plus_data.run_plus`,
@@ -139,7 +140,13 @@ def layered_total(
         full = run_experiment(
             replace(config, methods=(*config.methods, "plus_oracle")), data, show_progress=False
         )
-    reduced = replace(config, rho=config.rho * (1 - share), methods=("adsbpc_plus",))
+    reduced = replace(
+        config,
+        rho=config.rho * (1 - share),
+        methods=("adsbpc_plus",),
+        # the layer is this module's own remainder: the run it is added to releases none
+        plus_settings=(*config.plus_settings, ("remainder_share", 0.0)),
+    )
     workload = config.make_workload()
     queries = workload.matrix
     grid = np.union1d(CAP_GRID, [float(rule) for rule in rules if not rule.endswith("s")])
@@ -200,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
         "--pace",
         type=float,
         default=None,
-        help="β: every AdsBPC+ run paces its filter (run_plus(pace=β)); default: none",
+        help="β: every AdsBPC+ run paces its filter (run_plus(pace=β)); default: the plan's "
+        "(β = 0 since issue 27)",
     )
     parser.add_argument("--tiers", type=int, nargs="+", default=[20_000, 200_000])
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
