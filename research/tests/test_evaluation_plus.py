@@ -122,3 +122,31 @@ def test_the_results_block_is_replaced_in_place(tmp_path, result):
     assert "kept text" in text
     scales = result.methods["adsbpc_plus"].scales
     assert f"{min(scales):.2f}–{max(scales):.2f}" in text
+
+
+def test_the_oracle_puts_all_of_rho_on_the_measurement_whatever_the_split():
+    """oracle_plan: ρ1 = ρ and its allotments sum to ρ exactly (the objective rule reads a
+    day's share of ρ1 from them), so a plan that gives 5 % to a remainder has the same oracle
+    as one that does not (before the fix its shares ended at 0.90, and Oracle+ changed with
+    the remainder share: 206 against 247 on the 10⁶-user Zipf sliding row)."""
+    from fractions import Fraction
+
+    from dp_platform.mechanisms import adsbpc_plus
+    from dp_research.evaluation.adsbpc_runs import plus_campaign_for
+    from dp_research.evaluation.plus_data import oracle_plan
+
+    workload = ExperimentConfig("zipf", workload="sliding", days=12).make_workload()
+    oracles = [
+        oracle_plan(
+            adsbpc_plus.make_plan(
+                plus_campaign_for(workload, rho=1.0, cap=10, settings=settings, publishers=20)
+            )
+        )
+        for settings in ((), (("remainder_share", 0.0),))
+    ]
+    with_remainder, without = oracles
+    assert with_remainder.budget.remainder > without.budget.remainder  # the plans differ
+    for plan in oracles:
+        assert sum(plan.allotments, Fraction(0)) == plan.budget.rho.value == plan.budget.rho1.value
+    assert with_remainder.allotments == without.allotments
+    assert with_remainder.sigma_bar == pytest.approx(without.sigma_bar, rel=1e-12)

@@ -369,12 +369,16 @@ class RowFilter:
 
 def oracle_plan(plan: PlusPlan) -> PlusPlan:
     """NOT PRIVATE — the evaluation's reference: the plan with all of ρ on the measurement
-    (ρ1 = ρ, σ̄ shrunk by √(ρ1/ρ), the filter's cap at ρ)."""
+    (ρ1 = ρ, σ̄ shrunk by √(ρ1/ρ), the allotments scaled by ρ/ρ1 so they still sum to ρ1 —
+    the objective rule reads a day's share of ρ1 from them —, the filter's cap at ρ). So the
+    oracle is the same whatever the plan gives its histograms, profile and remainder."""
     rho = plan.budget.rho
     shrink = math.sqrt(float(plan.budget.rho1) / float(rho))
+    ratio = rho.value / plan.budget.rho1.value
     return replace(
         plan,
         sigma_bar=tuple(s * shrink for s in plan.sigma_bar),
+        allotments=tuple(g * ratio for g in plan.allotments),
         filter_cap=filter_cap(rho.value),
         budget=replace(plan.budget, rho1=rho),
     )
