@@ -419,8 +419,13 @@ def test_the_default_releases_a_remainder_only_where_it_counts_on_several_publis
         assert plan.total == Rho.of(0.8)  # ρ1 keeps the share
     written = make_plan(_campaign(publishers=["p1"], adsbpc_plus={"remainder_share": 0.05}))
     assert written.budget.remainder == default.budget.remainder  # as written, it applies
-    with pytest.raises(ConfigError, match="set remainder_share: 0"):
+    with pytest.raises(ConfigError, match=r"0\.05 \(the default here\).*set remainder_share: 0"):
         _campaign(adsbpc_plus={"histogram_share": 0.5, "profile_share": 0.46})
+    with pytest.raises(ConfigError, match=r"remainder_share 0\.05 must be < 1"):  # as written
+        _campaign(
+            publishers=["p1"],
+            adsbpc_plus={"histogram_share": 0.5, "profile_share": 0.46, "remainder_share": 0.05},
+        )
     assert (
         make_plan(
             _campaign(

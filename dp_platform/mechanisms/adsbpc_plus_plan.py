@@ -158,10 +158,6 @@ class PlusSettings(MechanismSettings):
     def _shares(self) -> PlusSettings:
         if self.scale_prior is not None and self.scale_prior > self.cap:
             raise ValueError(f"scale_prior must be <= cap ({self.cap})")
-        if self.histogram_share + self.profile_share + (self.remainder_share or 0.0) >= 1:
-            raise ValueError(
-                "histogram_share + profile_share + remainder_share must be < 1 (rho1 needs a share)"
-            )
         for name in ("profile_share", "remainder_share"):
             if 0 < (getattr(self, name) or 0.0) < SHARE_FLOOR:
                 raise ValueError(f"{name} is 0 or at least {SHARE_FLOOR:g}")
@@ -183,11 +179,13 @@ class PlusSettings(MechanismSettings):
                 "adsbpc_plus.remainder_share: the remainder counts conversions, so it is "
                 "released for count-only campaigns without a breakdown; leave it unset or 0 here"
             )
-        if self.histogram_share + self.profile_share + self.share_of_remainder(campaign) >= 1:
+        share = self.share_of_remainder(campaign)  # as written, or the default here
+        if self.histogram_share + self.profile_share + share >= 1:
+            written = "" if self.remainder_share is not None else " (the default here)"
             raise ValueError(
-                f"adsbpc_plus: histogram_share + profile_share + the default remainder_share "
-                f"{DEFAULT_REMAINDER_SHARE:g} must be < 1 (rho1 needs a share); lower a share "
-                "or set remainder_share: 0"
+                f"adsbpc_plus: histogram_share + profile_share + remainder_share {share:g}"
+                f"{written} must be < 1 (rho1 needs a share); lower a share or set "
+                "remainder_share: 0"
             )
         if self.profile_days >= campaign.days:
             raise ValueError(

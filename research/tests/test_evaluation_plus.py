@@ -3,10 +3,15 @@ oracle, the candidates, the consistency projection and the generated blocks."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 
+from dp_platform.mechanisms import adsbpc_plus
+from dp_research.evaluation.adsbpc_runs import plus_campaign_for
 from dp_research.evaluation.experiment import ExperimentConfig, run_experiment
 from dp_research.evaluation.methods import BASELINES
+from dp_research.evaluation.plus_data import oracle_plan
 from dp_research.evaluation.plus_report import (
     CANDIDATE_METHODS,
     CANDIDATES_BEGIN,
@@ -129,12 +134,6 @@ def test_the_oracle_puts_all_of_rho_on_the_measurement_whatever_the_split():
     day's share of ρ1 from them), so a plan that gives 5 % to a remainder has the same oracle
     as one that does not (before the fix its shares ended at 0.90, and Oracle+ changed with
     the remainder share: 206 against 247 on the 10⁶-user Zipf sliding row)."""
-    from fractions import Fraction
-
-    from dp_platform.mechanisms import adsbpc_plus
-    from dp_research.evaluation.adsbpc_runs import plus_campaign_for
-    from dp_research.evaluation.plus_data import oracle_plan
-
     workload = ExperimentConfig("zipf", workload="sliding", days=12).make_workload()
     oracles = [
         oracle_plan(
