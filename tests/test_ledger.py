@@ -205,6 +205,14 @@ def test_sigkill_mid_transaction_leaves_nothing_and_restart_finishes(ledger_loca
         assert ledger.campaign_budget("spring").spent == plan.budget.total
 
 
+def _terminable() -> None:
+    """Pool initializer: SIGTERM back to its default in the worker. A spawned child inherits
+    the signals its parent ignores, and the suite's process can be left ignoring SIGTERM by a
+    library it ran earlier (measured: a pytest worker with SIGINT and SIGTERM ignored); the
+    pool's ``terminate`` then waits forever on a worker it cannot stop."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _open_fresh(path: str, barrier) -> str:
     barrier.wait()
     try:
@@ -226,7 +234,7 @@ def test_many_processes_opening_a_fresh_ledger_at_once_all_succeed(new_ledger_lo
     # Dagster's) can leave a child deadlocked on a lock copied mid-use.
     context = multiprocessing.get_context("spawn")
     failures: list[str] = []
-    with context.Manager() as manager, context.Pool(6) as pool:
+    with context.Manager() as manager, context.Pool(6, _terminable) as pool:
         first = new_ledger_location()
         # a fresh PostgreSQL database costs ~1 s to create: fewer rounds there
         rounds = 8 if first.startswith("postgresql://") else 40
@@ -254,7 +262,7 @@ def test_two_processes_racing_for_the_last_of_an_accounts_cap_one_wins(ledger_lo
     with Ledger(ledger_location) as ledger:
         ledger.ensure_account(ACCOUNT)
     context = multiprocessing.get_context("spawn")
-    with context.Manager() as manager, context.Pool(2) as pool:
+    with context.Manager() as manager, context.Pool(2, _terminable) as pool:
         for round_ in range(5):
             barrier = manager.Barrier(2)
             names = [f"r{round_}a", f"r{round_}b"]
