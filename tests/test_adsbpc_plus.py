@@ -111,13 +111,44 @@ def test_a_finished_campaign_charges_exactly_rho_and_never_less_than_the_worst_c
 
 
 def test_sigma_depends_only_on_public_values():
-    """Before the estimate σ_i = σ̄_i·ψ0·r_i, after it σ̄_i·min(s, r_i)."""
+    """Before the estimate σ_i = σ̄_i·min(ψ0·r_i, ε0·Λ), after it σ̄_i·min(s, r_i)."""
     plan, _, run = _run(_campaign())
     bar = np.asarray(plan.sigma_bar)
-    np.testing.assert_allclose(run.sigmas[:4], bar[:4] * 0.5 * run.bounds[:4], rtol=1e-15)
+    early = np.minimum(0.5 * run.bounds[:4], 0.3 * 6)
+    np.testing.assert_allclose(run.sigmas[:4], bar[:4] * early, rtol=1e-15)
     s = run.scales[4:] * run.bounds[4:]  # ψ_i·r_i = min(s, r_i)
     np.testing.assert_allclose(run.sigmas[4:], bar[4:] * s, rtol=1e-15)
     assert run.spend.max() <= float(plan.budget.rho1)
+
+
+def test_days_before_the_profile_run_at_most_at_the_early_cap_and_are_declared_so():
+    """ε0 (``early_scale``, 0.3 by default): days 1..m's σ_i = σ̄_i·min(ψ0·r_i, ε0·Λ). The
+    declaration restates the rule apart from the choice, so the day's Gaussian is declared at
+    the σ it is drawn with (a declaration that forgot the cap would state a larger σ and a
+    smaller loss than the draw's: the sampler refuses that, tests/test_declarations.py); a
+    plan recorded before the cap existed reads back without it."""
+    plan = make_plan(_campaign())
+    assert plan.early_cap == pytest.approx(1.8) and plan.to_json()["early_cap"] == plan.early_cap
+    data = prepare_plus(paper_dataset("zipf", users=3000, publishers=5, days=12, seed=1))
+    state, noise, capped = PlusState(), SeededNoise(2), 0
+    for day in range(4):
+        choice, state = choose_bound(
+            plan, state, data.histograms[day], publishers=5, profile=None, noise=noise
+        )
+        unit = min(0.5 * choice.bound, 1.8)
+        capped += 0.5 * choice.bound > 1.8
+        assert choice.sigma == pytest.approx(plan.sigma_bar[day] * unit, rel=1e-15)
+        declared = declare(plan, choice, state)
+        assert float(declared.loss) == pytest.approx(
+            float(gaussian_rho(choice.bound, choice.sigma)), rel=1e-12
+        )
+    assert capped == 4  # the cap binds on every day here: what is tested is the capped σ
+    record = to_record(plan)
+    del record["early_cap"]
+    old = from_record(type(plan), json.loads(json.dumps(record)))
+    assert old.early_cap is None and old.early_unit(5.0) == 2.5
+    loose = make_plan(_campaign(adsbpc_plus={"profile_days": 4, "cap": 6, "early_scale": None}))
+    assert loose.early_cap is None and loose.early_unit(np.array([6.0]))[0] == 3.0
 
 
 def test_estimate_scale_reads_the_noisy_tail_against_the_noisy_user_count():
@@ -279,19 +310,24 @@ def test_the_scale_and_bound_see_only_the_noisy_outputs_and_public_sigma():
     assert choices[0] == choices[1]
     prior = plan.config.profile_prior
     assert prior == pytest.approx(0.5 * 6)  # default s0 = ψ0·Λ
-    floor = estimate_scale(noisy_profile, 0.99, 6, sigma=plan.sigma_profile, prior=prior)
+    floor = estimate_scale(
+        noisy_profile, plan.config.quantile, 6, sigma=plan.sigma_profile, prior=prior
+    )
     expected = profile_scale(plan, noisy_profile, sigma=plan.sigma_profile, publishers=5)
     assert choices[0][1] == expected >= floor  # the plan's rule (objective), on the noisy P
     assert plan.to_json()["scale_z"] == SCALE_Z
 
 
 def test_bound_choice_grows_where_the_histogram_cannot_see_the_tail():
-    plan = make_plan(_campaign())
-    hist = np.array([0, 5000, 900, 90, 9, 1, 0])
-    sharp = select_bound(plan, 1, np.array([5000, 900, 90, 9, 1, 0]), 0.1, None, 5)
-    blurred = select_bound(plan, 1, np.array([5000, 900, 90, 9, 1, 0]), 50.0, None, 5)
+    plan = make_plan(_campaign(adsbpc_plus={"profile_days": 4, "cap": 6, "early_scale": None}))
+    pooled = np.array([5000, 900, 90, 9, 1, 0])
+    sharp = select_bound(plan, 1, pooled, 0.1, None, 5)
+    blurred = select_bound(plan, 1, pooled, 50.0, None, 5)
     assert 1.0 <= sharp < blurred <= 6.0
-    assert hist.sum() > 0
+    # with the early cap a bound above ε0·Λ/ψ0 = 3.6 adds no noise, so the risk alone decides
+    capped = make_plan(_campaign())
+    assert select_bound(capped, 1, pooled, 0.1, None, 5) >= sharp
+    assert select_bound(capped, 1, pooled, 50.0, None, 5) == 6.0
 
 
 def test_state_and_choice_round_trip_through_json():

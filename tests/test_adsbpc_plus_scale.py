@@ -225,11 +225,17 @@ def test_a_maxvar_plan_weighs_the_worst_query():
 
 def test_a_tail_the_profile_cannot_read_keeps_the_quantile_rules_caution():
     """15 users far above 1 000 are within the noise: the objective alone would read them as
-    nobody and cut at the bulk; the floor (min(U, s0), U unreadable) keeps s at the prior."""
-    plan = make_plan(_campaign())
+    nobody and cut at the bulk; with q = 0.99 the floor (min(U, s0), U unreadable) keeps s at
+    the prior. With the default q = 0.9 the floor is the readable 0.9-quantile, the bulk's
+    bin: the 1.5 % above it are cut — the price of a floor a thousand users can read."""
+    plan = make_plan(_campaign(quantile=0.99))
     sigma = plan.sigma_profile
     assert sigma is not None
     h = _profile({30: 1_000.0, 46: 15.0})
     assert readable_counts(h, sigma, SCALE_Z)[46] == 0.0
     s = objective_scale(plan, h, sigma=sigma, publishers=20, prior=5.0)
     assert s == _floor(plan, h, sigma) == 5.0
+    default = make_plan(_campaign())
+    assert default.config.quantile == 0.9
+    low = objective_scale(default, h, sigma=sigma, publishers=20, prior=5.0)
+    assert low == _floor(default, h, sigma) < 5.0

@@ -21,15 +21,19 @@ from dp_platform.mechanisms.adsbpc_plus_plan import (
     profile_cross,
     profile_top,
 )
+from dp_platform.mechanisms.adsbpc_plus_strategies import best_band
 from dp_platform.mechanisms.base import Measurement
 from dp_platform.privacy.accounting import Rho, gaussian_rho
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.privacy.strategy import (
+    banded_sqrt_matrix,
+    bandwidth,
     column_weights,
     cost_gram,
     cross_weight,
     decode_day,
     decoded_std,
+    planned_error,
     sqrt_matrix,
     validate,
     worst_row_norm,
@@ -107,10 +111,50 @@ def test_decoding_inverts_the_rows_and_its_standard_error_is_exact():
 # -- the plan -----------------------------------------------------------------------------------
 
 
-def test_auto_takes_the_strategy_with_the_lower_planned_error():
+def test_the_banded_strategy_keeps_the_square_roots_first_lags():
+    c = banded_sqrt_matrix(9, 3)
+    assert validate(c) is not None and bandwidth(c) == 3
+    np.testing.assert_array_equal(
+        c[np.abs(np.subtract.outer(range(9), range(9))) < 3],
+        sqrt_matrix(9)[np.abs(np.subtract.outer(range(9), range(9))) < 3],
+    )
+    np.testing.assert_array_equal(np.triu(c, 1), 0.0)
+    assert c[5, 2] == 0.0 and c[5, 3] > 0.0
+    np.testing.assert_array_equal(banded_sqrt_matrix(9, 9), sqrt_matrix(9))
+    np.testing.assert_array_equal(banded_sqrt_matrix(9, 1), np.eye(9))
+    for band in (0, 10):
+        with pytest.raises(ValueError):
+            banded_sqrt_matrix(9, band)
+
+
+def test_auto_takes_the_strategy_with_the_lowest_planned_error():
     assert make_plan(_campaign()).strategy_kind == "sqrt"  # prefix sums, wsum
     sliding = _campaign(workload={"kind": "sliding", "window": 4}, objective={"kind": "maxvar"})
-    assert make_plan(sliding).strategy_kind == "sqrt"
+    plan = make_plan(sliding)
+    assert plan.strategy_kind == "banded" and bandwidth(plan.matrix) == best_band(sliding, plan)
+    assert plan.to_json()["band"] == 4  # the window's length: its rows carry the window
+    # its planned worst window beats sqrt's and the diagonal's, each at its own normalisation
+    planned = {
+        kind: planned_error(p.queries, p.matrix, np.asarray(p.sigma_bar), objective="maxvar")
+        for kind, p in (
+            ("banded", plan),
+            (
+                "sqrt",
+                make_plan(_campaign("sqrt", sliding.workload.model_dump(), {"kind": "maxvar"})),
+            ),
+            (
+                "diagonal",
+                make_plan(_campaign("diagonal", sliding.workload.model_dump(), {"kind": "maxvar"})),
+            ),
+        )
+    }
+    assert planned["banded"] < min(planned["sqrt"], planned["diagonal"])
+    forced = make_plan(_campaign("banded", band=2))
+    assert forced.strategy_kind == "banded" and bandwidth(forced.matrix) == 2
+    with pytest.raises(ValueError, match="band"):
+        _campaign("sqrt", band=2)
+    with pytest.raises(ValueError, match="band"):
+        _campaign("banded", band=13)
     daily = _campaign(workload={"kind": "daily"})
     assert make_plan(daily).strategy_kind == "diagonal"  # independent days are optimal there
     budget = _campaign(objective={"kind": "min_budget", "max_variance": 50.0})
@@ -156,6 +200,23 @@ def test_a_plan_registered_before_strategies_reads_back_as_the_diagonal_one():
     assert not np.array_equal(sqrt.released, a.released)  # the new default does differ
 
 
+def test_a_sliding_campaign_registered_with_sqrt_keeps_it_and_a_new_one_is_banded():
+    """The plan record holds C itself: a campaign whose plan auto chose as sqrt before banded
+    strategies existed reads back as sqrt, though the same config plans banded now."""
+    sliding = _campaign(workload={"kind": "sliding", "window": 4}, objective={"kind": "maxvar"})
+    fresh = make_plan(sliding)
+    assert fresh.strategy_kind == "banded"
+    registered = make_plan(
+        _campaign("sqrt", workload={"kind": "sliding", "window": 4}, objective={"kind": "maxvar"})
+    )
+    record = to_record(registered)
+    record["config"]["strategy"] = "auto"  # what the catalogue said then
+    back = from_record(PlusPlan, json.loads(json.dumps(record)))
+    assert back.strategy_kind == "sqrt"
+    np.testing.assert_array_equal(back.matrix, sqrt_matrix(12))
+    assert not np.array_equal(back.matrix, fresh.matrix)
+
+
 def test_sqrt_plans_choices_and_states_round_trip_through_records():
     plan = make_plan(_campaign("sqrt"))
     assert to_record(from_record(PlusPlan, json.loads(json.dumps(to_record(plan))))) == to_record(
@@ -176,8 +237,9 @@ def test_sqrt_plans_choices_and_states_round_trip_through_records():
 # -- charges, the draw, decoding ----------------------------------------------------------------
 
 
-def test_a_sqrt_campaign_charges_exactly_rho_and_never_less_than_the_worst_case():
-    plan = make_plan(_campaign("sqrt"))
+@pytest.mark.parametrize("settings", [{"strategy": "sqrt"}, {"strategy": "banded", "band": 3}])
+def test_a_correlated_campaign_charges_exactly_rho_and_never_less_than_the_worst_case(settings):
+    plan = make_plan(_campaign(**settings))
     data = prepare_plus(paper_dataset("zipf", users=3000, publishers=5, days=12, seed=0))
     state, spent, worst = PlusState(), Rho.zero(), Fraction(0)
     noise = SeededNoise(3)
@@ -254,7 +316,8 @@ def test_after_the_profile_sigma_is_sigma_bar_times_s_and_spends_stay_within_rho
     data = prepare_plus(paper_dataset("zipf", users=3000, publishers=5, days=12, seed=1))
     run = run_plus(plan, data, SeededNoise(1))
     bar = np.asarray(plan.sigma_bar)
-    np.testing.assert_allclose(run.sigmas[:4], bar[:4] * 0.5 * run.bounds[:4], rtol=1e-15)
+    early = np.minimum(0.5 * run.bounds[:4], plan.early_cap)  # ε0·Λ = 0.3·6
+    np.testing.assert_allclose(run.sigmas[:4], bar[:4] * early, rtol=1e-15)
     np.testing.assert_allclose(run.sigmas[4:], bar[4:] * run.scale_estimate, rtol=1e-15)
     assert run.spend.max() <= float(plan.budget.rho1)
     # the released days decode the rows: C·released = the rows' noisy values
@@ -279,3 +342,7 @@ def test_the_plan_command_shows_the_strategy():
         MECHANISM.describe(make_plan(_campaign("diagonal")))
     )
     assert MECHANISM.summary(make_plan(_campaign()))["strategy"] == "sqrt"
+    sliding = _campaign(workload={"kind": "sliding", "window": 4}, objective={"kind": "maxvar"})
+    shown = "\n".join(MECHANISM.describe(make_plan(sliding)))
+    assert "noise strategy banded (4 lags)" in shown
+    assert "days 1..4: noise σ̄_i·min(ψ0·r_i, 1.8)" in shown  # ε0·Λ = 0.3·6

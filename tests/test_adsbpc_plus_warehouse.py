@@ -35,7 +35,9 @@ START = date(2026, 3, 1)
 DAYS = 6
 
 
-def _campaign(name: str = "plus", strategy: str = "auto", pace: float | None = None):
+def _campaign(
+    name: str = "plus", strategy: str = "auto", pace: float | None = None, band: int | None = None
+):
     return parse_campaign(
         {
             "name": name,
@@ -46,7 +48,13 @@ def _campaign(name: str = "plus", strategy: str = "auto", pace: float | None = N
             "mechanism": "adsbpc_plus",
             "attribution": {"rule": "lta", "lookback_days": 1},
             "privacy": {"rho": 0.3},
-            "adsbpc_plus": {"profile_days": 2, "cap": 5, "strategy": strategy, "pace": pace},
+            "adsbpc_plus": {
+                "profile_days": 2,
+                "cap": 5,
+                "strategy": strategy,
+                "pace": pace,
+                "band": band,
+            },
         }
     )
 
@@ -57,7 +65,7 @@ def loaded(tmp_path_factory):
     files = write_events(data.to_events(START), tmp_path_factory.mktemp("ev"), fmt="parquet")
     wh = Warehouse(":memory:")
     wh.ingest(files.impressions, files.conversions, now=FAR_FUTURE)
-    names = ("plus", "again", "rows", "identity", "carried", "paced", "paced_rows")
+    names = ("plus", "again", "rows", "banded", "identity", "carried", "paced", "paced_rows")
     for name in (*names, "remainder", "remainder_rows", "whole", "released"):
         camp = _campaign(name)
         wh.attribute_days(camp, START, START + timedelta(days=DAYS - 1))
@@ -119,12 +127,15 @@ def _warehouse_stream(wh, campaign, plan, seed, remainder_cap=None):
     )
 
 
-@pytest.mark.parametrize(("name", "strategy"), [("plus", "diagonal"), ("rows", "sqrt")])
+@pytest.mark.parametrize(
+    ("name", "strategy", "band"),
+    [("plus", "diagonal", None), ("rows", "sqrt", None), ("banded", "banded", 2)],
+)
 def test_sql_filter_equals_the_numpy_engine_and_production_equals_evaluation(
-    loaded, name, strategy
+    loaded, name, strategy, band
 ):
     data, wh = loaded
-    campaign = _campaign(name, strategy)
+    campaign = _campaign(name, strategy, band=band)
     plan = replace(make_plan(campaign), filter_cap=0.05)  # a tight budget: the filter binds
     assert plan.strategy_kind == strategy
     releases, state = _warehouse_stream(wh, campaign, plan, seed=5)

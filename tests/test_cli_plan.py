@@ -107,4 +107,5 @@ def test_plan_text_of_an_adsbpc_plus_campaign_shows_its_split_and_scale_prior(
     assert main(["plan", str(plus), "--campaign", "spring_sale"]) == 0
     out = capsys.readouterr().out
     assert "mechanism adsbpc_plus" in out
-    assert "profile after day 4: q 0.99, scale prior s0 2.5" in out
+    assert "profile after day 3: q 0.9, scale prior s0 2.5" in out
+    assert "days 1..3: noise σ̄_i·min(ψ0·r_i, 3) (the early cap ε0·Λ)" in out

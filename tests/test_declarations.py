@@ -122,8 +122,16 @@ def _plus(strategy: str) -> dict:
             "profile_days": 2,
             "cap": 6,
             "prior_scale": 1.0,  # day costs ≈ g_i: the worst case stays below ρ1 until day 8
+            "early_scale": None,  # (an early cap would raise days 1..m's worst case)
         },
     }
+
+
+def _plus_early_cap() -> dict:
+    """The square-root strategy with days 1..m's noise unit capped at ε0·Λ = 1.8 (< ψ0·r_i for
+    every r_i > 1.8): the declaration restates the cap apart from the choice's σ."""
+    entry = _plus("sqrt")
+    return {**entry, "mechanism": {**entry["mechanism"], "early_scale": 0.3}}
 
 
 def _plus_remainder() -> dict:
@@ -211,7 +219,9 @@ def test_a_stream_mechanisms_wrong_sigma_or_sensitivity_is_refused_before_drawin
     assert ledger.campaign_budget("c").spent == spent
 
 
-@pytest.mark.parametrize("entry", [ADSBPC, _plus("diagonal"), _plus("sqrt"), _plus_remainder()])
+@pytest.mark.parametrize(
+    "entry", [ADSBPC, _plus("diagonal"), _plus("sqrt"), _plus_remainder(), _plus_early_cap()]
+)
 def test_an_uninjected_stream_draws_every_day_through_the_same_declarations(
     entry: dict, ledger: Ledger
 ) -> None:

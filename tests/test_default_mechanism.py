@@ -145,14 +145,15 @@ def test_an_entry_registered_as_adsbpc_keeps_adsbpc_when_the_default_changes(
     assert ledger.campaign_record("spring") == record  # nothing rewritten
 
 
-def test_an_adsbpc_plus_entry_registered_with_m_7_keeps_it_when_the_default_becomes_4(
+def test_an_adsbpc_plus_entry_registered_with_m_7_keeps_it_when_the_default_becomes_3(
     ledger: Ledger,
 ) -> None:
-    """Issue 27 lowered AdsBPC+'s default ``profile_days`` from 7 to 4. What an earlier release
-    registered for an entry that wrote no ``profile_days``: m = 7 in its config and plan, the
-    field not among those written. Re-read now it is not an edit, and the plan keeps m = 7."""
+    """Issue 27 lowered AdsBPC+'s default ``profile_days`` from 7 to 4, then to 3. What an
+    earlier release registered for an entry that wrote no ``profile_days``: m = 7 in its config
+    and plan, the field not among those written. Re-read now it is not an edit, and the plan
+    keeps m = 7."""
     written = entry(mechanism="adsbpc_plus")
-    assert written.mechanism.profile_days == 4
+    assert written.mechanism.profile_days == 3
     then = entry(mechanism={"kind": "adsbpc_plus", "profile_days": 7})
     ledger.register(
         CampaignRecord(

@@ -54,7 +54,7 @@ from dp_platform.mechanisms.adsbpc_plus_plan import (
     profile_top,
     strategy_row,
 )
-from dp_platform.mechanisms.adsbpc_plus_strategies import auto_strategy, with_sqrt_strategy
+from dp_platform.mechanisms.adsbpc_plus_strategies import auto_strategy, strategy_plan
 from dp_platform.mechanisms.base import BoundInputs, Chain, Measurement
 from dp_platform.privacy.accounting import Rho, gaussian_sigma
 from dp_platform.privacy.allotment import Allotment
@@ -146,12 +146,14 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> P
         scale_weights=_scale_weights(campaign, matrix),
         marginals=planned_marginals(campaign, cfg.marginals),
         pace=cfg.pace,
+        early_cap=None if cfg.early_scale is None else cfg.early_scale * cfg.cap,
         **_remainder(cfg, budget),
     )
-    kind = cfg.strategy
-    if kind == "auto":
-        kind = auto_strategy(campaign, plan)
-    return plan if kind == "diagonal" else with_sqrt_strategy(campaign, plan)
+    if cfg.strategy == "auto":
+        return auto_strategy(campaign, plan)
+    if cfg.strategy == "diagonal":
+        return plan
+    return strategy_plan(campaign, plan, cfg.strategy, cfg.band)
 
 
 @dataclass(frozen=True)
@@ -374,9 +376,16 @@ class PlusMechanism:
                 f"s0 {data['scale_prior']:g} (kept unless the noisy profile rules it out), "
                 f"cap {data['cap']}"
             )
+            if plan.early_cap is not None:
+                lines.append(
+                    f"  days 1..{data['profile_days']}: noise σ̄_i·min(ψ0·r_i, "
+                    f"{plan.early_cap:g}) (the early cap ε0·Λ)"
+                )
         if plan.correlated:
             lines += [
-                f"  noise strategy {plan.strategy_kind}: day t releases Σ_j C_tj x_j + N(0, σ_t²)"
+                f"  noise strategy {data['strategy']}"
+                + (f" ({data['band']} lags)" if data["strategy"] == "banded" else "")
+                + ": day t releases Σ_j C_tj x_j + N(0, σ_t²)"
                 " and publishes the decoded day",
                 "    (noise correlated across days); each user is charged their whole row "
                 f"(cross-day weight κ {plan.cross_weight:.3g})",

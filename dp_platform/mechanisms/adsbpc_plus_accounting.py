@@ -28,18 +28,21 @@ __all__ = ["declare", "measure", "release_charges", "remainder_allotment", "rema
 def _planned_rows(plan: PlusPlan, state: PlusState) -> tuple[np.ndarray, np.ndarray]:
     """Rows 1..t's ℓ2 sensitivity Δ_j = Σ_{k≤j} C_jk r_k and noise unit u_j (σ_j = σ̄_j·u_j)
     from the plan and the chain's DP outputs (bounds, profile scale s): u_j = ψ0·r_j before
-    the profile, min(s, r_j) after, s with a correlated strategy (the plan's rule, restated
-    apart from :func:`day_sigma`)."""
+    the profile (at most ε0·Λ where the plan caps it), min(s, r_j) after, s with a correlated
+    strategy (the plan's rule, restated apart from :func:`day_sigma`)."""
     bounds = np.asarray(state.bounds, dtype=np.float64)
     t = bounds.size
     deltas = np.tril(plan.matrix[:t, :t]) @ bounds
     s = state.scale_estimate
     after = np.arange(1, t + 1) >= (plan.profile_day or t + 1)
+    early = np.minimum(
+        plan.config.prior_scale * bounds, np.inf if plan.early_cap is None else plan.early_cap
+    )
     if s is None:
-        units = plan.config.prior_scale * bounds
+        units = early
     else:
         measured = np.full(t, s) if plan.correlated else np.minimum(s, bounds)
-        units = np.where(after, measured, plan.config.prior_scale * bounds)
+        units = np.where(after, measured, early)
     return deltas, units
 
 

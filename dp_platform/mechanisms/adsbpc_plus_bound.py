@@ -148,13 +148,14 @@ def profile_scale(
 
 
 def day_sigma(plan: PlusPlan, day: int, bound: float, scale: float | None) -> float:
-    """σ_i = σ̄_i·ψ0·r_i before the profile estimate, σ̄_i·min(s, r_i) after (s absolute).
+    """σ_i = σ̄_i·ψ0·r_i before the profile estimate (at most σ̄_i·ε0·Λ where the plan caps
+    it, :meth:`PlusPlan.early_unit`), σ̄_i·min(s, r_i) after (s absolute).
 
     With a correlated strategy a row carries earlier days too, so its norm is not capped by
     r_i: after the profile σ_i = σ̄_i·s."""
     sigma_bar = plan.sigma_bar[day - 1]
     if scale is None:
-        return sigma_bar * plan.config.prior_scale * bound
+        return float(sigma_bar * plan.early_unit(bound))
     return sigma_bar * (scale if plan.correlated else min(scale, bound))
 
 
@@ -179,7 +180,7 @@ def select_bound(
     cut_sq = np.maximum(cut, 0.0) ** 2 + pooled_sigma**2 * (excess**2).sum(axis=1)
     sigma_bar = plan.sigma_bar[day - 1]
     if scale is None:
-        sigmas = sigma_bar * plan.config.prior_scale * grid
+        sigmas = sigma_bar * plan.early_unit(grid)
     elif plan.correlated:
         sigmas = np.full_like(grid, sigma_bar * scale)
     else:

@@ -25,6 +25,7 @@ from dp_platform.config import (
 )
 from dp_platform.errors import ConfigError
 from dp_platform.privacy.accounting import Rho, epsilon_at_deltas
+from dp_platform.privacy.strategy import bandwidth
 from dp_platform.warehouse.base import ProfileGrid, StrategyRow
 from dp_platform.workload import query_ends
 
@@ -65,11 +66,16 @@ class PlusSettings(MechanismSettings):
     histogram_share: float = Field(default=0.03, ge=SHARE_FLOOR, lt=1)
     profile_share: float = Field(default=0.02, ge=0, lt=1)
     profile_days: int = Field(
-        default=4,
+        default=3,
         ge=0,
-        description="m: days the profile is read from (4 since issue 27; registered plans keep 7)",
+        description="m: days the profile is read from (3 since issue 27; registered: theirs)",
     )
-    quantile: float = Field(default=0.99, gt=0, lt=1, description="q of the per-user profile")
+    quantile: float = Field(
+        default=0.9,
+        gt=0,
+        lt=1,
+        description="q of the per-user profile: s is at or above it (0.9 since issue 27)",
+    )
     prior_scale: float = Field(
         default=0.5, gt=0, le=1, description="ψ0: σ_i = σ̄_i·ψ0·r_i on days 1..m (public prior)"
     )
@@ -96,13 +102,19 @@ class PlusSettings(MechanismSettings):
         ge=0,
         description="λ: weight of the all-publisher total's error in the objective rule (1)",
     )
-    strategy: Literal["auto", "diagonal", "sqrt"] = Field(
+    strategy: Literal["auto", "diagonal", "sqrt", "banded"] = Field(
         default="auto",
         description=(
             "noise strategy C (rows C·x + N(0, σ²)): diagonal = independent noise per day, "
-            "sqrt = the square-root factorization of prefix sums (correlated noise); auto = "
-            "the one with the lower planned error for the workload"
+            "sqrt = the square-root factorization of prefix sums (correlated noise), banded = "
+            "that factorization kept to its first `band` lags; auto = the one with the lowest "
+            "planned error for the workload (banded with every band)"
         ),
+    )
+    band: int | None = Field(
+        default=None,
+        ge=1,
+        description="b: lags a banded row carries (default: the lowest planned error's band)",
     )
     marginals: dict[str, float | dict[str, float]] | None = Field(
         default=None, description=MARGINALS_HELP
@@ -121,6 +133,16 @@ class PlusSettings(MechanismSettings):
     )
     remainder_cap: float = Field(
         default=3.0, gt=0, le=MAX_BOUND_CAP, description="E: one user's most in X_t a day"
+    )
+    early_scale: float | None = Field(
+        default=0.3,
+        gt=0,
+        le=1,
+        description=(
+            "ε0: on days 1..m a row's noise unit is min(ψ0·r_i, ε0·Λ), so the days before the "
+            "profile run at most at that scale whatever bound the noisy histograms leave "
+            "(0.3 since issue 27); null: ψ0·r_i, as for plans registered before"
+        ),
     )
     pace: float | None = Field(
         default=0.0,
@@ -186,6 +208,10 @@ class PlusSettings(MechanismSettings):
                 f"adsbpc_plus: histogram_share + profile_share + remainder_share {share:g}"
                 f"{written} must be < 1 (rho1 needs a share); lower a share or set "
                 "remainder_share: 0"
+            )
+        if self.band is not None and (self.strategy != "banded" or self.band > campaign.days):
+            raise ValueError(
+                f"adsbpc_plus.band: set only with strategy banded, at most days ({campaign.days})"
             )
         if self.profile_days >= campaign.days:
             raise ValueError(
@@ -280,10 +306,18 @@ class PlusPlan:
     # None (every plan registered before, and one count per publisher): cells one by one
     marginals: MarginalWeights | None = None
     pace: float | None = None  # β; None (every plan registered before it existed): unpaced
+    # ε0·Λ: the most days 1..m's noise unit can be (None, every plan registered before: ψ0·r_i)
+    early_cap: float | None = None
     # the daily remainder (None: not released, as for every plan registered before it): its cap
     # E — one user's most in X_t — and the σ_R of its Gaussian, E²/(2σ_R²) ≤ ρ_R/n
     remainder_cap: float | None = None
     remainder_sigma: float | None = None
+
+    def early_unit(self, bound: float | np.ndarray) -> float | np.ndarray:
+        """Days 1..m's noise unit for the bound r_i (σ_i = σ̄_i·unit): ψ0·r_i, at most ε0·Λ
+        when the plan caps it. Public: r_i is a DP output, ψ0 and ε0 are the plan's."""
+        unit = self.config.prior_scale * bound
+        return unit if self.early_cap is None else np.minimum(unit, self.early_cap)
 
     def day_cap(self, day: int) -> float:
         """The filter's cap on day ``day`` (1-based): ``filter_cap``·min(1, W_day + β), W_day
@@ -356,8 +390,10 @@ class PlusPlan:
             "scale_rule": self.scale_rule,
             "total_weight": self.total_weight,
             "strategy": self.strategy_kind,
+            "band": bandwidth(self.matrix),
             "cross_weight": self.cross_weight,
             "pace": self.pace,
+            "early_cap": self.early_cap,
             "rho_remainder": float(self.budget.remainder),
             "remainder_cap": self.remainder_cap,
             "remainder_sigma": self.remainder_sigma,
@@ -369,7 +405,7 @@ def check_sigma_range(cfg: PlusSettings, sigma_bar: tuple[float, ...]) -> None:
     """Every σ_i the plan can choose — σ̄_i·ψ0·r (r ∈ [1, Λ]) before the profile, σ̄_i·min(s, r)
     after, s ≥ the lowest profile edge — must be a positive finite float: refused at plan time,
     before anything is reserved, if the budget makes it underflow or overflow."""
-    lowest = min(cfg.prior_scale, profile_edge(cfg.cap, 0), 1.0)
+    lowest = min(cfg.prior_scale, profile_edge(cfg.cap, 0), 1.0, (cfg.early_scale or 1.0) * cfg.cap)
     for day, unit in enumerate(sigma_bar, start=1):
         if not (unit * lowest > 0 and math.isfinite(unit * cfg.cap)):
             raise ConfigError(

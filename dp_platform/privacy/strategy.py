@@ -19,6 +19,13 @@ and the earlier x̂_j (:func:`decode_day`): post-processing. Its noise is correl
   private continual counting", SODA 2023; Fichtenberger, Henzinger and Upadhyay, "Constant
   matters: fine-grained error bound on differentially private continual observation", ICML
   2023), one σ̄ for every row.
+- ``banded``: that factorization with the lags ≥ b set to 0 — C_tj = c_{t−j} for t − j < b
+  (Kalinin and Lampert, "Banded square root matrix factorization for differentially private
+  model training", NeurIPS 2024), one σ̄ for every row. A row carries only the b − 1 days
+  before it, so a user's cost has no cross-day terms between days b or more apart. On sliding
+  windows of K days it plans a lower error than either (b = K; n = 31, K = 7: the worst
+  window's variance 3.32 against 4.62 for ``sqrt`` and 7 for ``diagonal`` at the reference
+  user below); b = 1 is C = I, b = n is ``sqrt``.
 
 Normalisation: Σ_t Σ_j C_tj²/(2σ̄_t²) = ρ1, so a user who contributes a unit vector on every
 day, to a different publisher each day, costs exactly ρ1 at unit scale — the same reference
@@ -34,6 +41,8 @@ import numpy as np
 
 __all__ = [
     "StrategyKind",
+    "banded_sqrt_matrix",
+    "bandwidth",
     "column_weights",
     "cost_gram",
     "cross_weight",
@@ -46,7 +55,7 @@ __all__ = [
     "worst_row_norm",
 ]
 
-StrategyKind = Literal["diagonal", "sqrt"]
+StrategyKind = Literal["diagonal", "sqrt", "banded"]
 
 
 def sqrt_coefficients(n: int) -> np.ndarray:
@@ -61,6 +70,21 @@ def sqrt_matrix(n: int) -> np.ndarray:
     index = np.arange(n)
     lag = index[:, None] - index[None, :]
     return np.where(lag >= 0, c[np.clip(lag, 0, None)], 0.0)
+
+
+def banded_sqrt_matrix(n: int, band: int) -> np.ndarray:
+    """:func:`sqrt_matrix` with the entries ``band`` or more days below the diagonal set to 0
+    (``band`` = n: the square root itself; 1: the identity). Entries stay ≥ 0."""
+    if not 1 <= band <= n:
+        raise ValueError(f"a band is 1..{n} days")
+    index = np.arange(n)
+    return np.where(index[:, None] - index[None, :] < band, sqrt_matrix(n), 0.0)
+
+
+def bandwidth(matrix: np.ndarray) -> int:
+    """b: 1 + the most days below the diagonal a nonzero entry lies (1 for the identity)."""
+    rows, columns = np.nonzero(np.asarray(matrix))
+    return 1 + int((rows - columns).max())
 
 
 def validate(matrix: np.ndarray) -> np.ndarray:
