@@ -112,7 +112,8 @@ def test_a_candidate_default_is_measured_with_its_settings_named(tmp_path, monke
     """``--plus NAME=VALUE``: AdsBPC+ runs with those settings over the defaults (a plan that
     releases a remainder, paced) and the note names them; a bad setting is refused."""
     from dp_platform.mechanisms.adsbpc_plus import make_plan
-    from dp_research.baselines import prefix
+    from dp_research.baselines import prefix, sliding
+    from dp_research.commands.evaluate import _setting
     from dp_research.evaluation.adsbpc_runs import plus_campaign_for
 
     settings = (("pace", 0.0), ("remainder_share", 0.05))
@@ -124,3 +125,9 @@ def test_a_candidate_default_is_measured_with_its_settings_named(tmp_path, monke
     assert len(rows) == len(CI_TIERS) * 4 * 2
     with pytest.raises(SystemExit):
         run(["--scale-table", "--ci", "--out", str(tmp_path), "--plus", "pace"])
+    # a word or null as the value: a setting that is not a number is measured too
+    words = (("strategy", "sqrt"), ("early_scale", None))
+    plan = make_plan(plus_campaign_for(sliding(31, 7), rho=1.0, cap=10, settings=words))
+    assert plan.strategy_kind == "sqrt" and plan.early_cap is None
+    assert _setting("strategy=sqrt") == ("strategy", "sqrt")
+    assert _setting("early_scale=null") == ("early_scale", None)

@@ -123,11 +123,13 @@ def test_realised_total_squared_errors_match_the_formula_where_it_clips(data) ->
 @pytest.mark.slow
 @pytest.mark.parametrize("workload", ["prefix", "sliding"])
 def test_realised_total_error_agrees_with_the_expected_one(workload: str) -> None:
-    """400 seeded repeats on small data, AdsBPC+ and the methods whose choices are private
-    among them: the realised total error is the expected one within its sampling error
-    (prefix: the last query carries 49 of the 58 weights, so the WRMSE's relative sd is about
-    √(1/(2R)) ≈ 3.5 %; the sliding maximum over windows of means of 400 draws sits a little
-    above its expectation)."""
+    """Seeded repeats on small data, AdsBPC+ and the methods whose choices are private among
+    them: the realised total error is the expected one within its sampling error (prefix, 400
+    repeats: the last query carries 49 of the 58 weights, so the WRMSE's relative sd is about
+    √(1/(2R)) ≈ 3.5 %). Sliding: the realised figure is the maximum over windows of means of
+    R draws, which sits above its expectation by about the largest of the windows' sampling
+    errors; under AdsBPC+'s banded strategy most windows are near the worst, so R = 1 600
+    (measured on AdsBPC+: realised ÷ expected 1.18 at 400 repeats, 1.08 at 1 600)."""
     config = ExperimentConfig(
         "zipf",
         workload=workload,
@@ -135,7 +137,7 @@ def test_realised_total_error_agrees_with_the_expected_one(workload: str) -> Non
         users=600,
         publishers=4,
         days=DAYS,
-        repeats=400,
+        repeats=400 if workload == "prefix" else 1600,
         methods=("adsbpc", "umm", "oracle", "adsbpc_plus"),
         seed=5,
     )

@@ -19,6 +19,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from dp_research.evaluation.adsbpc_runs import shown_setting
 from dp_research.evaluation.all_results import CI_SCALE, Scale
 from dp_research.evaluation.datasets import DATASETS
 from dp_research.evaluation.experiment import ExperimentConfig, ExperimentResult, run_experiment
@@ -236,15 +237,17 @@ def _slices(args: argparse.Namespace) -> int:
     return 0
 
 
-def _setting(text: str) -> tuple[str, float]:
-    """NAME=VALUE of ``--plus``: an AdsBPC+ setting and a number."""
+def _setting(text: str) -> tuple[str, float | str | None]:
+    """NAME=VALUE of ``--plus``: an AdsBPC+ setting and a number, ``null`` or a word."""
     name, sep, value = text.partition("=")
+    if not sep or not name or not value:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=VALUE")
+    if value == "null":
+        return name, None
     try:
-        if not sep or not name:
-            raise ValueError
         return name, float(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=NUMBER") from None
+        return name, value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -257,7 +260,9 @@ def run(args: argparse.Namespace) -> int:
     if args.scale_table:
         command = "dp-platform evaluate --scale-table --out " + str(args.out)
         if args.plus:
-            command += " --plus " + " ".join(f"{name}={value:g}" for name, value in args.plus)
+            command += " --plus " + " ".join(
+                f"{name}={shown_setting(value)}" for name, value in args.plus
+            )
         path, rows = write_scale_table(
             out,
             ci=args.ci,

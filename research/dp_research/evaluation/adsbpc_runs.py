@@ -59,6 +59,17 @@ __all__ = [
 ]
 
 PAPER_QUANTILE_DAYS = 7
+# AdsBPC+ settings over the defaults, (name, value): a number, a word (strategy: sqrt) or None
+PlusSettingValues = tuple[tuple[str, float | str | None], ...]
+
+
+def shown_setting(value: float | str | None) -> str:
+    """A setting's value as ``--plus`` takes it (``null`` for None)."""
+    if value is None:
+        return "null"
+    return f"{value:g}" if isinstance(value, float) else value
+
+
 PLUS_PROFILE_DAYS = int(PlusSettings.model_fields["profile_days"].default)
 """m of AdsBPC+ in the evaluation: the platform's default (the tables split r at it)."""
 
@@ -116,7 +127,7 @@ def plus_campaign_for(
     *,
     rho: float,
     cap: int,
-    settings: tuple[tuple[str, float], ...] = (),
+    settings: PlusSettingValues = (),
     publishers: int | None = None,
 ) -> CampaignConfig:
     """The same campaign as :func:`campaign_for` run by AdsBPC+: the platform's defaults, Λ =

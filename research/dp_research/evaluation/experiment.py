@@ -20,7 +20,11 @@ from dp_platform.mechanisms import adsbpc_plus
 from dp_platform.mechanisms.adsbpc import make_plan
 from dp_platform.privacy.noise import NoiseSource, SeededNoise
 from dp_research.baselines import Workload, prefix, sliding
-from dp_research.evaluation.adsbpc_runs import campaign_for, plus_campaign_for
+from dp_research.evaluation.adsbpc_runs import (
+    PlusSettingValues,
+    campaign_for,
+    plus_campaign_for,
+)
 from dp_research.evaluation.datasets import (
     DatasetSpec,
     dataset_spec,
@@ -77,7 +81,7 @@ class ExperimentConfig:
     users_per_day: int | None = None
     """When set, ``users`` is ignored: the generator gets as many users as make this the
     expected number converting on a day (datasets.generator_users; synthetic sets only)."""
-    plus_settings: tuple[tuple[str, float], ...] = ()
+    plus_settings: PlusSettingValues = ()
     """AdsBPC+ settings over the platform's defaults (``evaluate --scale-table --plus``)."""
 
     def __post_init__(self) -> None:

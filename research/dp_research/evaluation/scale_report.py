@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dp_research.evaluation.adsbpc_runs import PlusSettingValues, shown_setting
 from dp_research.evaluation.datasets import dataset_spec
 from dp_research.evaluation.experiment import ExperimentConfig, ExperimentResult, run_workloads
 from dp_research.evaluation.methods import LABELS
@@ -159,7 +160,7 @@ def run_scale_table(
     days: int = 31,
     show_progress: bool | None = None,
     log: bool = True,
-    plus_settings: tuple[tuple[str, float], ...] = (),
+    plus_settings: PlusSettingValues = (),
 ) -> tuple[list[ScaleRow], dict[str, float]]:
     """Every row (module doc) and the seconds of each step; ``facebook`` is (repeats, seeds)
     or None to leave it out. ``log`` prints each step's time on stderr as it ends.
@@ -326,7 +327,7 @@ def write_scale_table(
     command: str = "dp-platform evaluate --scale-table --out docs/",
     show_progress: bool | None = None,
     facebook: bool = True,
-    plus_settings: tuple[tuple[str, float], ...] = (),
+    plus_settings: PlusSettingValues = (),
 ) -> tuple[Path, list[ScaleRow]]:
     """Run the table (``ci``: the tiers' shapes at toy size) and replace its block in
     ``out_dir/results.md`` (appended under its heading if the page has none).
@@ -356,7 +357,7 @@ def write_scale_table(
         "Oracle+."
     )
     if plus_settings:
-        chosen = ", ".join(f"{name} {value:g}" for name, value in plus_settings)
+        chosen = ", ".join(f"{name} {shown_setting(value)}" for name, value in plus_settings)
         note += f" AdsBPC+ (and Oracle+) with {chosen} over the platform's defaults."
     path = out_dir / "results.md"
     path.parent.mkdir(parents=True, exist_ok=True)

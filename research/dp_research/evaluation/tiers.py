@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dp_research.evaluation.adsbpc_runs import PlusSettingValues
 from dp_research.evaluation.experiment import ExperimentConfig
 
 __all__ = ["CI_TIERS", "TIERS", "Tier"]
@@ -41,7 +42,7 @@ class Tier:
         *,
         rho: float = 1.0,
         days: int = 31,
-        plus_settings: tuple[tuple[str, float], ...] = (),
+        plus_settings: PlusSettingValues = (),
     ) -> list[ExperimentConfig]:
         """One experiment per data seed (noise seeds follow from it, as everywhere)."""
         return [
