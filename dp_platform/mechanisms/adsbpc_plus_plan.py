@@ -402,10 +402,12 @@ class PlusPlan:
 
 
 def check_sigma_range(cfg: PlusSettings, sigma_bar: tuple[float, ...]) -> None:
-    """Every σ_i the plan can choose — σ̄_i·ψ0·r (r ∈ [1, Λ]) before the profile, σ̄_i·min(s, r)
-    after, s ≥ the lowest profile edge — must be a positive finite float: refused at plan time,
-    before anything is reserved, if the budget makes it underflow or overflow."""
-    lowest = min(cfg.prior_scale, profile_edge(cfg.cap, 0), 1.0, (cfg.early_scale or 1.0) * cfg.cap)
+    """Every σ_i the plan can choose — σ̄_i·min(ψ0·r, ε0·Λ) (r ∈ [1, Λ]) before the profile,
+    σ̄_i·min(s, r) after, s ≥ the lowest profile edge — must be a positive finite float:
+    refused at plan time, before anything is reserved, if the budget makes it underflow or
+    overflow."""
+    early = cfg.cap if cfg.early_scale is None else cfg.early_scale * cfg.cap
+    lowest = min(cfg.prior_scale, profile_edge(cfg.cap, 0), 1.0, early)
     for day, unit in enumerate(sigma_bar, start=1):
         if not (unit * lowest > 0 and math.isfinite(unit * cfg.cap)):
             raise ConfigError(

@@ -23,11 +23,10 @@ from dp_platform.privacy.strategy import (
     column_weights,
     cross_weight,
     planned_error,
-    sqrt_matrix,
 )
 from dp_platform.workload import query_weights
 
-__all__ = ["auto_strategy", "best_band", "strategy_plan", "with_sqrt_strategy"]
+__all__ = ["auto_strategy", "best_band", "strategy_plan"]
 
 
 def _objective(campaign: CampaignConfig, plan: PlusPlan, matrix: np.ndarray, sigma: tuple) -> float:
@@ -57,7 +56,7 @@ def auto_strategy(campaign: CampaignConfig, plan: PlusPlan) -> PlusPlan:
     """The plan — diagonal, sqrt or banded at :func:`best_band` — with the lowest planned error
     for the campaign's workload and objective (wsum or maxvar) at the same reference user
     (privacy/strategy.py): public, fixed before day 1, the same rule for every campaign; a tie
-    keeps the simpler (diagonal, then sqrt). ``min_budget`` keeps the diagonal."""
+    keeps the diagonal, and among bands the shortest. ``min_budget`` keeps the diagonal."""
     if campaign.objective.kind == "min_budget" or plan.days < 2:
         return plan
     band = best_band(campaign, plan)
@@ -71,17 +70,13 @@ def auto_strategy(campaign: CampaignConfig, plan: PlusPlan) -> PlusPlan:
 def strategy_plan(
     campaign: CampaignConfig, plan: PlusPlan, kind: str, band: int | None
 ) -> PlusPlan:
-    """The plan with strategy ``kind`` (``sqrt``, or ``banded`` at ``band``, :func:`best_band`
-    when None)."""
+    """The plan with strategy ``kind``: ``sqrt`` is the banded factorization at b = n,
+    ``banded`` the one at ``band`` (:func:`best_band` when None)."""
     if kind == "sqrt":
-        return with_sqrt_strategy(campaign, plan)
-    band = best_band(campaign, plan) if band is None else band
-    return _with_matrix(campaign, plan, banded_sqrt_matrix(plan.days, band), "banded")
-
-
-def with_sqrt_strategy(campaign: CampaignConfig, plan: PlusPlan) -> PlusPlan:
-    """The plan with the square-root strategy (:func:`_with_matrix`)."""
-    return _with_matrix(campaign, plan, sqrt_matrix(plan.days), "sqrt")
+        band = plan.days
+    elif band is None:
+        band = best_band(campaign, plan)
+    return _with_matrix(campaign, plan, banded_sqrt_matrix(plan.days, band), kind)
 
 
 def _with_matrix(campaign: CampaignConfig, plan: PlusPlan, c: np.ndarray, kind: str) -> PlusPlan:
