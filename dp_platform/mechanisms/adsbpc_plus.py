@@ -147,6 +147,7 @@ def make_plan(campaign: CampaignConfig, base_dir: str | Path | None = None) -> P
         marginals=planned_marginals(campaign, cfg.marginals),
         pace=cfg.pace,
         early_cap=None if cfg.early_scale is None else cfg.early_scale * cfg.cap,
+        scale_prior=cfg.profile_prior,
         **_remainder(cfg, budget),
     )
     if cfg.strategy == "auto":

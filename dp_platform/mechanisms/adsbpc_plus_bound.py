@@ -137,7 +137,7 @@ def profile_scale(
     """s by the plan's rule: ``quantile`` (plans registered before issue 27) or ``objective``
     (:mod:`~dp_platform.mechanisms.adsbpc_plus_scale`). Both are post-processing of the noisy
     profile; ``prior`` defaults to the configured s0 (the evaluation's oracle passes the top)."""
-    s0 = plan.config.profile_prior if prior is None else prior
+    s0 = plan.prior if prior is None else prior
     if plan.scale_rule == "objective":
         return objective_scale(
             plan, noisy_profile, sigma=sigma, publishers=publishers, prior=s0, z=z

@@ -30,6 +30,7 @@ from dp_platform.warehouse.base import ProfileGrid, StrategyRow
 from dp_platform.workload import query_ends
 
 __all__ = [
+    "DEFAULT_PRIOR_FRACTION",
     "DEFAULT_REMAINDER_SHARE",
     "PROFILE_BINS",
     "PROFILE_EDGES",
@@ -52,6 +53,8 @@ __all__ = [
 
 # ρ_R's share where the remainder applies (plans made since issue 27; unset before: none)
 DEFAULT_REMAINDER_SHARE = 0.05
+# s0 ÷ Λ where no scale_prior is written (plans made since 2026-11-29; before: ψ0)
+DEFAULT_PRIOR_FRACTION = 0.35
 
 
 class PlusSettings(MechanismSettings):
@@ -86,7 +89,8 @@ class PlusSettings(MechanismSettings):
         gt=0,
         description=(
             "s0: profile scale kept when the noisy profile cannot rule it out "
-            "(default ψ0·Λ; set Λ to fall back on cutting nobody)"
+            f"(default {DEFAULT_PRIOR_FRACTION:g}·Λ since 2026-11-29, ψ0·Λ before; set Λ to fall "
+            "back on cutting nobody)"
         ),
     )
     scale_rule: Literal["quantile", "objective"] | None = Field(
@@ -132,7 +136,10 @@ class PlusSettings(MechanismSettings):
         ),
     )
     remainder_cap: float = Field(
-        default=3.0, gt=0, le=MAX_BOUND_CAP, description="E: one user's most in X_t a day"
+        default=2.5,
+        gt=0,
+        le=MAX_BOUND_CAP,
+        description="E: one user's most in X_t a day (2.5 since 2026-11-29; 3 before)",
     )
     early_scale: float | None = Field(
         default=0.3,
@@ -157,8 +164,15 @@ class PlusSettings(MechanismSettings):
 
     @property
     def profile_prior(self) -> float:
-        """s0 in conversions: the configured prior, or ψ0·Λ (the scale days 1..m plan for)."""
-        return self.scale_prior if self.scale_prior is not None else self.prior_scale * self.cap
+        """s0 in conversions for a plan made now: the configured prior, or 0.35·Λ — below
+        ψ0·Λ, the scale days 1..m plan for, because workloads want different scales where the
+        profile cannot read the tail: on the Facebook campaign (docs/results.md) sliding
+        windows beat the hindsight-tuned fixed bound only at s ≤ 0.39·Λ and prefix sums only
+        above 0.3·Λ; at 0.35·Λ both do (0.82 and 0.91 × the fixed bound's error), at 0.5·Λ
+        sliding windows do not (1.57 ×)."""
+        if self.scale_prior is not None:
+            return self.scale_prior
+        return DEFAULT_PRIOR_FRACTION * self.cap
 
     def counts_conversions(self, campaign: CampaignConfig) -> bool:
         """Whether the remainder applies: it adds clipped conversions back to one count per
@@ -312,6 +326,17 @@ class PlusPlan:
     # E — one user's most in X_t — and the σ_R of its Gaussian, E²/(2σ_R²) ≤ ρ_R/n
     remainder_cap: float | None = None
     remainder_sigma: float | None = None
+    # s0 in conversions (None, every plan registered before it was recorded: the configured
+    # scale_prior, or ψ0·Λ as then): :attr:`prior`
+    scale_prior: float | None = None
+
+    @property
+    def prior(self) -> float:
+        """s0: the profile scale kept where the noisy profile cannot rule it out."""
+        if self.scale_prior is not None:
+            return self.scale_prior
+        cfg = self.config
+        return cfg.scale_prior if cfg.scale_prior is not None else cfg.prior_scale * cfg.cap
 
     def early_unit(self, bound: float | np.ndarray) -> float | np.ndarray:
         """Days 1..m's noise unit for the bound r_i (σ_i = σ̄_i·unit): ψ0·r_i, at most ε0·Λ
@@ -384,7 +409,7 @@ class PlusPlan:
             "profile_days": cfg.profile_days,
             "quantile": cfg.quantile,
             "prior_scale": cfg.prior_scale,
-            "scale_prior": cfg.profile_prior,
+            "scale_prior": self.prior,
             "scale_z": SCALE_Z,
             "cap": cfg.cap,
             "scale_rule": self.scale_rule,

@@ -63,10 +63,10 @@ def mse_scale(plan: PlusPlan, publishers: int, weights: np.ndarray | None) -> Sc
     sigma = plan.sigma_profile
 
     def rule(noisy: np.ndarray) -> float:
-        quantile = estimate_scale(noisy, cfg.quantile, top, sigma=sigma, prior=cfg.profile_prior)
+        quantile = estimate_scale(noisy, cfg.quantile, top, sigma=sigma, prior=plan.prior)
         h = np.asarray(noisy, dtype=np.float64)
         lower, upper = scale_interval(h, cfg.quantile, top, sigma=sigma, z=SCALE_Z)
-        prior = cfg.profile_prior
+        prior = plan.prior
         if not (h.sum() > 0 and (upper <= prior or lower > prior)):
             return quantile  # the interval cannot rule s0 out: the production rule's s0
         best, chosen = math.inf, quantile
