@@ -22,6 +22,7 @@ from dp_platform.privacy.strategy import (
     banded_sqrt_matrix,
     column_weights,
     cross_weight,
+    decoder,
     planned_error,
 )
 from dp_platform.workload import query_weights
@@ -96,8 +97,7 @@ def _with_matrix(campaign: CampaignConfig, plan: PlusPlan, c: np.ndarray, kind: 
         if objective.kind == "wsum"
         else np.ones(plan.queries.shape[0])
     )
-    decoder = np.linalg.solve(c.T, plan.queries.T).T  # Q C⁻¹
-    variance = (gamma2[:, None] * decoder**2).sum(axis=0)
+    variance = (gamma2[:, None] * decoder(plan.queries, c) ** 2).sum(axis=0)
     return replace(
         plan,
         allotments=allotments,

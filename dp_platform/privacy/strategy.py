@@ -38,6 +38,7 @@ import math
 from typing import Literal
 
 import numpy as np
+from scipy.linalg import solve_triangular
 
 __all__ = [
     "StrategyKind",
@@ -48,6 +49,7 @@ __all__ = [
     "cross_weight",
     "decode_day",
     "decoded_std",
+    "decoder",
     "planned_error",
     "sqrt_coefficients",
     "sqrt_matrix",
@@ -64,12 +66,16 @@ def sqrt_coefficients(n: int) -> np.ndarray:
     return np.concatenate(([1.0], np.cumprod((2 * k - 1) / (2 * k))))
 
 
+def _lower_toeplitz(coefficients: np.ndarray) -> np.ndarray:
+    """The n × n lower-triangular Toeplitz matrix whose k-th subdiagonal is coefficients[k]."""
+    index = np.arange(coefficients.size)
+    lag = index[:, None] - index[None, :]
+    return np.where(lag >= 0, coefficients[np.clip(lag, 0, None)], 0.0)
+
+
 def sqrt_matrix(n: int) -> np.ndarray:
     """Lower-triangular Toeplitz C with C·C = the n-day prefix-sum matrix."""
-    c = sqrt_coefficients(n)
-    index = np.arange(n)
-    lag = index[:, None] - index[None, :]
-    return np.where(lag >= 0, c[np.clip(lag, 0, None)], 0.0)
+    return _lower_toeplitz(sqrt_coefficients(n))
 
 
 def banded_sqrt_matrix(n: int, band: int) -> np.ndarray:
@@ -77,8 +83,9 @@ def banded_sqrt_matrix(n: int, band: int) -> np.ndarray:
     (``band`` = n: the square root itself; 1: the identity). Entries stay ≥ 0."""
     if not 1 <= band <= n:
         raise ValueError(f"a band is 1..{n} days")
-    index = np.arange(n)
-    return np.where(index[:, None] - index[None, :] < band, sqrt_matrix(n), 0.0)
+    coefficients = sqrt_coefficients(n)
+    coefficients[band:] = 0.0
+    return _lower_toeplitz(coefficients)
 
 
 def bandwidth(matrix: np.ndarray) -> int:
@@ -147,6 +154,14 @@ def decode_day(
     return (y - past) / c[t, t]
 
 
+def decoder(queries: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Q C⁻¹ by one triangular solve (Cᵀ Xᵀ = Qᵀ): C is lower-triangular, and a general solve
+    factorises it first — planning a 365-day campaign solves once per candidate band."""
+    c = np.asarray(matrix, dtype=np.float64)
+    q = np.asarray(queries, dtype=np.float64)
+    return solve_triangular(c, q.T, trans="T", lower=True).T
+
+
 def decoded_std(matrix: np.ndarray, sigmas: np.ndarray, functional: np.ndarray) -> float:
     """Standard error of ℓᵀx̂ (one publisher's entries) for rows noised at σ_1..σ_t:
     √(Σ_t ((ℓᵀC⁻¹)_t σ_t)²). ``functional`` ℓ has one weight per released day (t days)."""
@@ -156,8 +171,7 @@ def decoded_std(matrix: np.ndarray, sigmas: np.ndarray, functional: np.ndarray) 
     if ell.shape != (t,):
         raise ValueError(f"need one weight per released day ({t})")
     c = np.asarray(matrix, dtype=np.float64)[:t, :t]
-    # ℓᵀC⁻¹ = (C⁻ᵀℓ)ᵀ: one triangular solve
-    weights = np.linalg.solve(c.T, ell)
+    weights = decoder(ell[None, :], c)[0]  # ℓᵀC⁻¹
     return float(math.sqrt(float(np.sum((weights * s) ** 2))))
 
 
@@ -172,8 +186,7 @@ def planned_error(
     """The campaign objective at unit scale: Σ_q γ_q² Var_q (wsum) or max_q Var_q (maxvar),
     Var_q = Σ_t ((QC⁻¹)_qt σ̄_t)² — the error the plan expects before any data is seen."""
     q = np.asarray(queries, dtype=np.float64)
-    decoder = np.linalg.solve(np.asarray(matrix, dtype=np.float64).T, q.T).T  # Q C⁻¹
-    variances = (decoder**2) @ np.asarray(sigma_bar, dtype=np.float64) ** 2
+    variances = (decoder(q, matrix) ** 2) @ np.asarray(sigma_bar, dtype=np.float64) ** 2
     if objective == "maxvar":
         return float(variances.max())
     w = np.ones(q.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
