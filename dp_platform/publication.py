@@ -91,7 +91,8 @@ class PublishedDay:
     total_estimates: dict[str, float] | None = None
     """With a remainder: query number → the campaign total's estimate, the answers summed over
     publishers plus the remainder's answer shrunk towards 0 by its noise (campaign_total.py:
-    the days' James–Stein estimate; a point estimate, no interval)."""
+    the days' level by the one-number rule, their differences from it by James–Stein; a point
+    estimate, no interval)."""
 
     def values_total_std(self) -> float:
         if self.total_std is not None:

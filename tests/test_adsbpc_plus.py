@@ -431,8 +431,8 @@ def test_a_remainder_share_splits_rho_exactly_and_sizes_its_noise_for_its_charge
     )
     assert plan.total == plain.total == Rho.of(0.8)
     assert budget.remainder_day * 12 == budget.remainder
-    assert plan.remainder_cap == 2.5 and plan.remainder_sigma is not None
-    loss = gaussian_rho(2.5, plan.remainder_sigma)
+    assert plan.remainder_cap == 2.0 and plan.remainder_sigma is not None
+    loss = gaussian_rho(2.0, plan.remainder_sigma)
     assert loss <= budget.remainder_day.value
     assert float(loss) > float(budget.remainder_day.value) * (1 - 1e-12)  # not oversized
     assert plain.remainder_cap is None and plain.budget.remainder == Rho.zero()
@@ -449,7 +449,7 @@ def test_the_default_releases_a_remainder_only_where_it_counts_on_several_publis
     measure — so a campaign the remainder does not apply to is not refused for it."""
     default = make_plan(_campaign())
     assert default.budget.remainder == Rho.of(0.8) * Fraction(repr(DEFAULT_REMAINDER_SHARE))
-    assert DEFAULT_REMAINDER_SHARE == 0.05 and default.remainder_cap == 2.5
+    assert DEFAULT_REMAINDER_SHARE == 0.05 and default.remainder_cap == 2.0
     assert default.pace == 0.0  # and the filter is paced
     listed = make_plan(_campaign(publishers=["p1", "p2"]))
     assert listed.budget.remainder == default.budget.remainder

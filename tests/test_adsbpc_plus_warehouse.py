@@ -306,9 +306,9 @@ def test_a_plan_with_a_remainder_releases_it_each_day_from_the_warehouse(loaded)
         update={"mechanism": campaign.mechanism.model_copy(update={"remainder_share": 0.05})}
     )
     plan = replace(make_plan(campaign), filter_cap=0.05)
-    assert plan.remainder_cap == 2.5
-    releases, _ = _warehouse_stream(wh, campaign, plan, seed=9, remainder_cap=2.5)
-    run = run_plus(plan, prepare_plus(data), SeededNoise(9), excess_cap=2.5)
+    assert plan.remainder_cap == 2.0
+    releases, _ = _warehouse_stream(wh, campaign, plan, seed=9, remainder_cap=2.0)
+    run = run_plus(plan, prepare_plus(data), SeededNoise(9), excess_cap=2.0)
     assert run.remainders is not None and run.excess is not None
     released = [r.measurement.remainder for r in releases]
     np.testing.assert_allclose(released, run.remainders, rtol=0, atol=1e-9)

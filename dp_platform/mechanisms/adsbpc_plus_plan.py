@@ -136,10 +136,10 @@ class PlusSettings(MechanismSettings):
         ),
     )
     remainder_cap: float = Field(
-        default=2.5,
+        default=2.0,
         gt=0,
         le=MAX_BOUND_CAP,
-        description="E: one user's most in X_t a day (2.5 since 2026-11-29; 3 before)",
+        description="E: one user's most in X_t a day (2 since 2026-11-29; 3 before)",
     )
     early_scale: float | None = Field(
         default=0.3,

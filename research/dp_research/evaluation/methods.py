@@ -193,7 +193,7 @@ def remainder_total_errors(
 ) -> np.ndarray:
     """(m,) E[(Σ_p bias_q + q·X̂)²] over seeded draws of X̃ = X + N(0, σ_R² I), the campaign
     total's error besides the publishers' noise (dp_platform/campaign_total.py: the total adds
-    q·X̂, X̂ the days' James–Stein estimate)."""
+    q·X̂, X̂ the days' estimate: their level and their differences from it, shrunk apart)."""
     rng = np.random.default_rng(0)  # an expectation, not a release: any fixed draws will do
     days = remainder.size
     draws = rng.normal(0.0, sigma, size=(REMAINDER_DRAWS, days))
