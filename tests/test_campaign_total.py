@@ -81,9 +81,9 @@ def test_over_the_days_the_estimate_errs_less_than_the_raw_remainders():
 
 
 def test_a_steady_remainder_is_kept_in_a_long_sum_where_james_stein_on_the_days_took_40_percent():
-    """Heavy users clipped every day: X_t = 50 a day against σ_R = 44 (a 20 000-user campaign's
-    figures). The 31-day sum stands six sd clear; the level keeps it (≥ 95 % on average), where
-    the days' own James–Stein factor — the rule before — kept about 60 %."""
+    """Heavy users clipped every day: X_t = 50 a day against σ_R = 44, each day near its noise.
+    The 31-day sum stands six sd clear; the level keeps it (≥ 95 % on average), where the days'
+    own James–Stein factor — the rule before — kept about 60 %."""
     rng = np.random.default_rng(4)
     sigma, k = 44.0, 31
     truth = np.full(k, 50.0)
