@@ -118,7 +118,7 @@ def test_a_candidate_default_is_measured_with_its_settings_named(tmp_path, monke
 
     settings = (("pace", 0.0), ("remainder_share", 0.05))
     plan = make_plan(plus_campaign_for(prefix(31), rho=1.0, cap=10, settings=settings))
-    assert plan.pace == 0.0 and plan.remainder_cap == 3.0
+    assert plan.pace == 0.0 and plan.remainder_cap == 2.0
     monkeypatch.delenv(FACEBOOK_ENV, raising=False)
     path, rows = write_scale_table(tmp_path, ci=True, facebook=False, plus_settings=settings)
     assert "with pace 0, remainder_share 0.05 over the platform's defaults" in path.read_text()
