@@ -40,6 +40,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import solve_triangular
 
 from dp_platform.mechanisms.adsbpc_plus_plan import (
     PROFILE_BINS,
@@ -50,6 +51,7 @@ from dp_platform.mechanisms.adsbpc_plus_plan import (
     profile_top,
 )
 from dp_platform.privacy.noisy_histogram import tail_counts
+from dp_platform.privacy.strategy import decoder
 
 __all__ = [
     "ScaleObjective",
@@ -112,18 +114,14 @@ def scale_objective(plan: PlusPlan) -> ScaleObjective:
     """Precompute J's public parts from the plan (once per decision; cheap: n ≤ a few hundred)."""
     n, m = plan.days, plan.config.profile_days
     c = plan.matrix
-    inverse = np.linalg.inv(c)
-    decoder = plan.queries @ inverse
     sigma_bar = np.asarray(plan.sigma_bar)
-    late = (decoder[:, m:] ** 2) @ sigma_bar[m:] ** 2
+    late = (decoder(plan.queries, c)[:, m:] ** 2) @ sigma_bar[m:] ** 2
     share = np.cumsum([float(g) for g in plan.allotments]) / float(plan.budget.rho1)
-    ones = np.ones(n)
-    rows = c @ ones
-    loss = np.zeros((n + 1, plan.queries.shape[0]))
-    for stop in range(n + 1):
-        kept = rows.copy()
-        kept[stop:] = 0.0
-        loss[stop] = plan.queries @ (ones - inverse @ kept)
+    # a flat user stopped at row ``stop`` keeps rows 1..stop − 1 (kept[stop, t], t < stop):
+    # the release decodes C⁻¹·kept for every stop at once, and loses Q(1 − C⁻¹·kept)
+    kept = np.tril(np.ones((n + 1, n)), -1) * c.sum(axis=1)
+    released = solve_triangular(c, kept.T, lower=True).T
+    loss = (1.0 - released) @ np.asarray(plan.queries, dtype=np.float64).T
     top = profile_top(plan)
     edges = top * top * PROFILE_EDGES
     centre = np.sqrt(edges[:-1] * edges[1:])

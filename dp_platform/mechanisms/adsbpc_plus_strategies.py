@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from fractions import Fraction
+from typing import Literal
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from dp_platform.config import CampaignConfig
 from dp_platform.mechanisms.adsbpc_plus_plan import PlusPlan, check_sigma_range
 from dp_platform.privacy.accounting import gaussian_sigma
 from dp_platform.privacy.strategy import (
+    StrategyKind,
     banded_sqrt_matrix,
     column_weights,
     cross_weight,
@@ -69,7 +71,7 @@ def auto_strategy(campaign: CampaignConfig, plan: PlusPlan) -> PlusPlan:
 
 
 def strategy_plan(
-    campaign: CampaignConfig, plan: PlusPlan, kind: str, band: int | None
+    campaign: CampaignConfig, plan: PlusPlan, kind: Literal["sqrt", "banded"], band: int | None
 ) -> PlusPlan:
     """The plan with strategy ``kind``: ``sqrt`` is the banded factorization at b = n,
     ``banded`` the one at ``band`` (:func:`best_band` when None)."""
@@ -80,7 +82,9 @@ def strategy_plan(
     return _with_matrix(campaign, plan, banded_sqrt_matrix(plan.days, band), kind)
 
 
-def _with_matrix(campaign: CampaignConfig, plan: PlusPlan, c: np.ndarray, kind: str) -> PlusPlan:
+def _with_matrix(
+    campaign: CampaignConfig, plan: PlusPlan, c: np.ndarray, kind: StrategyKind
+) -> PlusPlan:
     """The plan with strategy C = ``c``: one σ̄ for every row, Σ_t ‖C_t‖²/(2σ̄²) ≤ ρ1
     (the normalisation of privacy/strategy.py), row shares g_t ∝ ‖C_t‖² summing to ρ1 exactly,
     w_j and κ from X̃, a_t = Σ_q γ_q² (QC⁻¹)_qt²."""
