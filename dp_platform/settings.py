@@ -38,6 +38,9 @@ SPARK_PRIVATE_PREFIXES = (
     "spark.sql.sources.partitionOverwriteMode",
     "spark.sql.session.timeZone",
     "spark.sql.hive.manageFilesourcePartitions",
+    "spark.sql.extensions",
+    "spark.sql.catalog.spark_catalog",
+    "spark.sql.legacy.parameterSubstitution.constantsOnly",
 )
 
 
@@ -46,7 +49,12 @@ class SparkSettings(Strict):
 
     master: str = Field(default="local[2]", description="Spark master URL")
     path: str | None = Field(
-        default=None, description="root of the Parquet tables (default <home>/spark/tables)"
+        default=None, description="root of the Delta tables (default <home>/spark/tables)"
+    )
+    jars: str | None = Field(
+        default=None,
+        description="directory of the Delta Lake and hadoop-aws jars (default: the spark-jars "
+        "folder of the platform's virtual environment, filled by make .venv/.spark)",
     )
     conf: dict[str, str] = Field(default_factory=dict, description="extra Spark settings")
 
@@ -57,8 +65,8 @@ class SparkSettings(Strict):
             if key.startswith(SPARK_PRIVATE_PREFIXES):
                 raise ValueError(
                     f"{key} is fixed by the platform (a UI, event log, listener or metrics "
-                    "sink would expose per-operator row counts; time zone and partition "
-                    "overwrite are part of the storage format)"
+                    "sink would expose per-operator row counts; time zone, partition "
+                    "overwrite and the Delta Lake catalog are part of the storage format)"
                 )
         return conf
 

@@ -212,7 +212,7 @@ def ingested(
         from dp_platform.warehouse.spark.store import SparkWarehouse
 
         root = directory / "spark"
-        warehouse = SparkWarehouse(spark, root / "tables", root / "catalog.sqlite")
+        warehouse = SparkWarehouse(spark, root / "tables")
     for n, part in enumerate(events.in_loads(loads)):
         imp, conv = write(part, directory / f"load{n}" if loads > 1 else directory)
         warehouse.ingest(

@@ -199,15 +199,12 @@ def moto_s3(bucket: str = "lake") -> Iterator[ObjectStore]:
         _stop([process])
 
 
-def lake_conf(store: ObjectStore, jars: list[Path]) -> dict[str, str]:
-    """Spark settings for Delta tables on ``store``: the catalogue's ``conf`` block, which
-    :func:`dp_platform.warehouse.spark.session.private_session` merges under PRIVATE_CONF."""
-    class_path = os.pathsep.join(str(jar) for jar in jars)
+def lake_conf(store: ObjectStore) -> dict[str, str]:
+    """Spark settings for tables on ``store`` from the loopback cluster: the catalogue's
+    ``conf`` block, which :func:`dp_platform.warehouse.spark.session.private_session` merges
+    under PRIVATE_CONF (Delta's extension and catalog, and the jars on both class paths, are
+    the session's own)."""
     return {
-        "spark.driver.extraClassPath": class_path,
-        "spark.executor.extraClassPath": class_path,
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.driver.host": LOOPBACK,
         "spark.driver.bindAddress": LOOPBACK,
         "spark.executor.cores": "1",

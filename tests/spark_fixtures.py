@@ -31,6 +31,9 @@ TEST_SETTINGS = SparkSettings(
         "spark.sql.codegen.wholeStage": "false",
         "spark.sql.codegen.factoryMode": "NO_CODEGEN",
         "spark.sql.adaptive.enabled": "false",
+        # Delta keeps each opened table's log state in the driver; the tests open hundreds of
+        # roots in one session (1 GB, the local default, ran out in the crash tests)
+        "spark.driver.memory": "2g",
     },
 )
 

@@ -49,8 +49,9 @@ def main(argv: list[str]) -> None:
         seconds[step] = round(now - clock, 2)
         clock = now
 
-    conf = {**lake_conf(store, jars), **SMALL_DATA}
-    spark = private_session(SparkSettings(master=args["master"], conf=conf))
+    conf = {**lake_conf(store), **SMALL_DATA}
+    settings = SparkSettings(master=args["master"], conf=conf, jars=str(jars[0].parent))
+    spark = private_session(settings)
     check_private(spark)
     session_conf = spark.sparkContext.getConf()
     root = args.get("root", f"s3a://{store.bucket}")

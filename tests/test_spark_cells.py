@@ -197,7 +197,7 @@ def engines(spark, tmp_path_factory):
     no_device = root / "no_device.csv"
     _append(no_device, [[*CONVERSION_HEADER, "region"]])
     duck = Warehouse(root / "duck.duckdb")
-    sparkw = SparkWarehouse(spark, root / "spark" / "tables", root / "spark" / "catalog.sqlite")
+    sparkw = SparkWarehouse(spark, root / "spark" / "tables")
     reports, refusals = {}, {}
     for name, warehouse in (("duckdb", duck), ("spark", sparkw)):
         reports[name] = [
@@ -573,7 +573,7 @@ def touch_engines(spark, tmp_path_factory):
     _append(plain_imps, [IMPRESSION_HEADER, ["p_imp", "u004", "pubB", ADVERTISER, _iso(t), "view"]])
     _append(plain_convs, [[*CONVERSION_HEADER, "region", "device"]])
     duck = Warehouse(root / "duck.duckdb")
-    sparkw = SparkWarehouse(spark, root / "spark" / "tables", root / "spark" / "catalog.sqlite")
+    sparkw = SparkWarehouse(spark, root / "spark" / "tables")
     reports, refusals = {}, {}
     for name, warehouse in (("duckdb", duck), ("spark", sparkw)):
         reports[name] = [

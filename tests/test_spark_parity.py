@@ -130,7 +130,7 @@ def engines(spark, tmp_path_factory):
     second_convs.write_text(header_convs + "\n")
     _append(second_imps, second)
     duck = Warehouse(root / "duck.duckdb")
-    sparkw = SparkWarehouse(spark, root / "spark" / "tables", root / "spark" / "catalog.sqlite")
+    sparkw = SparkWarehouse(spark, root / "spark" / "tables")
     reports = {}
     for name, warehouse in (("duckdb", duck), ("spark", sparkw)):
         reports[name] = [

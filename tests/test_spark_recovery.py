@@ -1,7 +1,7 @@
-"""Spark warehouse crashes: an ingest cut before its commit record is rolled back on the next
-open, one cut after it is rolled forward — all or nothing, as DuckDB's transaction; an AdsBPC+
-day whose spends were written but not committed is recomputed, never charged twice; private
-last touch's choices count once committed, and a conversion is never drawn twice after that."""
+"""Spark warehouse crashes: an ingest cut after any of its Delta commits leaves the old tables or
+the new ones on the next open, never a mix — all or nothing, as DuckDB's transaction; an AdsBPC+
+day whose spends were written but not recorded is recomputed, never charged twice; private last
+touch's choices are one commit, and a conversion is never drawn twice once they are stored."""
 
 from __future__ import annotations
 
@@ -35,86 +35,134 @@ def _events(tmp_path):
     return write_events(tmp_path / "events", imps, convs)
 
 
-def _open(spark, tmp_path):
+def _open_at(spark, root):
     from dp_platform.warehouse.spark.store import SparkWarehouse
 
-    return SparkWarehouse(spark, tmp_path / "tables", tmp_path / "catalog.sqlite")
+    return SparkWarehouse(spark, root)
 
 
-def test_ingest_cut_before_its_commit_record_is_rolled_back(spark, tmp_path, monkeypatch):
+def _open(spark, tmp_path):
+    return _open_at(spark, tmp_path / "tables")
+
+
+def _fingerprint(warehouse) -> dict[str, tuple]:
+    """Each event table's row count and a hash of its rows, and the committed loads' (one
+    Spark job)."""
+    from dp_platform.warehouse.spark.records import EVENT_TABLES
+
+    hashed = {t: "xxhash64(*)" for t in EVENT_TABLES}
+    hashed["loads"] = "xxhash64(load_id, kind, sha256, rows_in, accepted, quarantined)"
+    query = " UNION ALL ".join(
+        f"SELECT '{t}', count(*), sum(CAST({h} AS DECIMAL(38, 0))) FROM {t}"
+        for t, h in hashed.items()
+    )
+    return {name: (rows, total) for name, rows, total in warehouse.sql.query(query)}
+
+
+class CutAfter:
+    """Counts the engine's writes (every Delta commit goes through SparkSqlRunner: a statement
+    that is neither a query nor a view, or ``write``) and dies after the ``cut``-th."""
+
+    def __init__(self, monkeypatch, cut: int | None = None) -> None:
+        from dp_platform.warehouse.spark.runner import _COMMENT, _QUERY, _VIEW, SparkSqlRunner
+
+        self.cut, self.writes = cut, 0
+        real_execute, real_write = SparkSqlRunner.execute, SparkSqlRunner.write
+
+        def execute(runner, statement, params):
+            result = real_execute(runner, statement, params)
+            text = _COMMENT.sub("", statement).strip()
+            if not (_VIEW.match(text) or _QUERY.match(text)):
+                self._wrote()
+            return result
+
+        def write(runner, *args, **kwargs):
+            real_write(runner, *args, **kwargs)
+            self._wrote()
+
+        monkeypatch.setattr(SparkSqlRunner, "execute", execute)
+        monkeypatch.setattr(SparkSqlRunner, "write", write)
+
+    def _wrote(self) -> None:
+        self.writes += 1
+        if self.writes == self.cut:
+            raise Crash
+
+
+def _cell_files(tmp_path, seed: int, users: int):
+    from tests.cells_data import generate
+    from tests.cells_data import write as write_cells
+
+    return write_cells(generate(users=users, days=2, seed=seed), tmp_path / f"cells{seed}")
+
+
+def test_an_ingest_cut_after_any_of_its_writes_leaves_the_old_or_the_new_tables(
+    spark, tmp_path, monkeypatch
+):
+    """A second ingest (with dimensions, over the first one's days: its impression days are
+    rewritten) is cut after each of its Delta commits in turn, the clean-up dying with it;
+    the next open leaves every event table and the loads exactly as before the ingest — or,
+    cut after its last commit (its loads), exactly as after it."""
+    import shutil
+
+    from tests.cells_data import CONVERSION_LISTS, IMPRESSION_LISTS
+
+    lists = {"dimensions": CONVERSION_LISTS, "impression_dimensions": IMPRESSION_LISTS}
+    first, second = _cell_files(tmp_path, 1, 4), _cell_files(tmp_path, 2, 5)
+    base = tmp_path / "base"
+    warehouse = _open_at(spark, base)
+    warehouse.ingest(*first, now=NOW, **lists)
+    before = _fingerprint(warehouse)
+    counted = tmp_path / "counted"
+    shutil.copytree(base, counted)
+    with monkeypatch.context() as patch:
+        counter = CutAfter(patch)
+        warehouse = _open_at(spark, counted)
+        opened = counter.writes
+        warehouse.ingest(*second, now=NOW, **lists)
+        writes = counter.writes - opened
+    after = _fingerprint(warehouse)
+    assert writes >= 10 and after != before
+    assert after["impressions"][0] > before["impressions"][0]
+    warehouse = _open_at(spark, base)
+    for cut in range(1, writes + 1):  # each cut recovered leaves base as it was: reused
+        with monkeypatch.context() as patch:
+            patch.setattr(spark_ingest, "_restore", _die)  # the process is gone: no clean-up
+            CutAfter(patch, cut)
+            with pytest.raises(Crash):
+                warehouse.ingest(*second, now=NOW, **lists)
+        warehouse = _open_at(spark, base)  # the next open recovers
+        assert _fingerprint(warehouse) == (after if cut == writes else before), cut
+    assert warehouse.ingest(*second, now=NOW, **lists).conversions.already_loaded
+
+
+def _die(*args, **kwargs):
+    raise Crash
+
+
+def test_a_failed_ingest_is_undone_at_once(spark, tmp_path, monkeypatch):
+    """An ingest that fails part way (here after its impressions, before its conversions)
+    restores the event tables itself: the same warehouse reads as before, no reopen needed."""
     files = _events(tmp_path)
     real_load = spark_ingest._load
 
-    def load_then_die(warehouse, source, *rest):
+    def load_then_fail(warehouse, source, *rest):
         if source.kind == "conversions":  # impressions' keys and rows are written by now
-            raise Crash
+            raise RuntimeError("failed")
         return real_load(warehouse, source, *rest)
 
-    def die(*args):
-        raise Crash
-
-    monkeypatch.setattr(spark_ingest, "_load", load_then_die)
-    monkeypatch.setattr(spark_ingest, "_roll_back", die)  # died before cleaning up
     warehouse = _open(spark, tmp_path)
-    with pytest.raises(Crash):
+    before = _fingerprint(warehouse)
+    monkeypatch.setattr(spark_ingest, "_load", load_then_fail)
+    with pytest.raises(RuntimeError):
         warehouse.ingest(*files, now=NOW)
-    assert warehouse.table_rows("users") > 0  # the dead load left rows behind
+    assert _fingerprint(warehouse) == before
     monkeypatch.undo()
-    warehouse = _open(spark, tmp_path)  # the next open rolls it back
-    for table in ("users", "publishers", "impressions", "conversions", "quarantine", "loads"):
-        assert warehouse.table_rows(table) == 0, table
     report = warehouse.ingest(*files, now=NOW)  # and the files load as if never tried
     assert not report.impressions.already_loaded
     assert warehouse.table_rows("impressions") == 12
     assert warehouse.table_rows("conversions") == 8
     assert warehouse.table_rows("users") == 4
-
-
-def test_ingest_with_dimensions_cut_before_its_commit_record_leaves_no_dimension_rows(
-    spark, tmp_path, monkeypatch
-):
-    """Conversions, their dimension rows and the new value keys were all written when the
-    process died: the next open drops them with the load, and the files load again whole."""
-    from tests.cells_data import DEVICES, REGIONS, generate
-    from tests.cells_data import write as write_cells
-
-    files = write_cells(generate(users=5, days=1, seed=2), tmp_path / "cells")
-    lists = {"region": REGIONS, "device": DEVICES}
-
-    def die(*args):
-        raise Crash
-
-    monkeypatch.setattr(spark_ingest, "_roll_back", die)  # died before cleaning up
-    warehouse = _open(spark, tmp_path)
-    monkeypatch.setattr(warehouse.catalog, "stage_ingest", die)  # every row written by now
-    with pytest.raises(Crash):
-        warehouse.ingest(*files, now=NOW, dimensions=lists)
-    assert warehouse.table_rows("conversion_dimensions") > 0
-    assert warehouse.table_rows("dimension_values") == len(REGIONS) + len(DEVICES)
-    monkeypatch.undo()
-    warehouse = _open(spark, tmp_path)  # the next open rolls it back
-    for table in ("conversions", "conversion_dimensions", "dimension_values", "loads"):
-        assert warehouse.table_rows(table) == 0, table
-    report = warehouse.ingest(*files, now=NOW, dimensions=lists)
-    assert warehouse.table_rows("conversion_dimensions") == 2 * report.conversions.accepted > 0
-    assert warehouse.table_rows("dimension_values") == len(REGIONS) + len(DEVICES)
-
-
-def test_ingest_cut_after_its_commit_record_is_rolled_forward(spark, tmp_path, monkeypatch):
-    files = _events(tmp_path)
-
-    def die(*args):
-        raise Crash
-
-    monkeypatch.setattr(spark_ingest, "_apply_moves", die)
-    warehouse = _open(spark, tmp_path)
-    with pytest.raises(Crash):
-        warehouse.ingest(*files, now=NOW)
-    monkeypatch.undo()
-    warehouse = _open(spark, tmp_path)  # redo the moves, commit
-    assert warehouse.table_rows("impressions") == 12
-    assert warehouse.table_rows("loads") == 2
-    assert warehouse.ingest(*files, now=NOW).impressions.already_loaded
 
 
 def test_plus_spends_written_but_not_committed_are_recomputed_once(spark, tmp_path, monkeypatch):
@@ -125,10 +173,7 @@ def test_plus_spends_written_but_not_committed_are_recomputed_once(spark, tmp_pa
     day = date(2026, 3, 2)
     warehouse.attribute_days(camp, day, day)
 
-    def die(*args):
-        raise Crash
-
-    monkeypatch.setattr(warehouse.catalog, "commit_spend_day", die)
+    monkeypatch.setattr(warehouse.records, "commit_spend_day", _die)
     with pytest.raises(Crash):  # spends of the day written, the day not recorded
         warehouse.plus_clipped_vector(camp, day, 2.0, 0.5, 4.0)
     monkeypatch.undo()
@@ -168,10 +213,12 @@ def _choices(warehouse) -> dict[int, list[int]]:
     return found
 
 
-def test_private_touch_drawn_but_not_committed_is_drawn_afresh_once(spark, tmp_path, monkeypatch):
-    """Choices written but their batch not committed are never read: the next open drops
-    them and the conversions are drawn again, once. Choices committed but not yet attributed
-    are used as they are by the next run, which draws nothing."""
+def test_private_touch_cut_before_its_draws_commit_is_drawn_afresh_once(
+    spark, tmp_path, monkeypatch
+):
+    """A run's draws are one commit: cut just before it, nothing is stored and the next run
+    draws those conversions (once). Cut after it but before the attributed rows are written,
+    the next run uses the stored choices as they are and draws nothing."""
     files = _events(tmp_path)
     warehouse = _open(spark, tmp_path)
     warehouse.ingest(*files, now=NOW)
@@ -179,17 +226,22 @@ def test_private_touch_drawn_but_not_committed_is_drawn_afresh_once(spark, tmp_p
         rule="private_last_touch", lookback_days=5, start=date(2026, 3, 2), days=2, name="race"
     )
     day = date(2026, 3, 2)
+    real_run = warehouse.sql.run
 
-    def die(*args):
-        raise Crash
+    def die_at(script):
+        def run(name, **params):
+            if name == script:
+                raise Crash
+            return real_run(name, **params)
 
-    monkeypatch.setattr(warehouse.catalog, "finish_touch_batch", die)
+        return run
+
+    monkeypatch.setattr(warehouse.sql, "run", die_at("attribute_private_select"))
     with pytest.raises(Crash):
         warehouse.attribute_days(camp, day, day, noise=CountingDraws(1))
     monkeypatch.undo()
-    assert _choices(warehouse)  # the dead run's choices are on disk, uncommitted
-    warehouse = _open(spark, tmp_path)  # the next open drops them
-    assert not _choices(warehouse)
+    assert not _choices(warehouse)  # the dead run stored nothing
+    warehouse = _open(spark, tmp_path)
     drawn = CountingDraws(2)
     warehouse.attribute_days(camp, day, day, noise=drawn)
     assert drawn.drawn > 0
@@ -198,15 +250,8 @@ def test_private_touch_drawn_but_not_committed_is_drawn_afresh_once(spark, tmp_p
     attributed = warehouse.day_frame("attributed", camp, [day])
     assert len(attributed) == len(choices)
 
-    real_run = warehouse.sql.run
-
-    def die_before_attributing(name, **params):
-        if name == "attribute_private_stored":
-            raise Crash
-        return real_run(name, **params)
-
     last = date(2026, 3, 3)
-    monkeypatch.setattr(warehouse.sql, "run", die_before_attributing)
+    monkeypatch.setattr(warehouse.sql, "run", die_at("attribute_private_stored"))
     with pytest.raises(Crash):  # the next day's choices are committed, its rows not written
         warehouse.attribute_days(camp, last, last, noise=CountingDraws(3))
     monkeypatch.undo()
@@ -241,4 +286,4 @@ def test_a_failed_write_is_one_line_and_loads_nothing(spark, tmp_path, monkeypat
     assert message.endswith(f"could not write ({os.strerror(errno.ENOSPC)}); nothing was loaded")
     assert "\n" not in message
     assert warehouse.table_rows("loads") == 0
-    assert not list((tmp_path / "tables" / "_staging").glob("*"))
+    assert not list((tmp_path / "tables" / "_staging").glob("*/checks"))

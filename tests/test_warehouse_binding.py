@@ -26,7 +26,6 @@ from dp_platform.ledger import Ledger
 from dp_platform.plans import campaign_plans
 from dp_platform.privacy.noise import SeededNoise
 from dp_platform.warehouse import Warehouse
-from dp_platform.warehouse.spark.catalog import Catalog
 from tests.conftest_data import FAR_FUTURE
 
 START = date(2026, 3, 1)
@@ -120,15 +119,7 @@ def test_a_warehouse_keeps_one_identity_and_another_warehouse_has_its_own(tmp_pa
     shutil.copy(first, moved)
     with Warehouse(moved, read_only=True) as copy:
         assert copy.identity == identity  # a copied or moved home keeps it
-    catalog = Catalog(tmp_path / "catalog.sqlite")  # the Spark warehouse's (no JVM needed)
-    spark_identity = catalog.identity()
-    catalog.close()
-    reopened = Catalog(tmp_path / "catalog.sqlite")
-    assert reopened.identity() == spark_identity != identity
-    reopened.close()
-    other_catalog = Catalog(tmp_path / "other.sqlite")
-    assert other_catalog.identity() != spark_identity
-    other_catalog.close()
+    # the Spark warehouse keeps its own in its meta table: tests/test_spark_delta.py
 
 
 def test_an_adsbpc_plus_campaign_runs_from_its_own_home_only(homes) -> None:

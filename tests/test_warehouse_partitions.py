@@ -51,7 +51,7 @@ def _warehouse(engine: str, request: pytest.FixtureRequest, root: Path) -> Wareh
     from dp_platform.warehouse.spark.store import SparkWarehouse
 
     spark = request.getfixturevalue("spark")  # tests/worker_groups.py: on the Spark worker
-    return SparkWarehouse(spark, root / "tables", root / "catalog.sqlite")
+    return SparkWarehouse(spark, root / "tables")
 
 
 @pytest.mark.parametrize("engine", ["duckdb", "spark"])

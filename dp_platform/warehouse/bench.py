@@ -289,7 +289,7 @@ def _spark_open(spec: BenchSpec, directory: str):
 
     started = time.perf_counter()
     spark = private_session(SparkSettings(master=spec.spark_master, conf=dict(spec.spark_conf)))
-    warehouse = SparkWarehouse(spark, f"{directory}/tables", f"{directory}/catalog.sqlite")
+    warehouse = SparkWarehouse(spark, f"{directory}/tables")
     return spark, warehouse, time.perf_counter() - started
 
 

@@ -4,7 +4,7 @@
 -- a = eps * score / (2 * sensitivity): the exponential race. Scores relative to the conversion
 -- (age in hours): time: -age; exp_time: exp(-age); inverse_gap: -1/max(age, alpha). The
 -- winners (publisher and touch: attribution_scope.sql) are written as batch :batch of
--- private_touch_choices, which counts once the catalog commits it (catalog.py); step 3
+-- private_touch_choices in one Delta commit (all of it or none); step 3
 -- (attribute_private_stored.sql) attributes from the choices.
 INSERT INTO private_touch_choices
 WITH

@@ -11,11 +11,12 @@ Two halves, split where the work stops being a function of the file alone:
 2. *Everything that needs the warehouse* runs as Spark SQL (``ingest_*.sql`` here): duplicates
    against loaded ids, surrogate keys, the tie order of impressions, inserts, quarantine.
 
-All or nothing without transactions: rows are tagged with their load id, the impression days
-the file touches are rewritten from a staged copy, and the catalog (catalog.py) records the
-ingest ``started`` → ``staged`` (counts and directory moves) → ``committed``. A crash before
-``staged`` is rolled back on the next open (the load's partitions dropped), one after it rolled
-forward (the moves redone) — see :func:`recover`.
+All or nothing across tables: each write is a Delta commit of one table (rows tagged with
+their load id appended; the impression days the file touches replaced in one commit), and the
+ingest is data once its rows in ``loads`` commit, last (records.py), with every event table's
+version. A failed or crashed ingest is undone by restoring each event table to the versions
+the last committed ingest recorded (``RESTORE TABLE … TO VERSION AS OF``): at once on a
+failure, on the next open after a crash — see :func:`recover`.
 
 Messages and reports name files, columns, reasons and counts — never ids or values.
 """
@@ -54,15 +55,19 @@ from dp_platform.warehouse.ingest import (
 )
 from dp_platform.warehouse.ingest_sources import Source, inspect, shown
 from dp_platform.warehouse.runner import SqlRunner
+from dp_platform.warehouse.spark.records import (
+    EVENT_TABLES,
+    LoadRecord,
+    WarehouseRecords,
+    table_version,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from dp_platform.warehouse.spark.catalog import Catalog
-    from dp_platform.warehouse.spark.files import TableFiles
     from dp_platform.warehouse.spark.runner import SparkSqlRunner
 
-__all__ = ["APPEND_TABLES", "SparkTables", "ingest_files", "recover"]
+__all__ = ["SparkTables", "ingest_files", "recover"]
 
 
 class SparkTables(Protocol):
@@ -71,26 +76,9 @@ class SparkTables(Protocol):
 
     spark: SparkSession
     root: str
-    catalog: Catalog
-    files: TableFiles
+    records: WarehouseRecords
     sql: SparkSqlRunner
 
-    def refresh(self) -> None:
-        """Forget cached file listings after files changed outside Spark's writers."""
-
-
-APPEND_TABLES = (
-    "users",
-    "publishers",
-    "advertisers",
-    "advertiser_publishers",
-    "quarantine",
-    "dimension_values",
-)
-"""Tables partitioned by load_id (conversions and the dimension rows too, under their day
-partitions: :data:`DAY_LOAD_TABLES`)."""
-
-DAY_LOAD_TABLES = ("conversions", "conversion_dimensions", "impression_dimensions")
 
 _ID = {"impressions": "impression_id", "conversions": "conversion_id"}
 
@@ -219,10 +207,10 @@ def _load(
     source: Source,
     staged: _Staged,
     load_id: int,
-    staging: str,
     dimensions: DimensionLists,
-) -> tuple[KindReport, list[tuple[str, str]]]:
-    """Spark half of one file; returns its report and the impression-day moves still to do."""
+) -> KindReport:
+    """Spark half of one file: its appends and, for impressions, the touched days replaced in
+    one commit (dynamic partition overwrite); returns its report."""
     spark, sql, kind = warehouse.spark, warehouse.sql, source.kind
     spark.read.parquet(staged.checked).createOrReplaceTempView("checked_raw")
     spark.read.parquet(staged.malformed).createOrReplaceTempView("malformed")
@@ -234,57 +222,29 @@ def _load(
     sql.run(f"ingest_insert_{kind}", load_id=load_id, tie_room=TIE_ROOM, max_tie=TIE_ROOM)
     if staged.dimensions is not None:
         _insert_dimensions(warehouse, kind, staged.dimensions, dimensions, load_id)
-    moves: list[tuple[str, str]] = []
     if kind == "impressions":
-        days = [row[0] for row in sql.query("SELECT DISTINCT day FROM new_impressions")]
-        target = f"{staging}/rewritten_impressions"
-        spark.table("rewritten_impressions").write.partitionBy("day").parquet(target)
-        moves = [
-            (f"{target}/day={day.isoformat()}", f"{warehouse.root}/impressions/day={day}")
-            for day in sorted(days)
-        ]
+        sql.write(spark.table("rewritten_impressions"), "impressions", replace_partitions=True)
     reasons = sql.run("ingest_quarantine", load_id=load_id, kind=kind, source_file=str(source.path))
     report = KindReport(source_file=str(source.path), rows=staged.rows)
     report.reasons = {reason: int(n) for reason, n in reasons}
     report.quarantined = sum(report.reasons.values())
     report.accepted = report.rows - report.quarantined
     sql.release()
-    return report, moves
+    return report
 
 
-def _apply_moves(warehouse: SparkTables, moves: list[tuple[str, str]]) -> None:
-    """Swap each rewritten impression day in (idempotent: a redo after a crash is safe)."""
-    for staged, target in moves:
-        if warehouse.files.exists(staged):
-            warehouse.files.delete(target)
-            warehouse.files.move(staged, target)
-
-
-def _roll_back(warehouse: SparkTables, load_ids: list[int], staging: str | None) -> None:
-    """Drop every partition a load wrote (it never committed, so nothing read them)."""
-    for load_id in load_ids:
-        for table in APPEND_TABLES:
-            warehouse.files.delete(f"{warehouse.root}/{table}/load_id={load_id}")
-        for table in DAY_LOAD_TABLES:
-            for path in warehouse.files.glob(f"{warehouse.root}/{table}/day=*/load_id={load_id}"):
-                warehouse.files.delete(path)
-    if staging:
-        warehouse.files.delete(staging)
-    warehouse.refresh()
+def _restore(warehouse: SparkTables, versions: dict[str, int]) -> None:
+    """Each event table back at ``versions`` (a commit per table that moved since): what an
+    ingest that never committed its loads wrote is gone, and nothing read it."""
+    for table in EVENT_TABLES:
+        if table_version(warehouse.spark, table) > versions[table]:
+            warehouse.sql.query(f"RESTORE TABLE {table} TO VERSION AS OF {int(versions[table])}")
 
 
 def recover(warehouse: SparkTables) -> None:
-    """Finish or undo an ingest a crash interrupted (run on every open)."""
-    for pending in warehouse.catalog.pending_ingests():
-        if pending.status == "staged":
-            _apply_moves(warehouse, pending.moves)
-            if pending.staging:
-                warehouse.files.delete(pending.staging)
-            warehouse.catalog.finish_ingest(pending.ingest_id, "committed")
-        else:
-            _roll_back(warehouse, pending.load_ids, pending.staging)
-            warehouse.catalog.finish_ingest(pending.ingest_id, "aborted")
-        warehouse.refresh()
+    """Undo an ingest a crash interrupted (run on every open): the event tables back at the
+    versions the last committed ingest recorded."""
+    _restore(warehouse, warehouse.records.event_versions())
 
 
 def ingest_files(
@@ -306,7 +266,7 @@ def ingest_files(
         "conversions": dict(dimensions or {}),
     }
     staging = f"{warehouse.root}/_staging/{uuid.uuid4().hex}"
-    checks = _local_directory(staging) / "checks"  # the driver's files; the moves stay
+    checks = _local_directory(staging) / "checks"  # the driver's checked files
     con = duckdb.connect(":memory:")
     try:
         con.execute("SET TimeZone = 'UTC'")
@@ -319,7 +279,7 @@ def ingest_files(
             for kind, path in (("impressions", impressions), ("conversions", conversions))
         ]
         reports = {s.kind: KindReport(source_file=str(s.path)) for s in sources}
-        todo = [s for s in sources if not warehouse.catalog.loaded(s.kind, s.sha256)]
+        todo = [s for s in sources if not warehouse.records.loaded(s.kind, s.sha256)]
         for source in sources:
             reports[source.kind].already_loaded = source not in todo
         if todo:
@@ -327,8 +287,6 @@ def ingest_files(
                 _load_all(warehouse, runner, todo, moment, staging, reports, own)
     finally:
         con.close()
-        # only the checked files: a crash after the catalog's "staged" record leaves the
-        # rewritten days in the staging directory for recover() to move in
         shutil.rmtree(checks, ignore_errors=True)
         with suppress(OSError):
             checks.parent.rmdir()  # nothing else was staged (refused or already loaded)
@@ -344,38 +302,36 @@ def _load_all(
     reports: dict[str, KindReport],
     own: dict[str, DimensionLists],
 ) -> None:
-    """Check every file, then record, load, stage and commit them (see module doc); ``own``:
+    """Check every file, then load them and commit their loads (see module doc); ``own``:
     each kind's catalogue dimensions."""
     checks = _local_directory(staging) / "checks"
     staged = [
         _check_file(runner, s, moment, checks / f"checked_{s.kind}", own[s.kind]) for s in todo
     ]
-    load_ids = warehouse.catalog.begin_ingest(
-        [(s.kind, str(s.path), s.sha256) for s in todo], staging
-    )
-    ingest = warehouse.catalog.ingest_of(load_ids[0])
-    for source, load_id in zip(todo, load_ids, strict=True):
-        warehouse.catalog.record_dimensions(load_id, list(own[source.kind]))
-    moves: list[tuple[str, str]] = []
+    before = warehouse.records.event_versions()
+    first = warehouse.records.next_load_id()
+    load_ids = list(range(first, first + len(todo)))
     try:
         for source, files, load_id in zip(todo, staged, load_ids, strict=True):
-            report, more = _load(warehouse, source, files, load_id, staging, own[source.kind])
-            reports[source.kind] = report
-            moves += more
-        counts = [
-            (reports[s.kind].rows, reports[s.kind].accepted, reports[s.kind].quarantined)
-            for s in todo
+            reports[source.kind] = _load(warehouse, source, files, load_id, own[source.kind])
+        loads: list[LoadRecord] = [
+            (
+                load_id,
+                source.kind,
+                str(source.path),
+                source.sha256,
+                reports[source.kind].rows,
+                reports[source.kind].accepted,
+                reports[source.kind].quarantined,
+                list(own[source.kind]),
+            )
+            for source, load_id in zip(todo, load_ids, strict=True)
         ]
-        warehouse.catalog.stage_ingest(load_ids, counts, moves)
+        warehouse.records.commit_loads(loads)
     except BaseException:
         warehouse.sql.release()
-        _roll_back(warehouse, load_ids, staging)
-        warehouse.catalog.finish_ingest(ingest, "aborted")
+        _restore(warehouse, before)
         raise
-    _apply_moves(warehouse, moves)
-    warehouse.files.delete(staging)
-    warehouse.catalog.finish_ingest(ingest, "committed")
-    warehouse.refresh()
 
 
 def _engine_error(error: BaseException) -> bool:

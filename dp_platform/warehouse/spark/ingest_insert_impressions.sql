@@ -1,11 +1,10 @@
 -- Rows of `checked` that passed every check, with their ordering key (DuckDB twin:
--- ../ingest_insert_impressions.sql, same ord_key). Parquet rows cannot be updated in place, so
--- the days this file touches are recomputed whole: their loaded rows plus the new ones, each
--- impression ranked by impression_id among those of the same user and advertiser at the same
--- microsecond (tie, 0 almost always). A group larger than :max_tie (the key's room) that
--- holds rows of this file sends this file's rows of it to quarantine as too_many_at_instant
--- and keeps the earlier ones. The store writes `rewritten_impressions` to a staged copy and
--- swaps the touched days in (redo-logged in the catalog).
+-- ../ingest_insert_impressions.sql, same ord_key). The days this file touches are recomputed
+-- whole: their loaded rows plus the new ones, each impression ranked by impression_id among
+-- those of the same user and advertiser at the same microsecond (tie, 0 almost always). A
+-- group larger than :max_tie (the key's room) that holds rows of this file sends this file's
+-- rows of it to quarantine as too_many_at_instant and keeps the earlier ones. The ingest
+-- replaces the touched days with `rewritten_impressions` in one Delta commit (ingest.py).
 CACHE TABLE new_impressions AS
 SELECT
     v.id AS impression_id, u.user_key, p.publisher_key, a.advertiser_key,

@@ -1,6 +1,6 @@
 -- AdsBPC+'s remainder of a day, as DuckDB's ../plus_remainder.sql: X_t = Σ_u min(c_ut − k_ut,
 -- :excess_cap), read from plus_filter.sql's cached plus_kept (run before it is released) and
--- written to plus_remainders (the catalog's record of the day makes it count).
+-- written to plus_remainders (plus_spend_days' record of the day makes it count).
 INSERT INTO plus_remainders
 WITH mass AS (
     SELECT

@@ -1,6 +1,6 @@
 """AdsBPC+'s secret state in the Spark warehouse, as DuckDB's plus_store.py: the filter's
 per-user spends, a correlated strategy's kept values and the day's remainder (Parquet beside the
-private data, counted once the catalog records the day) and the profile histogram.
+private data, counted once plus_spend_days records the day: records.py) and the profile histogram.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ class SparkPlusStore(SparkWarehouseCore):
         remainder_cap: float | None = None,
     ) -> np.ndarray:
         """The AdsBPC+ filter clip of the day (as DuckDB's): write-once per (campaign, day);
-        the spends (and the remainder at ``remainder_cap``) count once the catalog records the
-        day (catalog.py). With a correlated strategy's ``row``, the day's row of C·x̄; with
+        the spends (and the remainder at ``remainder_cap``) count once plus_spend_days records the
+        day (records.py). With a correlated strategy's ``row``, the day's row of C·x̄; with
         ``marginals``, each user charged their encoded row's norm (plus_filter.sql, as
         DuckDB's)."""
         if not (bound > 0 and sigma > 0 and cap > 0 and np.isfinite([bound, sigma, cap]).all()):
@@ -50,7 +50,7 @@ class SparkPlusStore(SparkWarehouseCore):
         index = campaign.day_index(day)
         self._version(ATTRIBUTED, campaign, day)
         self._use()
-        stored = self.catalog.spend_day(campaign.name, day)
+        stored = self.records.spend_day(campaign.name, day)
         if stored is not None:
             if stored != (float(bound), float(sigma), float(cap)):
                 raise WarehouseError(
@@ -65,7 +65,7 @@ class SparkPlusStore(SparkWarehouseCore):
                 )
             return self._stored_vector(campaign, day)
         previous = day - timedelta(days=1)
-        if index > 1 and self.catalog.spend_day(campaign.name, previous) is None:
+        if index > 1 and self.records.spend_day(campaign.name, previous) is None:
             raise WarehouseError(
                 f"campaign {campaign.name}: the filter needs {previous} first "
                 "(spends carry over, days run in order)"
@@ -110,7 +110,7 @@ class SparkPlusStore(SparkWarehouseCore):
         if top > cap * (1.0 + 1e-12):  # the filter makes this impossible; never release
             raise WarehouseError(f"campaign {campaign.name}, {day}: a spend passed the cap")
         self._store_clipped(campaign, day, bound, layout, vector)
-        self.catalog.commit_spend_day(campaign.name, day, float(bound), float(sigma), float(cap))
+        self.records.commit_spend_day(campaign.name, day, float(bound), float(sigma), float(cap))
         return vector
 
     def _stored_remainder(
@@ -126,10 +126,10 @@ class SparkPlusStore(SparkWarehouseCore):
 
     def plus_remainder(self, campaign: CampaignConfig, day: date) -> float:
         """The day's remainder X_t as :meth:`plus_clipped_vector` stored it (a true value:
-        only the mechanism's draw reads it); counted once the catalog records the day."""
+        only the mechanism's draw reads it); counted once plus_spend_days records the day."""
         self._use()
         value = None
-        if self.catalog.spend_day(campaign.name, day) is not None:
+        if self.records.spend_day(campaign.name, day) is not None:
             value = self._stored_remainder(campaign, day)[1]
         if value is None:
             raise WarehouseError(
@@ -178,7 +178,7 @@ class SparkPlusStore(SparkWarehouseCore):
     def plus_spend_summary(self, campaign: CampaignConfig) -> dict:
         """Aggregates of the filter's committed state (monitoring/tests)."""
         self._use()
-        days = self.catalog.spend_day_list(campaign.name)
+        days = self.records.spend_day_list(campaign.name)
         if not days:
             return {"days": 0, "users": 0, "max_spend": 0.0}
         users, top = self.sql.query(

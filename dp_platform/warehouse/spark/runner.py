@@ -11,6 +11,10 @@ are the runner's, because Spark binds no parameters inside a view's definition:
 
 ``{{name}}`` in a file is replaced by a fixed setting of the warehouse (the tables' root in
 schema.sql), never by a user value.
+
+Every write of the engine passes here — a statement that is neither a query nor a view, or
+:meth:`SparkSqlRunner.write` — so each Delta commit has one place (the crash tests cut the
+process after each one: tests/test_spark_recovery.py).
 """
 
 from __future__ import annotations
@@ -89,6 +93,15 @@ class SparkSqlRunner:
             return None
         frame = self.spark.sql(statement, args=self._bind(statement, params) or None)
         return frame if _QUERY.match(statement) else None
+
+    def write(self, frame: DataFrame, table: str, *, replace_partitions: bool = False) -> None:
+        """One commit of ``frame``'s rows into ``table``: appended, or replacing the
+        partitions they fall in (the others untouched: a day rewritten whole)."""
+        writer = frame.writeTo(table)
+        if replace_partitions:
+            writer.overwritePartitions()
+        else:
+            writer.append()
 
     def run(self, name: str, **params: ParamValue) -> list[tuple]:
         """Execute every statement of ``<name>.sql``; return the last query's rows."""

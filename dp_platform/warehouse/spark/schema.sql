@@ -1,39 +1,41 @@
--- The Spark warehouse's tables (the DuckDB schema.sql, as Parquet). Idempotent: run on every
--- open. {{root}} is the tables' root directory (any Hadoop file system URI).
+-- The Spark warehouse's tables (the DuckDB schema.sql, as Delta Lake tables). Idempotent: run on
+-- every open. {{root}} is the tables' root directory (any Hadoop file system URI).
 --
--- Events are partitioned by day (UTC date of ts). Tables an ingest appends to are partitioned
--- by load_id too, so a load that never committed is removed by dropping its directories (the
--- catalog, catalog.py, records which loads committed). Impressions are partitioned by day
--- only: a load rewrites the days it touches (their tie order, ord_key, may change) through a
--- staged copy and a redo log. Derived tables are partitioned by (campaign, day); the catalog's
--- partitions table says which partitions exist.
+-- Every write is a Delta commit: atomic per table, readable at any earlier version (time
+-- travel), safe on object stores. Events are partitioned by day (UTC date of ts). Tables an
+-- ingest appends to carry its load_id; an ingest is visible once its rows in `loads` commit,
+-- the last of its writes, and a crash before that is undone on the next open by restoring each
+-- event table to the version `loads` last recorded (ingest.py). Impressions are partitioned by
+-- day only: a load rewrites the days it touches (their tie order, ord_key, may change) in one
+-- commit. Derived tables are partitioned by (campaign, day); `partitions` says which partitions
+-- exist and which table version wrote them.
 
 CREATE TABLE IF NOT EXISTS users (
     user_key INT, user_id STRING, load_id BIGINT
-) USING parquet PARTITIONED BY (load_id) LOCATION '{{root}}/users';
+) USING delta PARTITIONED BY (load_id) LOCATION '{{root}}/users';
 
 CREATE TABLE IF NOT EXISTS publishers (
     publisher_key INT, publisher_id STRING, load_id BIGINT
-) USING parquet PARTITIONED BY (load_id) LOCATION '{{root}}/publishers';
+) USING delta PARTITIONED BY (load_id) LOCATION '{{root}}/publishers';
 
 CREATE TABLE IF NOT EXISTS advertisers (
     advertiser_key INT, advertiser_id STRING, load_id BIGINT
-) USING parquet PARTITIONED BY (load_id) LOCATION '{{root}}/advertisers';
+) USING delta PARTITIONED BY (load_id) LOCATION '{{root}}/advertisers';
 
 CREATE TABLE IF NOT EXISTS advertiser_publishers (
     advertiser_key INT, publisher_key INT, load_id BIGINT
-) USING parquet PARTITIONED BY (load_id) LOCATION '{{root}}/advertiser_publishers';
+) USING delta PARTITIONED BY (load_id) LOCATION '{{root}}/advertiser_publishers';
 
 -- ord_key = epoch_us(ts) * 1024 + tie, as in DuckDB's schema.sql.
 CREATE TABLE IF NOT EXISTS impressions (
     impression_id STRING, user_key INT, publisher_key INT, advertiser_key INT, ts TIMESTAMP,
     interaction STRING, ord_key BIGINT, load_id BIGINT, source_row BIGINT, day DATE
-) USING parquet PARTITIONED BY (day) LOCATION '{{root}}/impressions';
+) USING delta PARTITIONED BY (day) LOCATION '{{root}}/impressions';
 
 CREATE TABLE IF NOT EXISTS conversions (
     conversion_key BIGINT, conversion_id STRING, user_key INT, advertiser_key INT,
     ts TIMESTAMP, value DOUBLE, source_row BIGINT, day DATE, load_id BIGINT
-) USING parquet PARTITIONED BY (day, load_id) LOCATION '{{root}}/conversions';
+) USING delta PARTITIONED BY (day, load_id) LOCATION '{{root}}/conversions';
 
 -- Breakdown dimensions (DuckDB's schema.sql): each public value of a catalogue's dimension gets
 -- a small integer key once; each accepted conversion of a load made with dimensions has one row
@@ -42,22 +44,22 @@ CREATE TABLE IF NOT EXISTS conversions (
 -- cells read one day of it.
 CREATE TABLE IF NOT EXISTS dimension_values (
     dimension STRING, value_key SMALLINT, value STRING, load_id BIGINT
-) USING parquet PARTITIONED BY (load_id) LOCATION '{{root}}/dimension_values';
+) USING delta PARTITIONED BY (load_id) LOCATION '{{root}}/dimension_values';
 
 CREATE TABLE IF NOT EXISTS conversion_dimensions (
     conversion_key BIGINT, dimension STRING, value_key SMALLINT, day DATE, load_id BIGINT
-) USING parquet PARTITIONED BY (day, load_id) LOCATION '{{root}}/conversion_dimensions';
+) USING delta PARTITIONED BY (day, load_id) LOCATION '{{root}}/conversion_dimensions';
 
 -- An impression is its (load_id, source_row), which never changes (ord_key can be re-ranked by
 -- a later load's ties): each accepted impression of a load made with impression dimensions has
 -- one row per dimension, under the impression's day and its load (the partition's load_id).
 CREATE TABLE IF NOT EXISTS impression_dimensions (
     source_row BIGINT, dimension STRING, value_key SMALLINT, day DATE, load_id BIGINT
-) USING parquet PARTITIONED BY (day, load_id) LOCATION '{{root}}/impression_dimensions';
+) USING delta PARTITIONED BY (day, load_id) LOCATION '{{root}}/impression_dimensions';
 
 CREATE TABLE IF NOT EXISTS quarantine (
     kind STRING, source_file STRING, source_row BIGINT, reason STRING, load_id BIGINT
-) USING parquet PARTITIONED BY (load_id) LOCATION '{{root}}/quarantine';
+) USING delta PARTITIONED BY (load_id) LOCATION '{{root}}/quarantine';
 
 -- One row per (attributed conversion, credited publisher, touch); touch: the credited
 -- impressions' combination number over the campaign's impression dimensions (0 without any,
@@ -67,33 +69,61 @@ CREATE TABLE IF NOT EXISTS quarantine (
 CREATE TABLE IF NOT EXISTS attributed_conversions (
     conversion_key BIGINT, user_key INT, user_rank INT, publisher_key INT, weight DOUBLE,
     touch INT, campaign STRING, day DATE
-) USING parquet PARTITIONED BY (campaign, day) LOCATION '{{root}}/attributed_conversions';
+) USING delta PARTITIONED BY (campaign, day) LOCATION '{{root}}/attributed_conversions';
 
 -- private_last_touch: each conversion's drawn touch (its publisher and touch combination),
--- written once per conversion in a batch of the run that drew it and never deleted once the
--- catalog committed the batch (catalog.py): re-attributing a day returns the same rows and
--- each conversion's epsilon is spent once.
+-- written once per conversion in a batch of the run that drew it (one commit: a batch is there
+-- whole or not at all) and never deleted: re-attributing a day returns the same rows and each
+-- conversion's epsilon is spent once.
 CREATE TABLE IF NOT EXISTS private_touch_choices (
     conversion_key BIGINT, publisher_key INT, touch INT, campaign STRING, batch BIGINT
-) USING parquet PARTITIONED BY (campaign, batch) LOCATION '{{root}}/private_touch_choices';
+) USING delta PARTITIONED BY (campaign, batch) LOCATION '{{root}}/private_touch_choices';
 
 CREATE TABLE IF NOT EXISTS user_day_contributions (
     user_key INT, conversions INT, campaign STRING, day DATE
-) USING parquet PARTITIONED BY (campaign, day) LOCATION '{{root}}/user_day_contributions';
+) USING delta PARTITIONED BY (campaign, day) LOCATION '{{root}}/user_day_contributions';
 
 CREATE TABLE IF NOT EXISTS clipped_daily_vectors (
     bound DOUBLE, position INT, publisher_id STRING, value DOUBLE, campaign STRING, day DATE
-) USING parquet PARTITIONED BY (campaign, day) LOCATION '{{root}}/clipped_daily_vectors';
+) USING delta PARTITIONED BY (campaign, day) LOCATION '{{root}}/clipped_daily_vectors';
 
 -- AdsBPC+ per-user spend (secret): cost of the day and running spend after it, per user with
--- a positive cost (plus_schema.sql of DuckDB). Which days count is the catalog's record.
+-- a positive cost (plus_schema.sql of DuckDB). Which days count is plus_spend_days' record.
 CREATE TABLE IF NOT EXISTS plus_user_spend (
     user_key INT, cost DOUBLE, spend DOUBLE, campaign STRING, day DATE
-) USING parquet PARTITIONED BY (campaign, day) LOCATION '{{root}}/plus_user_spend';
+) USING delta PARTITIONED BY (campaign, day) LOCATION '{{root}}/plus_user_spend';
 
 -- AdsBPC+ remainder of a day (secret): X_t = Σ_u min(c_ut − k_ut, E) at the cap E it was
 -- computed with (plus_remainder.sql; DuckDB: plus_schema.sql's plus_remainders). Counts once
--- the catalog records the day's filter, like the spends.
+-- plus_spend_days records the day's filter, like the spends.
 CREATE TABLE IF NOT EXISTS plus_remainders (
     cap DOUBLE, value DOUBLE, campaign STRING, day DATE
-) USING parquet PARTITIONED BY (campaign, day) LOCATION '{{root}}/plus_remainders';
+) USING delta PARTITIONED BY (campaign, day) LOCATION '{{root}}/plus_remainders';
+
+-- The commit record (catalog.py's SQLite file before): public ids, counts and parameters only.
+-- A load is committed once its row is here; `versions` holds each event table's Delta version
+-- after the ingest, what a crashed later ingest is rolled back to and what the partitions
+-- built from this load read.
+CREATE TABLE IF NOT EXISTS loads (
+    load_id BIGINT, kind STRING, source_file STRING, sha256 STRING, rows_in BIGINT,
+    accepted BIGINT, quarantined BIGINT, loaded_at STRING, dimensions ARRAY<STRING>,
+    versions MAP<STRING, BIGINT>
+) USING delta LOCATION '{{root}}/loads';
+
+-- Which derived (asset, campaign, day) partitions exist: `version` is the Delta version of the
+-- asset's table that wrote it, `input_version` the last load it was built from. A rewrite
+-- deletes the days' rows here first, so a crash leaves them "not materialised".
+CREATE TABLE IF NOT EXISTS partitions (
+    asset STRING, campaign STRING, day DATE, version BIGINT, input_version BIGINT, rows BIGINT,
+    materialized_at STRING
+) USING delta LOCATION '{{root}}/partitions';
+
+-- AdsBPC+ filter days applied, with their public (r, σ, cap): a day's spends and remainder
+-- count once its row is here.
+CREATE TABLE IF NOT EXISTS plus_spend_days (
+    campaign STRING, day DATE, bound DOUBLE, sigma DOUBLE, cap DOUBLE, created_at STRING
+) USING delta LOCATION '{{root}}/plus_spend_days';
+
+-- The warehouse's identity (a random UUID), to which the ledger binds a campaign whose
+-- per-user state (the AdsBPC+ spends) lives here.
+CREATE TABLE IF NOT EXISTS meta (key STRING, value STRING) USING delta LOCATION '{{root}}/meta';

@@ -17,9 +17,12 @@ started the session no sooner (27.6 s against 28.3 s) and made repeated work 10-
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dp_platform.errors import ConfigError
@@ -28,7 +31,14 @@ from dp_platform.settings import SparkSettings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["FAST_START", "PRIVATE_CONF", "check_private", "java_version", "private_session"]
+__all__ = [
+    "FAST_START",
+    "PRIVATE_CONF",
+    "check_private",
+    "connector_jars",
+    "java_version",
+    "private_session",
+]
 
 PRIVATE_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",  # no web UI (jobs, stages, SQL tab with per-operator rows)
@@ -43,11 +53,16 @@ PRIVATE_CONF: dict[str, str] = {
     "spark.extraListeners": "",  # no listener sees task metrics
     "spark.sql.queryExecutionListeners": "",
     # storage format, not privacy: UTC days, a day rewritten without touching the others,
-    # partitions found by listing the table's directories (the catalog.py record says which
-    # count), not registered in Spark's own session catalog
+    # tables in Delta Lake (docs/scale.md §5)
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
     "spark.sql.hive.manageFilesourcePartitions": "false",
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    # Delta's SQL parser (4.4.0) drops Spark's named parameter markers unless they are
+    # substituted as constants (delta-io/delta issue 7640; the statements bind only values);
+    # tests/test_spark_delta.py fails once a Delta release binds them without this
+    "spark.sql.legacy.parameterSubstitution.constantsOnly": "true",
 }
 """Fixed settings of every platform session (the catalogue may not change them)."""
 
@@ -55,6 +70,9 @@ FAST_START: dict[str, str] = {
     "spark.driver.extraJavaOptions": "-XX:+UseSerialGC",
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Delta rebuilds a table's state from its log in this many tasks (default 50: 50 tiny
+    # tasks per first read of each table on two cores)
+    "spark.databricks.delta.snapshotPartitions": "2",
 }
 """Defaults for a ``local`` master (short jobs, two cores); the catalogue's conf overrides."""
 
@@ -63,7 +81,33 @@ _RUNTIME = (
     "spark.sql.session.timeZone",
     "spark.sql.sources.partitionOverwriteMode",
     "spark.sql.hive.manageFilesourcePartitions",
+    "spark.sql.legacy.parameterSubstitution.constantsOnly",
 )
+_CLASS_PATHS = ("spark.driver.extraClassPath", "spark.executor.extraClassPath")
+
+
+def connector_jars(settings: SparkSettings) -> list[Path]:
+    """The Delta Lake and object-store jars the session loads: the catalogue's ``jars``
+    directory, else the one make fills beside the platform's Python (``.venv/spark-jars``,
+    from spark-jars/pom.xml). Without Delta's jar nothing can be read: a one-line refusal."""
+    directory = Path(settings.jars) if settings.jars else Path(sys.prefix) / "spark-jars"
+    jars = sorted(directory.glob("*.jar")) if directory.is_dir() else []
+    if not any(jar.name.startswith("delta-spark") for jar in jars):
+        raise ConfigError(
+            f"warehouse.engine spark needs the Delta Lake jars in {directory} (none found): "
+            "run `make .venv/.spark`, or set warehouse.spark.jars"
+        )
+    return jars
+
+
+def _with_jars(conf: dict[str, str], jars: list[Path]) -> dict[str, str]:
+    """``conf`` with the jars on the driver's and executors' class paths (after any the
+    catalogue gives: each worker holds them at the same path, as the loopback cluster does)."""
+    joined = os.pathsep.join(str(jar) for jar in jars)
+    extended = dict(conf)
+    for key in _CLASS_PATHS:
+        extended[key] = os.pathsep.join(p for p in (conf.get(key, ""), joined) if p)
+    return extended
 
 
 def java_version() -> int | None:
@@ -112,9 +156,11 @@ def private_session(settings: SparkSettings) -> SparkSession:
         raise ConfigError(
             "warehouse.engine spark needs PySpark: pip install -e '.[spark]'"
         ) from None
+    jars = connector_jars(settings)
     defaults = FAST_START if settings.master.startswith("local") else {}
+    conf = _with_jars({**defaults, **settings.conf}, jars)
     builder = SparkSession.builder.master(settings.master).appName("dp_platform")
-    for key, value in {**defaults, **settings.conf, **PRIVATE_CONF}.items():
+    for key, value in {**conf, **PRIVATE_CONF}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

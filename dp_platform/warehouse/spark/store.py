@@ -1,14 +1,17 @@
-"""The Spark warehouse: the DuckDB warehouse's methods (../store.py) on Parquet tables.
+"""The Spark warehouse: the DuckDB warehouse's methods (../store.py) on Delta Lake tables.
 
 Same contract as DuckDB's ``Warehouse`` (dp_platform/warehouse/base.py): heavy work is Spark SQL
 (files in this package, each the twin of the DuckDB file of the same name and parameters);
-Python receives per-day aggregates only. Tables are Parquet under one root, partitioned by
-(campaign, day) for derived data; the catalog (catalog.py, SQLite) is the commit record:
+Python receives per-day aggregates only. Tables are Delta Lake tables under one root (any
+Hadoop file system URI: a local path, ``s3a://``), partitioned by (campaign, day) for derived
+data; every write is a Delta commit, and the record tables (records.py) make a write that
+spans tables visible:
 
-* a range of days is rewritten by forgetting it in the catalog, dropping its directories,
-  writing the new rows and recording new versions — a reader checks the catalog first, so a
-  crash leaves "not materialised", never a mix of two versions;
-* AdsBPC+ spends of a day count once the catalog records the day (see catalog.py).
+* a range of days is rewritten by forgetting it in ``partitions``, deleting its rows, writing
+  the new rows and recording the days with the table's new version — a reader checks the
+  record first, so a crash leaves "not materialised", never a mix of two versions;
+* AdsBPC+ spends of a day count once ``plus_spend_days`` records the day;
+* private last touch's draws of a run are one commit: there whole, or not at all.
 
 One SparkSession per process (session.py); each open registers the tables in a database named
 after the root, so several warehouses can share a session (the tests do).
@@ -30,10 +33,9 @@ from dp_platform.config import CampaignConfig
 from dp_platform.file_lock import exclusive
 from dp_platform.settings import WarehouseConfig
 from dp_platform.warehouse.ingest import DimensionLists, IngestReport
-from dp_platform.warehouse.spark.catalog import Catalog
-from dp_platform.warehouse.spark.files import TableFiles
 from dp_platform.warehouse.spark.ingest import ingest_files, recover
 from dp_platform.warehouse.spark.plus_store import SparkPlusStore
+from dp_platform.warehouse.spark.records import WarehouseRecords
 from dp_platform.warehouse.spark.runner import SparkSqlRunner
 from dp_platform.warehouse.spark.session import private_session
 from dp_platform.warehouse.spark.store_core import TABLES
@@ -58,26 +60,36 @@ __all__ = ["SparkWarehouse", "open_at_home"]
 
 
 class SparkWarehouse(SparkPlusStore):
-    """Parquet tables under ``root`` (any Hadoop file system URI or a local path) and their
-    catalog at ``catalog``; the schema is created idempotently on open."""
+    """Delta tables under ``root`` (any Hadoop file system URI or a local path), their
+    record tables among them; the schema is created idempotently on open, and an ingest a
+    crash cut is undone (ingest.recover)."""
 
     engine = "spark"
 
-    def __init__(self, spark: SparkSession, root: str | Path, catalog: str | Path) -> None:
+    def __init__(self, spark: SparkSession, root: str | Path) -> None:
         self.spark = spark
         self.root = str(root).rstrip("/")
-        self.catalog = Catalog(Path(catalog))
-        self.files = TableFiles(spark)
         self.sql = SparkSqlRunner(spark, {"root": self.root})
+        self.records = WarehouseRecords(spark, self.sql)
         self.database = "dp_" + hashlib.sha256(self.root.encode()).hexdigest()[:16]
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {self.database} LOCATION '{self.root}/_database'")
         self._use()
-        self.sql.run("schema")
-        self._add_touch_columns()
-        self.refresh()
+        self._create_tables()
         recover(self)
-        self._drop_uncommitted_touches()
-        self.catalog.record_dimensions_once(self._dimensions_of_loads)
+
+    def _create_tables(self) -> None:
+        """schema.sql; a root an earlier release wrote as plain Parquet is refused in one line
+        (Delta will not create a table over a directory that holds other files)."""
+        try:
+            self.sql.run("schema")
+        except Exception as error:
+            if "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION" not in str(error):
+                raise
+            raise WarehouseError(
+                f"Spark tables at {self.root}: not Delta Lake tables (an earlier release wrote "
+                "them as Parquet with a SQLite catalog); ingest the event files again into a "
+                "new warehouse.spark.path"
+            ) from None
 
     # -- loading -------------------------------------------------------------------------
 
@@ -107,7 +119,7 @@ class SparkWarehouse(SparkPlusStore):
         """Row count of a warehouse table (monitoring; no contents)."""
         self._use()
         if table == "loads":
-            return len(self.catalog.committed_loads())
+            return len(self.records.committed_loads())
         if table not in TABLES:
             raise ValueError(f"unknown table {table!r}")
         return int(self.sql.query(f"SELECT count(*) FROM {table}")[0][0])
@@ -168,7 +180,7 @@ class SparkWarehouse(SparkPlusStore):
                     )
         finally:
             self.sql.release()
-        self.catalog.record(
+        self.records.record(
             ATTRIBUTED, campaign.name, self._day_rows(ATTRIBUTED, campaign, first, last), None
         )
         single = rule in {"lta", "fta", "private_last_touch"}
@@ -208,13 +220,12 @@ class SparkWarehouse(SparkPlusStore):
         campaign: candidates of conversions without a stored choice and their dense index in
         Spark, one Exp(1) per candidate from privacy/ on the driver (never Spark's rand()),
         joined back by index; the race's winners written as a new batch of
-        private_touch_choices and committed in the catalog; then the range attributed from
-        the stored choices. Returns the number of candidates drawn for now."""
+        private_touch_choices in one commit; then the range attributed from the stored
+        choices. Returns the number of candidates drawn for now."""
         from dp_platform.attribution.private_touch import race_draws, race_parameters
 
-        self._drop_uncommitted_touches(campaign.name)
         self._attribution_scope(campaign, first, last)
-        self._stored_touches(campaign)
+        self.sql.run("private_touch_stored", campaign=campaign.name)
         count = int(self.sql.run("attribute_private_candidates")[0][0])
         draws = race_draws(campaign, count, noise)
         if count:
@@ -222,7 +233,11 @@ class SparkWarehouse(SparkPlusStore):
             self.spark.createDataFrame(
                 frame, schema="idx BIGINT, e DOUBLE"
             ).createOrReplaceTempView("race_noise")
-            batch = self.catalog.begin_touch_batch(campaign.name)
+            batch = self.sql.query(
+                "SELECT coalesce(max(batch), 0) + 1 FROM private_touch_choices "
+                "WHERE campaign = :campaign",
+                campaign=campaign.name,
+            )[0][0]
             try:
                 self.sql.run(
                     "attribute_private_select",
@@ -232,30 +247,12 @@ class SparkWarehouse(SparkPlusStore):
                 )
             finally:
                 self.spark.catalog.dropTempView("race_noise")
-            self.catalog.finish_touch_batch(batch, "committed")
-            self._stored_touches(campaign)  # lists the batch just written
         self.sql.run(
             "attribute_private_stored",
             campaign=campaign.name,
             touched=bool(self._touch_keys(campaign)),
         )
         return count
-
-    def _stored_touches(self, campaign: CampaignConfig) -> None:
-        """View stored_touch_choices: the campaign's committed choices (listed now)."""
-        committed = [batch for _, batch in self.catalog.touch_batches("committed", campaign.name)]
-        self.spark.createDataFrame(
-            pd.DataFrame({"batch": np.asarray(committed, dtype=np.int64)}), schema="batch BIGINT"
-        ).createOrReplaceTempView("committed_touch_batches")
-        self.spark.catalog.refreshTable("private_touch_choices")
-        self.sql.run("private_touch_stored", campaign=campaign.name)
-
-    def _drop_uncommitted_touches(self, campaign: str | None = None) -> None:
-        """Delete the choices of batches a crash left uncommitted (never read), then forget
-        them: the conversions they held are drawn afresh, as if never drawn."""
-        for name, batch in self.catalog.touch_batches("started", campaign):
-            self.files.delete(f"{self.root}/private_touch_choices/campaign={name}/batch={batch}")
-            self.catalog.finish_touch_batch(batch, "aborted")
 
     def attribute_day(self, campaign: CampaignConfig, day: date) -> dict:
         """(Re)materialise attributed_conversions for one day; aggregate counts only."""
@@ -269,7 +266,7 @@ class SparkWarehouse(SparkPlusStore):
         self._use()
         self._clear(CONTRIBUTIONS, campaign, days_between(first, last))
         self.sql.run("contributions", campaign=campaign.name, first=first, last=last)
-        self.catalog.record(
+        self.records.record(
             CONTRIBUTIONS,
             campaign.name,
             self._day_rows(CONTRIBUTIONS, campaign, first, last),
@@ -351,7 +348,7 @@ class SparkWarehouse(SparkPlusStore):
     ) -> np.ndarray:
         """True per-publisher (or per-cell: oneshot_sums_cells.sql) sums of the period after the
         plan's bounding (as DuckDB's)."""
-        done = self.catalog.materialised_days(
+        done = self.records.materialised_days(
             ATTRIBUTED, campaign.name, campaign.start, campaign.end
         )
         if done != campaign.days:
@@ -400,7 +397,9 @@ class SparkWarehouse(SparkPlusStore):
 
 @contextmanager
 def _spark_lock(home: Home) -> Iterator[None]:
-    """One writer of a home's Spark warehouse at a time (its own lock, not DuckDB's)."""
+    """One process at a time on a home's Spark warehouse (its own lock, not DuckDB's): reads
+    do not pin the versions of the last committed ingest yet, so an ingest in progress must
+    not be read (docs/scale.md §5)."""
     directory = home.root / "spark"
     directory.mkdir(exist_ok=True)
     with exclusive(directory / ".lock", name="Spark warehouse"):
@@ -419,9 +418,7 @@ def open_at_home(
     """The Spark warehouse of a platform home; starts the process's session on first use."""
     spark = private_session(settings.spark)
     with _spark_lock(home):
-        warehouse = SparkWarehouse(
-            spark, tables_root(settings, home), home.root / "spark" / "catalog.sqlite"
-        )
+        warehouse = SparkWarehouse(spark, tables_root(settings, home))
         try:
             yield warehouse
         finally:

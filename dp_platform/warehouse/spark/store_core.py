@@ -1,5 +1,5 @@
 """The Spark warehouse's ground floor: its database in the session, the campaign's released
-vector put in scope for a query, and the partitions the catalog records.
+vector put in scope for a query, and the partitions its records (records.py) hold.
 
 :class:`~dp_platform.warehouse.spark.store.SparkWarehouse` opens it and builds every step on it
 (attribution, contributions, histograms, clipping, the AdsBPC+ filter, campaign-level sums).
@@ -18,8 +18,7 @@ from dp_platform.cells import CellLayout, dimension_keys, layout_of
 from dp_platform.config import CampaignConfig
 from dp_platform.errors import ConfigError
 from dp_platform.warehouse.ingest import TIE_ROOM
-from dp_platform.warehouse.spark.catalog import Catalog
-from dp_platform.warehouse.spark.files import TableFiles
+from dp_platform.warehouse.spark.records import WarehouseRecords
 from dp_platform.warehouse.spark.runner import SparkSqlRunner
 from dp_platform.warehouse.store_core import (
     ATTRIBUTED,
@@ -58,13 +57,12 @@ TABLES = (
 
 
 class SparkWarehouseCore:
-    """The session, root, catalog and runner :class:`~.store.SparkWarehouse` opens, and what
+    """The session, root, records and runner :class:`~.store.SparkWarehouse` opens, and what
     every step stands on: the current database, scope and partitions."""
 
     spark: SparkSession
     root: str
-    catalog: Catalog
-    files: TableFiles
+    records: WarehouseRecords
     sql: SparkSqlRunner
     database: str
 
@@ -72,48 +70,28 @@ class SparkWarehouseCore:
         """This warehouse's tables are the session's current database."""
         self.spark.catalog.setCurrentDatabase(self.database)
 
-    def _add_touch_columns(self) -> None:
-        """Tables defined before touches existed (a persistent session catalog keeps their old
-        definition) get the column; their files read it as NULL (cell_rows.sql)."""
-        for table in (ATTRIBUTED, "private_touch_choices"):
-            if "touch" not in self.spark.table(table).columns:
-                self.spark.sql(f"ALTER TABLE {table} ADD COLUMNS (touch INT)")
-
-    def _dimensions_of_loads(self) -> list[tuple[int, str]]:
-        """Each load's dimensions as its dimension rows show them (catalogs made before the
-        catalog kept them; DuckDB's load_dimensions_backfill.sql)."""
-        rows = self.sql.run("load_dimensions_backfill")
-        return [(int(load_id), str(name)) for load_id, name in rows]
-
     def loads_without(
         self, kind: str, advertiser: str, first: date, last: date, dimension: str
     ) -> list[int]:
         """The committed loads of ``kind`` holding the advertiser's events dated
         ``first``..``last`` that were ingested without ``dimension``'s column (DuckDB's
-        loads_without_dimension.sql; the catalog records each load's columns)."""
+        loads_without_dimension.sql; ``loads`` records each load's columns)."""
         if kind not in ("conversions", "impressions"):
             raise ValueError(f"unknown event kind {kind!r}")
         self._use()
         rows = self.sql.run(f"loads_of_{kind}", advertiser=advertiser, first=first, last=last)
-        committed = {int(row[0]) for row in self.catalog.committed_loads()}
+        committed = {int(row[0]) for row in self.records.committed_loads()}
         held = {int(row[0]) for row in rows} & committed
-        return sorted(held - self.catalog.loads_with_dimension(dimension))
-
-    def refresh(self) -> None:
-        """Forget cached file listings (after files changed outside Spark's writers)."""
-        self._use()
-        for table in TABLES:
-            self.spark.catalog.refreshTable(table)
+        return sorted(held - self.records.loads_with_dimension(dimension))
 
     @property
     def identity(self) -> str:
-        """This warehouse's identity, kept in its catalog (catalog.py): what the ledger binds
-        a campaign with per-user state to."""
-        return self.catalog.identity()
+        """This warehouse's identity, kept in its ``meta`` table (records.py): what the ledger
+        binds a campaign with per-user state to."""
+        return self.records.identity()
 
     def close(self) -> None:
         self.sql.release()
-        self.catalog.close()
 
     def __enter__(self) -> Self:
         return self
@@ -263,12 +241,17 @@ class SparkWarehouseCore:
     # -- partitions ----------------------------------------------------------------------
 
     def _clear(self, table: str, campaign: CampaignConfig, days: list[date]) -> None:
-        """Forget the days (catalog first), then drop their directories."""
+        """Forget the days (their record first), then delete their rows (one commit)."""
         if table in (ATTRIBUTED, CONTRIBUTIONS):
-            self.catalog.forget(table, campaign.name, days)
-        for day in days:
-            self.files.delete(f"{self.root}/{table}/campaign={campaign.name}/day={day}")
-        self.spark.catalog.refreshTable(table)
+            self.records.forget(table, campaign.name, days)
+        self.sql.query(
+            f"DELETE FROM {table} WHERE campaign = :campaign AND day BETWEEN :first AND :last "
+            "AND array_contains(:days, day)",
+            campaign=campaign.name,
+            first=min(days),
+            last=max(days),
+            days=sorted(days),
+        )
 
     def _day_rows(self, table: str, campaign: CampaignConfig, first: date, last: date) -> dict:
         counts = dict.fromkeys(days_between(first, last), 0)
@@ -283,7 +266,7 @@ class SparkWarehouseCore:
         return counts
 
     def _version(self, asset: str, campaign: CampaignConfig, day: date) -> tuple[int, int | None]:
-        found = self.catalog.version(asset, campaign.name, day)
+        found = self.records.version(asset, campaign.name, day)
         if found is None:
             raise WarehouseError(
                 f"{asset} of campaign {campaign.name} for {day} is not materialised yet"

@@ -1,0 +1,227 @@
+"""The Spark warehouse's commit record, kept in Delta tables beside the data (schema.sql:
+``loads``, ``partitions``, ``plus_spend_days``, ``meta``).
+
+Delta commits one table at a time, atomically. A logical write that spans tables (an ingest,
+a rematerialised day and its record, an AdsBPC+ filter day) is made visible by a row here,
+committed after its data:
+
+* a load is data once its ``loads`` row commits, with each event table's Delta version after
+  the ingest (:meth:`WarehouseRecords.event_versions`); an ingest cut before that is undone by
+  restoring every event table to those versions (ingest.py);
+* a derived (asset, campaign, day) partition exists while its ``partitions`` row does: a
+  rewrite deletes the rows first and records them, with the table version that wrote them,
+  after the data — a crash leaves "not materialised", never a mix of two versions;
+* an AdsBPC+ day's spends and remainder count once its ``plus_spend_days`` row commits; a day
+  without it is recomputed over the same partition, so a crash neither charges a user twice
+  nor loses a charge.
+
+Holds ids, counts of loaded rows and public parameters — no user data.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from dp_platform.warehouse.spark.runner import SparkSqlRunner
+
+__all__ = ["EVENT_TABLES", "LoadRecord", "WarehouseRecords", "table_version"]
+
+EVENT_TABLES = (
+    "users",
+    "publishers",
+    "advertisers",
+    "advertiser_publishers",
+    "impressions",
+    "conversions",
+    "quarantine",
+    "dimension_values",
+    "conversion_dimensions",
+    "impression_dimensions",
+)
+"""The tables an ingest writes (and only an ingest)."""
+
+LoadRecord = tuple[int, str, str, str, int, int, int, list[str]]
+"""(load_id, kind, source_file, sha256, rows_in, accepted, quarantined, dimensions)."""
+
+_LOADS_SCHEMA = (
+    "load_id BIGINT, kind STRING, source_file STRING, sha256 STRING, rows_in BIGINT, "
+    "accepted BIGINT, quarantined BIGINT, loaded_at STRING, dimensions ARRAY<STRING>, "
+    "versions MAP<STRING, BIGINT>"
+)
+_PARTITIONS_SCHEMA = (
+    "asset STRING, campaign STRING, day DATE, version BIGINT, input_version BIGINT, "
+    "rows BIGINT, materialized_at STRING"
+)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def table_version(spark: SparkSession, table: str) -> int:
+    """The table's current Delta version (its latest commit)."""
+    return int(spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").collect()[0]["version"])
+
+
+class WarehouseRecords:
+    """Reads and commits of the record tables in the warehouse's current database."""
+
+    def __init__(self, spark: SparkSession, sql: SparkSqlRunner) -> None:
+        self.spark = spark
+        self.sql = sql
+
+    def _append(self, table: str, rows: list[tuple], schema: str) -> None:
+        """One commit appending ``rows`` (values travel as data, never as SQL text)."""
+        self.sql.write(self.spark.createDataFrame(rows, schema=schema), table)
+
+    def identity(self) -> str:
+        """The warehouse's identity: a random UUID created on first use and kept in ``meta``
+        (a copied or moved root keeps it)."""
+        query = "SELECT min(value) FROM meta WHERE key = 'warehouse_id'"
+        found = self.sql.query(query)[0][0]
+        if found is None:
+            self._append("meta", [("warehouse_id", str(uuid.uuid4()))], "key STRING, value STRING")
+            found = self.sql.query(query)[0][0]  # two first opens at once: both read the least
+        return str(found)
+
+    # -- loads ---------------------------------------------------------------------------
+
+    def loaded(self, kind: str, sha256: str) -> bool:
+        """A committed load of this kind had this content."""
+        rows = self.sql.query(
+            "SELECT count(*) FROM loads WHERE kind = :kind AND sha256 = :sha", kind=kind, sha=sha256
+        )
+        return bool(rows[0][0])
+
+    def next_load_id(self) -> int:
+        return int(self.sql.query("SELECT coalesce(max(load_id), 0) + 1 FROM loads")[0][0])
+
+    def committed_loads(self) -> list[tuple]:
+        return self.sql.query(
+            "SELECT load_id, kind, source_file, sha256, rows_in, accepted, quarantined, "
+            "loaded_at FROM loads ORDER BY load_id"
+        )
+
+    def loads_with_dimension(self, dimension: str) -> set[int]:
+        """Committed loads ingested with ``dimension``'s column."""
+        rows = self.sql.query(
+            "SELECT load_id FROM loads WHERE array_contains(dimensions, :d)", d=dimension
+        )
+        return {int(row[0]) for row in rows}
+
+    def event_versions(self) -> dict[str, int]:
+        """Each event table's version as the last committed ingest left it (an empty
+        warehouse: the versions its tables were created at, all 0)."""
+        rows = self.sql.query("SELECT versions FROM loads ORDER BY load_id DESC LIMIT 1")
+        recorded = dict(rows[0][0]) if rows else {}
+        return {table: int(recorded.get(table, 0)) for table in EVENT_TABLES}
+
+    def commit_loads(self, loads: Sequence[LoadRecord]) -> None:
+        """The ingest's last commit: its loads, with the event tables' versions now."""
+        versions = {table: table_version(self.spark, table) for table in EVENT_TABLES}
+        now = _now()
+        rows = [(*load[:7], now, list(load[7]), versions) for load in loads]
+        self._append("loads", rows, _LOADS_SCHEMA)
+
+    # -- partitions ----------------------------------------------------------------------
+
+    def forget(self, asset: str, campaign: str, days: list[date]) -> None:
+        """Mark days as not materialised (before their rows are rewritten)."""
+        if days:
+            self.sql.query(
+                "DELETE FROM partitions WHERE asset = :asset AND campaign = :campaign "
+                "AND array_contains(:days, day)",
+                asset=asset,
+                campaign=campaign,
+                days=sorted(days),
+            )
+
+    def record(self, asset: str, campaign: str, rows: dict[date, int], inputs: str | None) -> None:
+        """Mark the days (keys of ``rows``, empty ones included) as materialised by the
+        asset table's current version, each with the loads it was built from
+        (store_core.require_current): the last committed load when it reads the events
+        itself (``inputs`` None), else the one its ``inputs`` partition was built from."""
+        frame = pd.DataFrame({"day": sorted(rows)})
+        frame["rows"] = [int(rows[day]) for day in frame["day"]]
+        if inputs is None:
+            loaded = self.sql.query("SELECT coalesce(max(load_id), 0) FROM loads")[0][0]
+            frame["input_version"] = int(loaded)
+        else:
+            found = dict(
+                self.sql.query(
+                    "SELECT day, input_version FROM partitions WHERE asset = :asset "
+                    "AND campaign = :campaign",
+                    asset=inputs,
+                    campaign=campaign,
+                )
+            )
+            frame["input_version"] = [found.get(day) for day in frame["day"]]
+        version = table_version(self.spark, asset)
+        now = _now()
+        self._append(
+            "partitions",
+            [
+                (asset, campaign, day, version, source, count, now)
+                for day, count, source in frame[["day", "rows", "input_version"]].itertuples(
+                    index=False
+                )
+            ],
+            _PARTITIONS_SCHEMA,
+        )
+
+    def version(self, asset: str, campaign: str, day: date) -> tuple[int, int | None] | None:
+        rows = self.sql.query(
+            "SELECT version, input_version FROM partitions WHERE asset = :asset "
+            "AND campaign = :campaign AND day = :day",
+            asset=asset,
+            campaign=campaign,
+            day=day,
+        )
+        if not rows:
+            return None
+        version, source = rows[0]
+        return int(version), None if source is None else int(source)
+
+    def materialised_days(self, asset: str, campaign: str, first: date, last: date) -> int:
+        rows = self.sql.query(
+            "SELECT count(DISTINCT day) FROM partitions WHERE asset = :asset "
+            "AND campaign = :campaign AND day BETWEEN :first AND :last",
+            asset=asset,
+            campaign=campaign,
+            first=first,
+            last=last,
+        )
+        return int(rows[0][0])
+
+    # -- AdsBPC+ filter days -----------------------------------------------------------------
+
+    def spend_day(self, campaign: str, day: date) -> tuple[float, float, float] | None:
+        rows = self.sql.query(
+            "SELECT bound, sigma, cap FROM plus_spend_days WHERE campaign = :c AND day = :d",
+            c=campaign,
+            d=day,
+        )
+        return None if not rows else (float(rows[0][0]), float(rows[0][1]), float(rows[0][2]))
+
+    def commit_spend_day(
+        self, campaign: str, day: date, bound: float, sigma: float, cap: float
+    ) -> None:
+        self._append(
+            "plus_spend_days",
+            [(campaign, day, bound, sigma, cap, _now())],
+            "campaign STRING, day DATE, bound DOUBLE, sigma DOUBLE, cap DOUBLE, created_at STRING",
+        )
+
+    def spend_day_list(self, campaign: str) -> list[date]:
+        rows = self.sql.query(
+            "SELECT day FROM plus_spend_days WHERE campaign = :c ORDER BY day", c=campaign
+        )
+        return [row[0] for row in rows]
