@@ -1,0 +1,581 @@
+"""The Spark ingest's file and row checks as Spark jobs: the DuckDB ingest's rules, reasons and
+row numbers (../ingest_sources.py, ../ingest.py, ../ingest_check_<kind>.sql), computed by Spark
+over the input file — a path or any URI Spark reads (``file:``, ``s3a:``) — so no event is read
+on the driver and the tables' root may be remote too.
+
+Per file, in order (``ingest.py`` here drives it):
+
+1. :func:`inspect_file` — the file-level refusals, each one line naming the file and the rule,
+   never a value. A local path gets DuckDB's own checks (``check_file``: it exists, is a regular
+   file, one byte can be read — so "Permission denied" reads as on DuckDB); a URI is asked of
+   Hadoop's file system (found, not a directory). Column names: a CSV file's header row is the
+   one thing the driver reads (``first_line``: chunks of 64 KiB until its line end, the rest of
+   that chunk never parsed) — names, not events, and the header's own refusals (empty, not UTF-8,
+   blank, longer than 1 MiB, not CSV) need its bytes; a Parquet file's footer is read through
+   Parquet's Hadoop reader, as Spark itself does to plan the read: its types decide the refusals
+   (``check_columns``) under DuckDB's type names, and tell nanosecond times from integers.
+2. :func:`read_file` — one Spark read of the whole file, checkpointed: every record with its row
+   number and a malformed flag. CSV: Spark's CSV reader on the header's names, every field text,
+   ``multiLine`` (a quoted field may hold a line break, as DuckDB reads it; the file is then one
+   partition, so the read order numbers the records: source_row = position + 1, checked against
+   the count). A record is malformed as DuckDB's reader rejects it: too many or too few fields,
+   invalid UTF-8 (Spark decodes it to U+FFFD), or longer than DuckDB's 2 000 000 bytes. Broken
+   quoting refuses the file: an odd number of quote characters (a quoted field never closed —
+   one more, cheap pass over the file's lines) or text after a closing quote (Spark's parser
+   raises); the refusal names the line, found in a further pass only then. Parquet: the file's
+   own row numbers (``_metadata.row_index`` + 1), as DuckDB's ``file_row_number``.
+3. :func:`check_file` — ``ingest_typed.sql`` and ``ingest_check_<kind>.sql``: the DuckDB checks'
+   reasons in their order, checkpointed once (``checked_<kind>``); :meth:`CheckedFile.register`
+   names what ingest.py's ``_load`` reads (``checked_raw``, ``malformed``,
+   ``checked_dimensions``).
+
+*Already loaded.* DuckDB keys a file by the SHA-256 of its bytes, read on the driver. Here the key
+is a digest Spark computes in the same pass as the checkpoint: SHA-256 of every record (its row
+number and fields as text, a malformed record's raw text), summed per 60-bit slice over the file
+(an order-free sum of position-bound hashes, so the partitions' order does not matter), then
+hashed with the file's kind, format, column names and row count. Path, size and modification time
+(``_metadata``) were the other candidate: free, but a copy under another name — a hostile case —
+would load again, every row a ``duplicate_loaded``. The digest follows the rows as read, not the
+bytes: the same rows re-encoded (gzip, CRLF line ends, quoting, Parquet compression, Parquet
+columns the ingest ignores) count as already loaded here and as a new file on DuckDB.
+
+Where Spark and DuckDB differ and this module follows DuckDB on purpose: times are parsed by
+DuckDB's grammar (``ingest_typed.sql``), not Spark's CAST; numbers by DuckDB's (underscores
+allowed, Java's ``1d`` or hexadecimal refused); ``İ`` lower-cases to ``i`` as in DuckDB;
+trimming is DuckDB's (Unicode space separators only).
+
+Remaining divergences (none occurs in the test corpus; tests/test_spark_ingest_checks.py):
+
+* CSV: spaces around a quoted field (``a, "b" ,c``) are kept with their quotes by Spark, stripped
+  with them by DuckDB; a record within a few bytes of 2 000 000 may fall on the other side (Spark
+  counts fields and delimiters, not quotes); a record with more than 20 480 fields (Spark's
+  ``maxColumns`` is set to twice the header's, at least that) fails the read; a line number in a
+  quoting refusal counts physical lines, DuckDB's counts records (they differ after a quoted
+  line break); a field that holds U+FFFD as valid UTF-8 is malformed here.
+* Times: zone names are Java's (case-insensitive), DuckDB's are ICU's — a name only one of them
+  knows parses on that side only, and a wall-clock time in a zone's daylight-saving gap or
+  overlap may resolve differently; blanks inside a time follow DuckDB's common cases only (a tab
+  directly after the seconds is accepted here, refused by DuckDB); years beyond ±290 000 are
+  unparsable here (DuckDB: up to 294 247).
+* Parquet: a DECIMAL value beyond 2⁵³ units may convert to DOUBLE one ulp apart (Spark rounds
+  correctly, DuckDB divides); nanosecond times are cut to microseconds toward zero.
+* A refusal for an unreadable file names the JVM's exception where DuckDB names its own.
+
+Messages name files, columns, rules, line numbers and engine error types — never a value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from dp_platform.warehouse.ingest import (
+    TS_WINDOW,
+    DimensionLists,
+    IngestError,
+    catch_all,
+    dimension_reasons,
+    stored_values,
+)
+from dp_platform.warehouse.ingest_sources import (
+    OPTIONAL_COLUMNS,
+    REQUIRED,
+    Format,
+    Kind,
+    check_columns,
+    check_file,
+    csv_columns,
+    csv_header,
+    file_format,
+    first_line,
+    header_names,
+    shown,
+)
+from dp_platform.warehouse.spark.ingest_quoting import quoting_line, unclosed_quote_line
+from dp_platform.warehouse.spark.ingest_types import parquet_columns, spark_type
+from dp_platform.warehouse.spark.runner import SparkSqlRunner
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["CheckedFile", "ReadFile", "SparkSource", "check_file_rows", "inspect_file", "read_file"]
+
+MAX_LINE_BYTES = 2_000_000
+"""DuckDB's ``max_line_size``: a longer CSV record is malformed (measured: 2 000 000 bytes load,
+2 000 001 do not)."""
+
+CORRUPT = "__corrupt_record"
+"""Spark's column for a record whose field count is wrong (not a name a header can give: the
+ingest renames every column it does not read to ``ignored_column_<n>``)."""
+
+
+@dataclass(frozen=True)
+class SparkSource:
+    """One event file after its file-level checks; ``sha256`` is set by :func:`read_file`."""
+
+    kind: Kind
+    path: str
+    """As the operator gave it (messages, the report, the catalog)."""
+    uri: str
+    """What Spark reads (glob characters of a local name escaped)."""
+    fmt: Format
+    columns: dict[str, str]
+    """Column name → DuckDB type name, in file order (CSV: every column VARCHAR)."""
+    nanos: frozenset[str] = frozenset()
+    """Parquet columns of nanosecond times (read as integers, cut to microseconds)."""
+    sha256: str = ""
+
+
+def _where(kind: Kind, path: str) -> str:
+    return f"{kind} file {shown(path)}"
+
+
+def _local(path: str | Path) -> Path | None:
+    """The local file a path or ``file:`` URI names; None for another scheme."""
+    if isinstance(path, Path):
+        return path
+    parsed = urlparse(path)
+    if parsed.scheme == "file":
+        return Path(parsed.path)
+    if len(parsed.scheme) <= 1:  # no scheme (or a drive letter)
+        return Path(path)
+    return None
+
+
+def _spark_path(path: Path) -> str:
+    """A local path as Spark reads it: absolute, Hadoop's glob characters escaped."""
+    return re.sub(r"([\\\[\]{}*?])", r"\\\1", str(path.absolute()))
+
+
+def _hadoop(spark: SparkSession, uri: str) -> tuple[Any, Any]:
+    """Hadoop's file system and path for ``uri``."""
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
+
+
+@contextmanager
+def quiet(spark: SparkSession) -> Iterator[None]:
+    """Spark's own log off while it reads an event file: a failed task is logged with its
+    exception's text, and a parser's text may quote the record it failed on (the platform's
+    refusal names the file and the rule instead)."""
+    log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+    configurator = log4j.core.config.Configurator
+    root = log4j.LogManager.getRootLogger()
+    before = root.getLevel()
+    configurator.setRootLevel(log4j.Level.OFF)
+    try:
+        yield
+    finally:
+        configurator.setRootLevel(before)
+
+
+def _java_name(error: BaseException) -> str:
+    """The JVM exception's class name behind a Py4J or PySpark error (else the Python one)."""
+    text = str(error)
+    found = re.search(r"\b(?:[a-z]\w*\.)+([A-Z]\w*(?:Exception|Error))\b", text)
+    return found.group(1) if found else type(error).__name__
+
+
+def _remote_size(spark: SparkSession, kind: Kind, uri: str) -> int:
+    where = _where(kind, uri)
+    try:
+        system, path = _hadoop(spark, uri)
+        status = system.getFileStatus(path)
+    except Exception as error:
+        if "FileNotFoundException" in str(error):
+            raise FileNotFoundError(f"{where}: not found") from None
+        raise IngestError(f"{where}: cannot be opened ({_java_name(error)})") from None
+    if status.isDirectory():
+        raise IngestError(f"{where}: is a directory, not a file")
+    return int(status.getLen())
+
+
+def _remote_header(spark: SparkSession, kind: Kind, uri: str) -> bytes:
+    """The first line's bytes through Hadoop (its gzip codec for ``.gz``), as ``first_line``."""
+    where = _where(kind, uri)
+    jvm = spark.sparkContext._jvm
+    try:
+        system, path = _hadoop(spark, uri)
+        stream = system.open(path)
+        codec = jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(
+            spark.sparkContext._jsc.hadoopConfiguration()
+        ).getCodec(path)
+        if codec is not None:
+            stream = codec.createInputStream(stream)
+    except Exception as error:
+        raise IngestError(f"{where}: cannot be read ({_java_name(error)})") from None
+
+    class _Stream:
+        def read(self, size: int) -> bytes:
+            return bytes(stream.readNBytes(size))
+
+    try:
+        return first_line(_Stream())
+    except Exception as error:
+        if uri.lower().endswith(".gz"):
+            raise IngestError(f"{where}: not a readable gzip file") from None
+        raise IngestError(f"{where}: cannot be read ({_java_name(error)})") from None
+    finally:
+        stream.close()
+
+
+def inspect_file(
+    spark: SparkSession, kind: Kind, path: str | Path, dimensions: tuple[str, ...] = ()
+) -> SparkSource:
+    """File-level checks (see module doc); raises IngestError / FileNotFoundError."""
+    local = _local(path)
+    if local is not None:
+        shown_path, size = str(local), check_file(kind, local)
+        fmt, uri = file_format(kind, local), _spark_path(local)
+    else:
+        shown_path = uri = str(path)
+        size = _remote_size(spark, kind, uri)
+        fmt = file_format(kind, Path(PurePosixPath(urlparse(uri).path).name))
+    where = _where(kind, shown_path)
+    nanos: frozenset[str] = frozenset()
+    if fmt == "csv":
+        if local is not None:
+            names = csv_header(kind, local)
+        else:
+            names = header_names(where, _remote_header(spark, kind, uri))
+        columns = csv_columns(kind, shown_path, names, dimensions)
+    elif size == 0:
+        raise IngestError(f"{where}: empty file, not Parquet")
+    else:
+        columns, nanos = parquet_columns(spark, where, uri)
+    check_columns(kind, shown_path, columns, dimensions)
+    return SparkSource(kind, shown_path, uri, fmt, columns, nanos)
+
+
+@dataclass
+class ReadFile:
+    """A file's records, read once and checkpointed; ``source.sha256`` is its digest."""
+
+    source: SparkSource
+    parsed: DataFrame
+    rows: int
+
+    def release(self) -> None:
+        self.parsed.unpersist()
+
+
+def _wanted(source: SparkSource) -> list[str]:
+    return [
+        name
+        for name in source.columns
+        if name in (*REQUIRED[source.kind], *OPTIONAL_COLUMNS[source.kind])
+        or not name.startswith("ignored_column_")
+    ]
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _csv_frame(spark: SparkSession, source: SparkSource) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    names = list(source.columns)
+    schema = ", ".join(f"{_quoted(n)} STRING" for n in [*names, CORRUPT])
+    frame = (
+        spark.read.schema(schema)
+        .options(
+            header="true",
+            multiLine="true",
+            mode="PERMISSIVE",
+            columnNameOfCorruptRecord=CORRUPT,
+            sep=",",
+            quote='"',
+            escape='"',
+            encoding="UTF-8",
+            unescapedQuoteHandling="RAISE_ERROR",
+            maxColumns=str(max(20_480, 2 * len(names))),
+            maxCharsPerColumn="-1",
+        )
+        .csv(source.uri)
+    )
+    fields = [F.col(_quoted(n)) for n in names]
+    size = sum((F.coalesce(F.octet_length(c), F.lit(0)) for c in fields), F.lit(len(names) - 1))
+    replaced = F.instr(F.concat_ws("", *fields, F.col(CORRUPT)), "\ufffd") > 0
+    malformed = F.col(CORRUPT).isNotNull() | replaced | (size > MAX_LINE_BYTES)
+    return frame.select(
+        (F.monotonically_increasing_id() + 1).alias("source_row"),
+        malformed.alias("malformed"),
+        *fields,
+        F.col(CORRUPT),
+    )
+
+
+def _parquet_frame(spark: SparkSession, source: SparkSource) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    wanted = _wanted(source)
+    schema = ", ".join(
+        f"{_quoted(n)} {'BIGINT' if n in source.nanos else spark_type(source.columns[n])}"
+        for n in wanted
+    )
+    frame = (
+        spark.read.schema(schema)
+        .options(datetimeRebaseMode="CORRECTED", int96RebaseMode="CORRECTED")
+        .parquet(source.uri)
+    )
+    return frame.select(
+        (F.col("_metadata.row_index") + 1).alias("source_row"),
+        F.lit(False).alias("malformed"),
+        *[F.col(_quoted(n)) for n in wanted],
+        F.lit(None).cast("string").alias(CORRUPT),
+    )
+
+
+def _digest(source: SparkSource, parsed: DataFrame) -> tuple[str, int]:
+    """The content digest (module doc) and the number of records, in one aggregate."""
+    from pyspark.sql import functions as F
+
+    columns = [c for c in parsed.columns if c not in ("source_row", "malformed", CORRUPT)]
+    record = F.to_json(
+        F.struct(
+            F.col("source_row").alias("r"),
+            F.array(*[F.col(_quoted(c)).cast("string") for c in columns]).alias("v"),
+            F.col(CORRUPT).alias("m"),
+        )
+    )
+    hashed = parsed.select(F.col("source_row"), F.sha2(record, 256).alias("h"))
+    slices = [
+        F.sum(F.conv(F.substring("h", 1 + 15 * k, 15), 16, 10).cast("decimal(38,0)")).alias(f"s{k}")
+        for k in range(4)
+    ]
+    row = hashed.agg(F.count("*").alias("n"), F.max("source_row").alias("last"), *slices).first()
+    rows = int(row["n"])
+    if source.fmt == "csv" and rows and int(row["last"]) != rows:
+        raise RuntimeError("the CSV file was not read as one partition")  # multiLine guarantees
+    text = "|".join(
+        [source.kind, source.fmt, ",".join(source.columns), str(rows)]
+        + [str(row[f"s{k}"] or 0) for k in range(4)]
+    )
+    return "spark-rows-v1:" + hashlib.sha256(text.encode()).hexdigest(), rows
+
+
+def read_file(spark: SparkSession, source: SparkSource) -> ReadFile:
+    """Read and checkpoint the file's records; refuse broken quoting or an unreadable file."""
+    where = _where(source.kind, source.path)
+    nanos = "spark.sql.legacy.parquet.nanosAsLong"
+    before = spark.conf.get(nanos, "false")
+    try:
+        with quiet(spark):
+            if source.fmt == "csv":
+                line = unclosed_quote_line(spark, source.uri)
+                if line is not None:
+                    _refuse_quoting(where, line)
+            spark.conf.set(nanos, "true" if source.nanos else before)
+            if source.fmt == "csv":
+                frame = _csv_frame(spark, source)
+            else:
+                frame = _parquet_frame(spark, source)
+            parsed = frame.localCheckpoint(eager=True)
+    except IngestError:
+        raise
+    except Exception as error:
+        if source.fmt == "csv" and "TextParsingException" in str(error):
+            with quiet(spark):
+                line = quoting_line(spark, source.uri)
+            _refuse_quoting(where, line)
+        raise IngestError(
+            f"{where}: could not be read completely ({_java_name(error)}); nothing was loaded"
+        ) from None
+    finally:
+        spark.conf.set(nanos, before)
+    with quiet(spark):
+        digest, rows = _digest(source, parsed)
+    object.__setattr__(source, "sha256", digest)
+    return ReadFile(source, parsed, rows)
+
+
+def _refuse_quoting(where: str, line: int) -> None:
+    raise IngestError(
+        f"{where}: line {line}: a quoted field is not closed (or text follows its closing "
+        "quote); nothing was loaded"
+    )
+
+
+_TRIM = (
+    "CASE WHEN {x} = '' THEN NULL "
+    "WHEN startswith({x}, ' ') OR endswith({x}, ' ') OR octet_length({x}) <> char_length({x}) "
+    "THEN nullif(regexp_replace({x}, r'^\\p{{Zs}}+|\\p{{Zs}}+\\z', ''), '') ELSE {x} END"
+)
+"""../ingest_text.sql in Spark SQL: trimmed of Unicode space separators, empty → NULL; a pure
+ASCII field without a space at either end is returned as it is (most fields)."""
+
+
+def _text(expression: str) -> str:
+    return _TRIM.format(x=expression)
+
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _dimension_items(dimensions: DimensionLists) -> list[str]:
+    """Each dimension's stored text (an unlisted value → its catch-all) as one array of
+    (dimension, value), and the first dimension's reason (DuckDB's ``_dimension_items``)."""
+    if not dimensions:
+        return [
+            "CAST(array() AS ARRAY<STRUCT<dimension: STRING, value: STRING>>) AS dimension_values",
+            "CAST(NULL AS STRING) AS dimension_reason",
+        ]
+    values, arms = [], []
+    for name, dimension in dimensions.items():
+        text = _text(f"CAST({_quoted(name)} AS STRING)")
+        missing, unknown = dimension_reasons(name)
+        listed = ", ".join(_sql_text(v) for v in stored_values(dimension))
+        bucket = catch_all(dimension)
+        arms.append(f"WHEN {text} IS NULL THEN '{missing}'")
+        if bucket is None:
+            stored = text
+            arms.append(f"WHEN {text} NOT IN ({listed}) THEN '{unknown}'")
+        else:
+            stored = f"CASE WHEN {text} IN ({listed}) THEN {text} ELSE {_sql_text(bucket)} END"
+        values.append(f"named_struct('dimension', '{name}', 'value', {stored})")
+    return [
+        f"array({', '.join(values)}) AS dimension_values",
+        f"CASE {' '.join(arms)} END AS dimension_reason",
+    ]
+
+
+def _ts_items(source: SparkSource) -> list[str]:
+    """The time as text to parse (ingest_typed.sql) or, typed in Parquet, in microseconds."""
+    if "ts" not in source.columns:
+        return ["CAST(NULL AS STRING) AS ts_text", "CAST(NULL AS BIGINT) AS ts_typed_us"]
+    kind = source.columns["ts"]
+    if kind == "VARCHAR":
+        return [f"{_text('ts')} AS ts_text", "CAST(NULL AS BIGINT) AS ts_typed_us"]
+    if "ts" in source.nanos:
+        typed = "ts div 1000"
+    elif kind == "TIMESTAMP WITH TIME ZONE":
+        typed = "unix_micros(ts)"
+    else:  # DATE, TIMESTAMP (no zone: UTC, the session's zone, as DuckDB's)
+        typed = "unix_micros(CAST(ts AS TIMESTAMP))"
+    return ["CAST(NULL AS STRING) AS ts_text", f"{typed} AS ts_typed_us"]
+
+
+def _projection(source: SparkSource, dimensions: DimensionLists) -> str:
+    """The select list of view ``source`` (what ingest_typed.sql reads)."""
+    kind, columns = source.kind, source.columns
+    id_column = "impression_id" if kind == "impressions" else "conversion_id"
+
+    def text(name: str) -> str:
+        if name not in columns:
+            return "CAST(NULL AS STRING)"
+        value = _quoted(name)
+        return _text(value if columns[name] == "VARCHAR" else f"CAST({value} AS STRING)")
+
+    ts = _ts_items(source)
+    items = [
+        "source_row",
+        "malformed",
+        f"{text(id_column)} AS id",
+        f"{text('user_id')} AS user_id",
+        f"{text('publisher_id') if kind == 'impressions' else 'CAST(NULL AS STRING)'}"
+        " AS publisher_id",
+        f"{text('advertiser_id')} AS advertiser_id",
+        *ts,
+        f"{text('interaction')} AS interaction",
+    ]
+    value_type = columns.get("value")
+    if value_type == "VARCHAR":
+        items += [f"{text('value')} AS value_text", "CAST(NULL AS DOUBLE) AS value_typed"]
+    elif value_type is not None:
+        items += ["CAST(NULL AS STRING) AS value_text", "CAST(value AS DOUBLE) AS value_typed"]
+    else:
+        items += ["CAST(NULL AS STRING) AS value_text", "CAST(NULL AS DOUBLE) AS value_typed"]
+    items += _dimension_items(dimensions)
+    return ", ".join(items)
+
+
+@dataclass
+class CheckedFile:
+    """A file's checked rows, checkpointed by its own runner (the warehouse runner's
+    ``release`` after one file's load leaves the other file's checks in place)."""
+
+    kind: Kind
+    runner: SparkSqlRunner
+    rows: int
+    dimensions: bool
+    views: list[str] = field(default_factory=list)
+
+    def register(self) -> None:
+        """The views ``_load`` reads: ``checked_raw``, ``malformed`` and, with dimensions,
+        ``checked_dimensions`` (source_row, dimension, value of the passing rows)."""
+        spark, table = self.runner.spark, f"checked_{self.kind}"
+        spark.sql(
+            "SELECT source_row, id, user_id, publisher_id, advertiser_id, ts_us, interaction, "
+            f"value, reason FROM {table} WHERE NOT malformed"
+        ).createOrReplaceTempView("checked_raw")
+        spark.sql(
+            f"SELECT source_row, 'malformed_row' AS reason FROM {table} WHERE malformed"
+        ).createOrReplaceTempView("malformed")
+        spark.sql(
+            "SELECT source_row, d.dimension, d.value "
+            f"FROM {table} LATERAL VIEW explode(dimension_values) AS d WHERE reason IS NULL "
+            "AND NOT malformed"
+        ).createOrReplaceTempView("checked_dimensions")
+
+    def release(self) -> None:
+        self.runner.release()
+
+
+def _zones(spark: SparkSession) -> None:
+    """View ``ingest_zones``: the JVM's zone ids by lower-case name (DuckDB's names are
+    case-insensitive), and the fixed-offset abbreviations both read alike (EST, MST, HST)."""
+    zone_id = spark.sparkContext._jvm.java.time.ZoneId
+    by_lower: dict[str, str] = {}
+    for zone in sorted(zone_id.getAvailableZoneIds()):
+        by_lower.setdefault(zone.lower(), zone)
+    for short in ("EST", "MST", "HST"):
+        by_lower.setdefault(short.lower(), zone_id.SHORT_IDS.get(short))
+    spark.createDataFrame(
+        sorted(by_lower.items()), schema="lower_name STRING, zone STRING"
+    ).createOrReplaceTempView("ingest_zones")
+
+
+def _micros(moment: datetime) -> int:
+    return round(moment.timestamp() * 1_000_000)
+
+
+def check_file_rows(read: ReadFile, now: datetime, dimensions: DimensionLists) -> CheckedFile:
+    """The row checks of a read file (module doc, step 3); frees the read's checkpoint."""
+    source = read.source
+    spark = read.parsed.sparkSession
+    where = _where(source.kind, source.path)
+    runner = SparkSqlRunner(spark, {})
+    read.parsed.createOrReplaceTempView("ingest_parsed")
+    try:
+        with quiet(spark):
+            spark.sql(
+                f"SELECT {_projection(source, dimensions)} FROM ingest_parsed"
+            ).createOrReplaceTempView("source")
+            _zones(spark)
+            runner.run("ingest_typed")
+            runner.run(
+                f"ingest_check_{source.kind}",
+                now_us=_micros(now),
+                ts_min_us=_micros(TS_WINDOW[0]),
+                ts_max_us=_micros(TS_WINDOW[1]),
+            )
+    except Exception as error:
+        runner.release()
+        raise IngestError(
+            f"{where}: could not be loaded ({_java_name(error)}); nothing was loaded"
+        ) from None
+    finally:
+        for view in ("ingest_parsed", "source", "ts_parts", "ts_fields", "ts_local", "typed"):
+            spark.catalog.dropTempView(view)
+        read.release()
+    return CheckedFile(source.kind, runner, read.rows, bool(dimensions))
