@@ -22,20 +22,15 @@ Messages and reports name files, columns, reasons and counts — never ids or va
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
-from urllib.parse import urlparse
 
-import duckdb
 import pandas as pd
 
-from dp_platform.errors import ConfigError
 from dp_platform.warehouse.ingest import (
     TIE_ROOM,
     DimensionLists,
@@ -43,17 +38,19 @@ from dp_platform.warehouse.ingest import (
     IngestReport,
     KindReport,
     WarehouseWriteError,
-    check_rows,
-    drop_temporaries,
     ingest_moment,
-    reading_file,
-    rows_read,
-    stage_file,
     stored_values,
     write_cause,
 )
-from dp_platform.warehouse.ingest_sources import Source, inspect, shown
-from dp_platform.warehouse.runner import SqlRunner
+from dp_platform.warehouse.ingest_sources import shown
+from dp_platform.warehouse.spark.ingest_checks import (
+    CheckedFile,
+    ReadFile,
+    SparkSource,
+    check_file_rows,
+    inspect_file,
+    read_file,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -95,92 +92,6 @@ DAY_LOAD_TABLES = ("conversions", "conversion_dimensions", "impression_dimension
 _ID = {"impressions": "impression_id", "conversions": "conversion_id"}
 
 
-@dataclass(frozen=True)
-class _Staged:
-    checked: str
-    malformed: str
-    rows: int
-    dimensions: str | None = None
-    """A file with dimensions: the passing rows' (source_row, dimension, value)."""
-
-
-def _local_directory(uri: str) -> Path:
-    """The staging directory as a local path (the driver's DuckDB writes it)."""
-    parsed = urlparse(uri)
-    if parsed.scheme not in ("", "file"):
-        raise ConfigError(
-            f"warehouse.spark.path {uri}: ingest stages checked files from the driver, so the "
-            "tables' root must be a local or mounted path"
-        )
-    return Path(parsed.path)
-
-
-def _check_file(
-    runner: SqlRunner,
-    source: Source,
-    now: datetime,
-    directory: Path,
-    dimensions: DimensionLists,
-) -> _Staged:
-    """Row checks of one file in the embedded DuckDB (the DuckDB ingest's own functions, the
-    catalogue's dimension lists included); staged as Parquet: every row with its reason (NULL:
-    passed), ids and values only for the rows that passed, the malformed records, and the
-    passing rows' dimension values (long: one row per dimension)."""
-    con, kind = runner.con, source.kind
-    with reading_file(source):
-        stage_file(con, source)
-    with reading_file(source, "could not be loaded"):
-        check_rows(runner, source, now, dimensions)
-    interaction = "t.interaction" if kind == "impressions" else "CAST(NULL AS VARCHAR)"
-    value = "t.value" if kind == "conversions" else "CAST(NULL AS DOUBLE)"
-    passed = "r.reason IS NULL"
-    directory.mkdir(parents=True, exist_ok=True)
-    checked, malformed = directory / "checked.parquet", directory / "malformed.parquet"
-    con.execute(
-        "COPY (SELECT t.source_row, "
-        + ", ".join(
-            f"CASE WHEN {passed} THEN {column} END AS {name}"
-            for column, name in (
-                ("t.id", "id"),
-                ("t.user_id", "user_id"),
-                ("t.publisher_id", "publisher_id"),
-                ("t.advertiser_id", "advertiser_id"),
-                ("epoch_us(t.ts)", "ts_us"),
-                (interaction, "interaction"),
-                (value, "value"),
-            )
-        )
-        + ", r.reason FROM typed AS t LEFT JOIN rejected AS r ON r.source_row = t.source_row) "
-        f"TO '{_quoted(checked)}' (FORMAT parquet)"
-    )
-    con.execute(
-        "COPY (SELECT CAST(source_row AS BIGINT) AS source_row, reason FROM malformed) "
-        f"TO '{_quoted(malformed)}' (FORMAT parquet)"
-    )
-    staged_dimensions = None
-    if dimensions:
-        staged_dimensions = directory / "dimensions.parquet"
-        long = " UNION ALL ".join(
-            f"SELECT s.source_row, '{name}' AS dimension, s.\"dim_{name}\" AS value "
-            "FROM source AS s ANTI JOIN rejected AS r ON r.source_row = s.source_row"
-            for name in dimensions  # names are identifiers (config.check_dimension_name)
-        )
-        con.execute(f"COPY ({long}) TO '{_quoted(staged_dimensions)}' (FORMAT parquet)")
-    rows = rows_read(runner)
-    drop_temporaries(con)
-    return _Staged(
-        str(checked),
-        str(malformed),
-        rows,
-        None if staged_dimensions is None else str(staged_dimensions),
-    )
-
-
-def _quoted(path: Path) -> str:
-    """A path inside a SQL string literal."""
-    return str(path).replace("'", "''")
-
-
 _DIMENSION_INSERTS = {
     "conversions": "ingest_insert_dimensions",
     "impressions": "ingest_insert_impression_dimensions",
@@ -189,13 +100,14 @@ _DIMENSION_INSERTS = {
 
 
 def _insert_dimensions(
-    warehouse: SparkTables, kind: str, staged: str, dimensions: DimensionLists, load_id: int
+    warehouse: SparkTables, kind: str, dimensions: DimensionLists, load_id: int
 ) -> None:
     """The load's accepted events' dimension values as small integers (DuckDB's
     ``_insert_dimensions``): each listed value gets a key in ``dimension_values`` once (keys
     never change), each event one row per dimension in ``conversion_dimensions`` (by
     conversion_key) or ``impression_dimensions`` (by load and row: impressions have no other
-    fixed key). The lists (public) arrive as the view ``listed_dimension_values``."""
+    fixed key). The lists (public) arrive as the view ``listed_dimension_values``, the values
+    as ``checked_dimensions`` (ingest_checks.CheckedFile.register)."""
     listed = pd.DataFrame(
         [
             (name, position, value)
@@ -207,33 +119,31 @@ def _insert_dimensions(
     warehouse.spark.createDataFrame(
         listed, schema="dimension STRING, position INT, value STRING"
     ).createOrReplaceTempView("listed_dimension_values")
-    warehouse.spark.read.parquet(staged).createOrReplaceTempView("checked_dimensions")
     warehouse.sql.run("ingest_dimension_values", load_id=load_id)
     warehouse.sql.run(_DIMENSION_INSERTS[kind], load_id=load_id)
-    for view in ("listed_dimension_values", "checked_dimensions"):  # the staged file goes
+    for view in ("listed_dimension_values", "checked_dimensions"):
         warehouse.spark.catalog.dropTempView(view)
 
 
 def _load(
     warehouse: SparkTables,
-    source: Source,
-    staged: _Staged,
+    source: SparkSource,
+    staged: CheckedFile,
     load_id: int,
     staging: str,
     dimensions: DimensionLists,
 ) -> tuple[KindReport, list[tuple[str, str]]]:
     """Spark half of one file; returns its report and the impression-day moves still to do."""
     spark, sql, kind = warehouse.spark, warehouse.sql, source.kind
-    spark.read.parquet(staged.checked).createOrReplaceTempView("checked_raw")
-    spark.read.parquet(staged.malformed).createOrReplaceTempView("malformed")
+    staged.register()
     spark.sql(f"SELECT user_key, {_ID[kind]} AS id FROM {kind}").createOrReplaceTempView(
         "loaded_ids"
     )
     sql.run("ingest_duplicates")
     sql.run("ingest_keys", load_id=load_id)
     sql.run(f"ingest_insert_{kind}", load_id=load_id, tie_room=TIE_ROOM, max_tie=TIE_ROOM)
-    if staged.dimensions is not None:
-        _insert_dimensions(warehouse, kind, staged.dimensions, dimensions, load_id)
+    if staged.dimensions:
+        _insert_dimensions(warehouse, kind, dimensions, load_id)
     moves: list[tuple[str, str]] = []
     if kind == "impressions":
         days = [row[0] for row in sql.query("SELECT DISTINCT day FROM new_impressions")]
@@ -243,8 +153,8 @@ def _load(
             (f"{target}/day={day.isoformat()}", f"{warehouse.root}/impressions/day={day}")
             for day in sorted(days)
         ]
-    reasons = sql.run("ingest_quarantine", load_id=load_id, kind=kind, source_file=str(source.path))
-    report = KindReport(source_file=str(source.path), rows=staged.rows)
+    reasons = sql.run("ingest_quarantine", load_id=load_id, kind=kind, source_file=source.path)
+    report = KindReport(source_file=source.path, rows=staged.rows)
     report.reasons = {reason: int(n) for reason, n in reasons}
     report.quarantined = sum(report.reasons.values())
     report.accepted = report.rows - report.quarantined
@@ -306,50 +216,45 @@ def ingest_files(
         "conversions": dict(dimensions or {}),
     }
     staging = f"{warehouse.root}/_staging/{uuid.uuid4().hex}"
-    checks = _local_directory(staging) / "checks"  # the driver's files; the moves stay
-    con = duckdb.connect(":memory:")
+    sources = [
+        inspect_file(warehouse.spark, kind, path, tuple(own[kind]))
+        for kind, path in (("impressions", impressions), ("conversions", conversions))
+    ]
+    reads: list[ReadFile] = []
+    checked: list[CheckedFile] = []
     try:
-        con.execute("SET TimeZone = 'UTC'")
-        con.execute("SET enable_progress_bar = false")
-        con.execute(f"SET temp_directory = '{_quoted(checks / 'duckdb_tmp')}'")
-        runner = SqlRunner(con)
-        runner.run("schema")  # empty tables: the checks' views refer to them
-        sources = [
-            inspect(con, kind, path, tuple(own[kind]))
-            for kind, path in (("impressions", impressions), ("conversions", conversions))
-        ]
-        reports = {s.kind: KindReport(source_file=str(s.path)) for s in sources}
-        todo = [s for s in sources if not warehouse.catalog.loaded(s.kind, s.sha256)]
-        for source in sources:
-            reports[source.kind].already_loaded = source not in todo
+        for source in sources:  # both files are read (and keyed) before either is loaded
+            reads.append(read_file(warehouse.spark, source))
+        reports = {s.kind: KindReport(source_file=s.path) for s in sources}
+        todo = [r for r in reads if not warehouse.catalog.loaded(r.source.kind, r.source.sha256)]
+        for read in reads:
+            reports[read.source.kind].already_loaded = read not in todo
         if todo:
             with _writing(warehouse):
-                _load_all(warehouse, runner, todo, moment, staging, reports, own)
+                _load_all(warehouse, todo, checked, moment, staging, reports, own)
     finally:
-        con.close()
-        # only the checked files: a crash after the catalog's "staged" record leaves the
+        # the checkpoints only: a crash after the catalog's "staged" record leaves the
         # rewritten days in the staging directory for recover() to move in
-        shutil.rmtree(checks, ignore_errors=True)
-        with suppress(OSError):
-            checks.parent.rmdir()  # nothing else was staged (refused or already loaded)
+        for held in (*reads, *checked):
+            held.release()
     return IngestReport(impressions=reports["impressions"], conversions=reports["conversions"])
 
 
 def _load_all(
     warehouse: SparkTables,
-    runner: SqlRunner,
-    todo: list[Source],
+    reads: list[ReadFile],
+    staged: list[CheckedFile],
     moment: datetime,
     staging: str,
     reports: dict[str, KindReport],
     own: dict[str, DimensionLists],
 ) -> None:
     """Check every file, then record, load, stage and commit them (see module doc); ``own``:
-    each kind's catalogue dimensions."""
-    checks = _local_directory(staging) / "checks"
-    staged = [
-        _check_file(runner, s, moment, checks / f"checked_{s.kind}", own[s.kind]) for s in todo
-    ]
+    each kind's catalogue dimensions; ``staged`` receives the checked files (the caller
+    frees them)."""
+    todo = [r.source for r in reads]
+    for read in reads:
+        staged.append(check_file_rows(read, moment, own[read.source.kind]))
     load_ids = warehouse.catalog.begin_ingest(
         [(s.kind, str(s.path), s.sha256) for s in todo], staging
     )
@@ -379,9 +284,9 @@ def _load_all(
 
 
 def _engine_error(error: BaseException) -> bool:
-    """An error raised by Spark (through Py4J) or by the embedded DuckDB."""
+    """An error raised by Spark (through Py4J)."""
     module = type(error).__module__
-    return isinstance(error, duckdb.Error) or module.startswith(("pyspark", "py4j"))
+    return module.startswith(("pyspark", "py4j"))
 
 
 @contextmanager
