@@ -2,7 +2,7 @@
 of the Spark ingest's checks (tests/test_spark_ingest_checks.py).
 
 DuckDB: the DuckDB ingest's own ``inspect``, ``stage_file`` and ``check_rows`` on an empty
-in-memory warehouse. Spark: ``ingest_checks`` (inspect, read, check) and the views it registers
+in-memory warehouse. Spark: ``ingest_checks`` (inspect, read and check) and the views it registers
 for the load. Each side gives every record's row number with its reason (None: passed) and, for
 the rows that passed, ids, time (UTC microseconds), interaction, value and dimension values.
 """
@@ -92,19 +92,14 @@ def spark_outcome(
     spark: Any, kind: str, path: Path | str, now: datetime, dims: Dimensions = ()
 ) -> Outcome:
     """The same from the Spark checks (ingest_checks), through the views ``_load`` reads."""
-    from dp_platform.warehouse.spark.ingest_checks import (
-        check_file_rows,
-        inspect_file,
-        read_file,
-    )
+    from dp_platform.warehouse.spark.ingest_checks import inspect_file, read_and_check
 
     dims = dict(dims or {})
     try:
         source = inspect_file(spark, kind, path, tuple(dims))
-        read = read_file(spark, source)
+        checked = read_and_check(spark, source, now, dims)
     except (OSError, ValueError) as error:
         return {"refused": str(error), "type": type(error).__name__}
-    checked = check_file_rows(read, now, dims)
     try:
         checked.register()
         rows = spark.sql(

@@ -300,6 +300,8 @@ def _parquet_pair(directory: Path) -> tuple[Path, Path]:
             ),
             "interaction": ["view", "click", "view", "CLICK", "hover", "view"],
             "creative": ["banner", "video", "banner", "odd", "banner", None],
+            "note": pa.array([{"x": k} for k in range(n)]),  # ignored, of a type never read
+            "blob": pa.array([b"\x00"] * n),
         }
     )
     convs = pa.table(
@@ -400,8 +402,9 @@ class _Counting(io.RawIOBase):
 
 
 def test_the_spark_ingest_reads_no_event_on_the_driver(spark, tmp_path, monkeypatch) -> None:
-    """No DuckDB at all; of a CSV file the driver reads the header row's chunk (64 KiB, the file
-    is over 25 times that), of any local file one byte (the readability probe, as DuckDB's ingest)."""
+    """No DuckDB at all; of a CSV file the driver reads the header row's chunk (64 KiB, the
+    file is over 25 times that), of any local file one byte (the readability probe, as DuckDB's
+    ingest does)."""
     from dp_platform.warehouse.spark.store import SparkWarehouse
 
     rows = [

@@ -3,11 +3,12 @@ as the DuckDB ingest (../ingest.py), all or nothing.
 
 Two halves, split where the work stops being a function of the file alone:
 
-1. *File and row checks* read only the file: the DuckDB ingest's own reader and
-   ``ingest_check_<kind>.sql`` run on the driver in an embedded, empty DuckDB and write the
-   checked rows (with their reason, row number and UTC microseconds) to a staged Parquet file.
-   One reader and one set of rules for both engines, so a file's rows are read, numbered and
-   judged identically (malformed CSV records, unparsable times, future times…).
+1. *File and row checks* read only the file, as Spark jobs over it (ingest_checks.py): the
+   DuckDB ingest's file refusals, record numbering, malformed records and row rules (unparsable
+   times, future times…) in Spark SQL, checked for parity with DuckDB on the ingest corpus
+   (tests/test_spark_ingest_checks.py). Each file's checked rows (reason, row number, UTC
+   microseconds) are one checkpoint; no event is read on the driver, and input and tables may
+   be at any URI Spark reads.
 2. *Everything that needs the warehouse* runs as Spark SQL (``ingest_*.sql`` here): duplicates
    against loaded ids, surrogate keys, the tie order of impressions, inserts, quarantine.
 
@@ -45,11 +46,9 @@ from dp_platform.warehouse.ingest import (
 from dp_platform.warehouse.ingest_sources import shown
 from dp_platform.warehouse.spark.ingest_checks import (
     CheckedFile,
-    ReadFile,
     SparkSource,
-    check_file_rows,
     inspect_file,
-    read_file,
+    read_and_check,
 )
 
 if TYPE_CHECKING:
@@ -220,41 +219,37 @@ def ingest_files(
         inspect_file(warehouse.spark, kind, path, tuple(own[kind]))
         for kind, path in (("impressions", impressions), ("conversions", conversions))
     ]
-    reads: list[ReadFile] = []
     checked: list[CheckedFile] = []
     try:
-        for source in sources:  # both files are read (and keyed) before either is loaded
-            reads.append(read_file(warehouse.spark, source))
+        for source in sources:  # both files are checked (and keyed) before either is loaded
+            checked.append(read_and_check(warehouse.spark, source, moment, own[source.kind]))
         reports = {s.kind: KindReport(source_file=s.path) for s in sources}
-        todo = [r for r in reads if not warehouse.catalog.loaded(r.source.kind, r.source.sha256)]
-        for read in reads:
-            reports[read.source.kind].already_loaded = read not in todo
+        todo = [s for s in sources if not warehouse.catalog.loaded(s.kind, s.sha256)]
+        for source in sources:
+            reports[source.kind].already_loaded = source not in todo
         if todo:
             with _writing(warehouse):
-                _load_all(warehouse, todo, checked, moment, staging, reports, own)
+                _load_all(warehouse, todo, checked, staging, reports, own)
     finally:
         # the checkpoints only: a crash after the catalog's "staged" record leaves the
         # rewritten days in the staging directory for recover() to move in
-        for held in (*reads, *checked):
+        for held in checked:
             held.release()
     return IngestReport(impressions=reports["impressions"], conversions=reports["conversions"])
 
 
 def _load_all(
     warehouse: SparkTables,
-    reads: list[ReadFile],
-    staged: list[CheckedFile],
-    moment: datetime,
+    todo: list[SparkSource],
+    checked: list[CheckedFile],
     staging: str,
     reports: dict[str, KindReport],
     own: dict[str, DimensionLists],
 ) -> None:
     """Check every file, then record, load, stage and commit them (see module doc); ``own``:
-    each kind's catalogue dimensions; ``staged`` receives the checked files (the caller
-    frees them)."""
-    todo = [r.source for r in reads]
-    for read in reads:
-        staged.append(check_file_rows(read, moment, own[read.source.kind]))
+    each kind's catalogue dimensions; ``checked``: every file's checked rows (ingest_checks,
+    freed by the caller)."""
+    staged = [c for c in checked if c.kind in {s.kind for s in todo}]
     load_ids = warehouse.catalog.begin_ingest(
         [(s.kind, str(s.path), s.sha256) for s in todo], staging
     )

@@ -8,6 +8,8 @@ SELECT
     source_row,
     malformed,
     reason,
+    digest_a,
+    digest_b,
     CASE WHEN reason IS NULL THEN id END AS id,
     CASE WHEN reason IS NULL THEN user_id END AS user_id,
     CASE WHEN reason IS NULL THEN publisher_id END AS publisher_id,

@@ -14,30 +14,40 @@ Per file, in order (``ingest.py`` here drives it):
    blank, longer than 1 MiB, not CSV) need its bytes; a Parquet file's footer is read through
    Parquet's Hadoop reader, as Spark itself does to plan the read: its types decide the refusals
    (``check_columns``) under DuckDB's type names, and tell nanosecond times from integers.
-2. :func:`read_file` — one Spark read of the whole file, checkpointed: every record with its row
-   number and a malformed flag. CSV: Spark's CSV reader on the header's names, every field text,
-   ``multiLine`` (a quoted field may hold a line break, as DuckDB reads it; the file is then one
-   partition, so the read order numbers the records: source_row = position + 1, checked against
-   the count). A record is malformed as DuckDB's reader rejects it: too many or too few fields,
-   invalid UTF-8 (Spark decodes it to U+FFFD), or longer than DuckDB's 2 000 000 bytes. Broken
-   quoting refuses the file: an odd number of quote characters (a quoted field never closed —
-   one more, cheap pass over the file's lines) or text after a closing quote (Spark's parser
-   raises); the refusal names the line, found in a further pass only then. Parquet: the file's
-   own row numbers (``_metadata.row_index`` + 1), as DuckDB's ``file_row_number``.
-3. :func:`check_file` — ``ingest_typed.sql`` and ``ingest_check_<kind>.sql``: the DuckDB checks'
-   reasons in their order, checkpointed once (``checked_<kind>``); :meth:`CheckedFile.register`
-   names what ingest.py's ``_load`` reads (``checked_raw``, ``malformed``,
-   ``checked_dimensions``).
+2. :func:`read_and_check` — one Spark read of the whole file into the checks, checkpointed once
+   (``checked_<kind>``): every record with its row number, its reason (NULL: passed; the DuckDB
+   checks' rules in their order, ``ingest_typed.sql`` and ``ingest_check_<kind>.sql``) and, for
+   the rows that passed, ids, UTC microseconds, interaction, value and dimension values.
+   CSV: Spark's CSV reader on the header's names, every field text, ``multiLine`` (a quoted
+   field may hold a line break, as DuckDB reads it; the file is then one partition, so the read
+   order numbers the records: source_row = position + 1, checked against the count). A record
+   is malformed as DuckDB's reader rejects it: too many or too few fields, invalid UTF-8 (Spark
+   decodes it to U+FFFD), or longer than DuckDB's 2 000 000 bytes. Broken quoting refuses the
+   file: a quoted field never closed (an odd count of quote characters over the file's lines —
+   one more, parallel pass — and a line whose last field opens a quote) or text after a closing
+   quote (Spark's parser raises); the refusal names the line, found by an ordered pass over the
+   lines only then. Parquet: the file's own row numbers (``_metadata.row_index`` + 1), as
+   DuckDB's ``file_row_number``. Spark's log is off meanwhile (:func:`quiet`): a failed task is
+   logged with its exception's text, which may quote the record.
+3. :meth:`CheckedFile.register` names what ingest.py's ``_load`` reads: ``checked_raw``,
+   ``malformed`` and ``checked_dimensions``; :meth:`CheckedFile.release` frees the checkpoint.
+   Each file has its own runner, so the warehouse runner's ``release`` after one file's load
+   leaves the other's checkpoint in place.
 
 *Already loaded.* DuckDB keys a file by the SHA-256 of its bytes, read on the driver. Here the key
-is a digest Spark computes in the same pass as the checkpoint: SHA-256 of every record (its row
-number and fields as text, a malformed record's raw text), summed per 60-bit slice over the file
-(an order-free sum of position-bound hashes, so the partitions' order does not matter), then
-hashed with the file's kind, format, column names and row count. Path, size and modification time
-(``_metadata``) were the other candidate: free, but a copy under another name — a hostile case —
-would load again, every row a ``duplicate_loaded``. The digest follows the rows as read, not the
-bytes: the same rows re-encoded (gzip, CRLF line ends, quoting, Parquet compression, Parquet
-columns the ingest ignores) count as already loaded here and as a new file on DuckDB.
+is a digest of the checkpointed records, one aggregate over the checkpoint (the file is not read
+again): two 64-bit xxHash values per record — of its row number, every field read and which
+fields are NULL, salted apart — summed over the file (an order-free sum of position-bound
+hashes: partitions may come in any order), then SHA-256 of the sums with the file's kind,
+format, column names and row count. xxHash, not SHA-256 per record: on the 5·10⁶-row benchmark
+file SHA-256 of each record took 27 s, the pair 2 s. The 128 bits tell apart files that differ by
+accident; they are not a cryptographic commitment — a file made to collide with a loaded one
+would be reported ``already_loaded`` and skipped (nothing wrong is loaded). Path, size and
+modification time (``_metadata``) were the other candidate: free, but a copy under another name
+— a hostile case — would load again, every row a ``duplicate_loaded``. The digest follows the
+rows as read, not the bytes: the same rows re-encoded (gzip, CRLF line ends, quoting, Parquet
+compression, Parquet columns the ingest ignores) count as already loaded here and as a new file
+on DuckDB. A file already loaded is still read and checked once (its key needs the read).
 
 Where Spark and DuckDB differ and this module follows DuckDB on purpose: times are parsed by
 DuckDB's grammar (``ingest_typed.sql``), not Spark's CAST; numbers by DuckDB's (underscores
@@ -46,17 +56,22 @@ trimming is DuckDB's (Unicode space separators only).
 
 Remaining divergences (none occurs in the test corpus; tests/test_spark_ingest_checks.py):
 
-* CSV: spaces around a quoted field (``a, "b" ,c``) are kept with their quotes by Spark, stripped
-  with them by DuckDB; a record within a few bytes of 2 000 000 may fall on the other side (Spark
-  counts fields and delimiters, not quotes); a record with more than 20 480 fields (Spark's
-  ``maxColumns`` is set to twice the header's, at least that) fails the read; a line number in a
-  quoting refusal counts physical lines, DuckDB's counts records (they differ after a quoted
-  line break); a field that holds U+FFFD as valid UTF-8 is malformed here.
+* CSV quoting: spaces around a quoted field (``a, "b" ,c``) are kept with their quotes by
+  Spark, stripped with them by DuckDB. A quote inside an unquoted field (``u"1``, text to both)
+  and a quoted field never closed in the same file cancel out in the quote count: Spark reads
+  that file to its end instead of refusing it; a quoted line break followed by an escaped quote
+  on the next line can likewise make a file Spark refuses and DuckDB loads. The line a quoting
+  refusal names counts physical lines, DuckDB's counts records (they differ after a quoted line
+  break).
+* CSV records: one within a few bytes of 2 000 000 may fall on the other side of the limit
+  (Spark counts fields and delimiters, not quotes); one with more fields than Spark's
+  ``maxColumns`` (twice the header's, at least 20 480) refuses the file as unreadable; a field
+  that holds U+FFFD as valid UTF-8 is malformed here.
 * Times: zone names are Java's (case-insensitive), DuckDB's are ICU's — a name only one of them
   knows parses on that side only, and a wall-clock time in a zone's daylight-saving gap or
   overlap may resolve differently; blanks inside a time follow DuckDB's common cases only (a tab
-  directly after the seconds is accepted here, refused by DuckDB); years beyond ±290 000 are
-  unparsable here (DuckDB: up to 294 247).
+  directly after the seconds is accepted here, refused by DuckDB); the years DuckDB can hold are
+  taken as −290 307 .. 294 247 (its exact lower limit was not probed).
 * Parquet: a DECIMAL value beyond 2⁵³ units may convert to DOUBLE one ulp apart (Spark rounds
   correctly, DuckDB divides); nanosecond times are cut to microseconds toward zero.
 * A refusal for an unreadable file names the JVM's exception where DuckDB names its own.
@@ -105,7 +120,7 @@ from dp_platform.warehouse.spark.runner import SparkSqlRunner
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["CheckedFile", "ReadFile", "SparkSource", "check_file_rows", "inspect_file", "read_file"]
+__all__ = ["CheckedFile", "SparkSource", "inspect_file", "read_and_check"]
 
 MAX_LINE_BYTES = 2_000_000
 """DuckDB's ``max_line_size``: a longer CSV record is malformed (measured: 2 000 000 bytes load,
@@ -118,7 +133,7 @@ ingest renames every column it does not read to ``ignored_column_<n>``)."""
 
 @dataclass(frozen=True)
 class SparkSource:
-    """One event file after its file-level checks; ``sha256`` is set by :func:`read_file`."""
+    """One event file after its file-level checks; ``sha256`` is set by :func:`read_and_check`."""
 
     kind: Kind
     path: str
@@ -130,6 +145,8 @@ class SparkSource:
     """Column name → DuckDB type name, in file order (CSV: every column VARCHAR)."""
     nanos: frozenset[str] = frozenset()
     """Parquet columns of nanosecond times (read as integers, cut to microseconds)."""
+    dimensions: tuple[str, ...] = ()
+    """The catalogue's dimension columns of this file (read with the event columns)."""
     sha256: str = ""
 
 
@@ -252,28 +269,13 @@ def inspect_file(
     else:
         columns, nanos = parquet_columns(spark, where, uri)
     check_columns(kind, shown_path, columns, dimensions)
-    return SparkSource(kind, shown_path, uri, fmt, columns, nanos)
-
-
-@dataclass
-class ReadFile:
-    """A file's records, read once and checkpointed; ``source.sha256`` is its digest."""
-
-    source: SparkSource
-    parsed: DataFrame
-    rows: int
-
-    def release(self) -> None:
-        self.parsed.unpersist()
+    return SparkSource(kind, shown_path, uri, fmt, columns, nanos, tuple(dimensions))
 
 
 def _wanted(source: SparkSource) -> list[str]:
-    return [
-        name
-        for name in source.columns
-        if name in (*REQUIRED[source.kind], *OPTIONAL_COLUMNS[source.kind])
-        or not name.startswith("ignored_column_")
-    ]
+    """The Parquet columns the ingest reads (others, of any type, are never read)."""
+    read = (*REQUIRED[source.kind], *OPTIONAL_COLUMNS[source.kind], *source.dimensions)
+    return [name for name in source.columns if name in read]
 
 
 def _quoted(name: str) -> str:
@@ -306,12 +308,10 @@ def _csv_frame(spark: SparkSession, source: SparkSource) -> DataFrame:
     size = sum((F.coalesce(F.octet_length(c), F.lit(0)) for c in fields), F.lit(len(names) - 1))
     replaced = F.instr(F.concat_ws("", *fields, F.col(CORRUPT)), "\ufffd") > 0
     malformed = F.col(CORRUPT).isNotNull() | replaced | (size > MAX_LINE_BYTES)
-    return frame.select(
-        (F.monotonically_increasing_id() + 1).alias("source_row"),
-        malformed.alias("malformed"),
-        *fields,
-        F.col(CORRUPT),
+    numbered = frame.select(
+        (F.monotonically_increasing_id() + 1).alias("source_row"), malformed.alias("malformed"), "*"
     )
+    return _hashed(numbered, [*names, CORRUPT])
 
 
 def _parquet_frame(spark: SparkSession, source: SparkSource) -> DataFrame:
@@ -327,47 +327,54 @@ def _parquet_frame(spark: SparkSession, source: SparkSource) -> DataFrame:
         .options(datetimeRebaseMode="CORRECTED", int96RebaseMode="CORRECTED")
         .parquet(source.uri)
     )
-    return frame.select(
+    numbered = frame.select(
         (F.col("_metadata.row_index") + 1).alias("source_row"),
         F.lit(False).alias("malformed"),
         *[F.col(_quoted(n)) for n in wanted],
-        F.lit(None).cast("string").alias(CORRUPT),
     )
+    return _hashed(numbered, wanted)
 
 
-def _digest(source: SparkSource, parsed: DataFrame) -> tuple[str, int]:
-    """The content digest (module doc) and the number of records, in one aggregate."""
+def _hashed(frame: DataFrame, columns: list[str]) -> DataFrame:
+    """The records with two 64-bit hashes each of (row number, every field read, which fields
+    are NULL), salted apart: the content digest's terms (module doc)."""
     from pyspark.sql import functions as F
 
-    columns = [c for c in parsed.columns if c not in ("source_row", "malformed", CORRUPT)]
-    record = F.to_json(
-        F.struct(
-            F.col("source_row").alias("r"),
-            F.array(*[F.col(_quoted(c)).cast("string") for c in columns]).alias("v"),
-            F.col(CORRUPT).alias("m"),
-        )
+    terms = [F.col("source_row")]
+    for name in columns:
+        terms += [F.col(_quoted(name)), F.col(_quoted(name)).isNull()]
+    return frame.select(
+        "*",
+        F.xxhash64(F.lit("digest-a"), *terms).alias("digest_a"),
+        F.xxhash64(*reversed(terms), F.lit("digest-b")).alias("digest_b"),
     )
-    hashed = parsed.select(F.col("source_row"), F.sha2(record, 256).alias("h"))
-    slices = [
-        F.sum(F.conv(F.substring("h", 1 + 15 * k, 15), 16, 10).cast("decimal(38,0)")).alias(f"s{k}")
-        for k in range(4)
-    ]
-    row = hashed.agg(F.count("*").alias("n"), F.max("source_row").alias("last"), *slices).first()
-    rows = int(row["n"])
-    if source.fmt == "csv" and rows and int(row["last"]) != rows:
-        raise RuntimeError("the CSV file was not read as one partition")  # multiLine guarantees
+
+
+def _digest(runner: SparkSqlRunner, source: SparkSource) -> tuple[str, int]:
+    """The content digest (module doc) and the number of records: one aggregate over the
+    checked file's checkpoint."""
+    row = runner.query(
+        "SELECT count(*), max(source_row), sum(CAST(digest_a AS DECIMAL(38, 0))), "
+        f"sum(CAST(digest_b AS DECIMAL(38, 0))) FROM checked_{source.kind}"
+    )[0]
+    rows = int(row[0])
+    if source.fmt == "csv" and rows and int(row[1]) != rows:
+        raise RuntimeError("the CSV file was not read as one partition")  # multiLine's promise
     text = "|".join(
-        [source.kind, source.fmt, ",".join(source.columns), str(rows)]
-        + [str(row[f"s{k}"] or 0) for k in range(4)]
+        [source.kind, source.fmt, ",".join(source.columns), str(rows), str(row[2]), str(row[3])]
     )
     return "spark-rows-v1:" + hashlib.sha256(text.encode()).hexdigest(), rows
 
 
-def read_file(spark: SparkSession, source: SparkSource) -> ReadFile:
-    """Read and checkpoint the file's records; refuse broken quoting or an unreadable file."""
+def read_and_check(
+    spark: SparkSession, source: SparkSource, now: datetime, dimensions: DimensionLists
+) -> CheckedFile:
+    """Read the file once and check its rows (module doc, steps 2 and 3): the checked rows
+    checkpointed, ``source.sha256`` set; broken quoting or an unreadable file refused."""
     where = _where(source.kind, source.path)
     nanos = "spark.sql.legacy.parquet.nanosAsLong"
     before = spark.conf.get(nanos, "false")
+    runner = SparkSqlRunner(spark, {})
     try:
         with quiet(spark):
             if source.fmt == "csv":
@@ -379,10 +386,13 @@ def read_file(spark: SparkSession, source: SparkSource) -> ReadFile:
                 frame = _csv_frame(spark, source)
             else:
                 frame = _parquet_frame(spark, source)
-            parsed = frame.localCheckpoint(eager=True)
+            _run_checks(runner, frame, source, now, dimensions)
+            digest, rows = _digest(runner, source)
     except IngestError:
+        runner.release()
         raise
     except Exception as error:
+        runner.release()
         if source.fmt == "csv" and "TextParsingException" in str(error):
             with quiet(spark):
                 line = quoting_line(spark, source.uri)
@@ -392,10 +402,8 @@ def read_file(spark: SparkSession, source: SparkSource) -> ReadFile:
         ) from None
     finally:
         spark.conf.set(nanos, before)
-    with quiet(spark):
-        digest, rows = _digest(source, parsed)
     object.__setattr__(source, "sha256", digest)
-    return ReadFile(source, parsed, rows)
+    return CheckedFile(source.kind, runner, rows, bool(dimensions))
 
 
 def _refuse_quoting(where: str, line: int) -> None:
@@ -480,6 +488,8 @@ def _projection(source: SparkSource, dimensions: DimensionLists) -> str:
     items = [
         "source_row",
         "malformed",
+        "digest_a",
+        "digest_b",
         f"{text(id_column)} AS id",
         f"{text('user_id')} AS user_id",
         f"{text('publisher_id') if kind == 'impressions' else 'CAST(NULL AS STRING)'}"
@@ -549,33 +559,29 @@ def _micros(moment: datetime) -> int:
     return round(moment.timestamp() * 1_000_000)
 
 
-def check_file_rows(read: ReadFile, now: datetime, dimensions: DimensionLists) -> CheckedFile:
-    """The row checks of a read file (module doc, step 3); frees the read's checkpoint."""
-    source = read.source
-    spark = read.parsed.sparkSession
-    where = _where(source.kind, source.path)
-    runner = SparkSqlRunner(spark, {})
-    read.parsed.createOrReplaceTempView("ingest_parsed")
+def _run_checks(
+    runner: SparkSqlRunner,
+    frame: DataFrame,
+    source: SparkSource,
+    now: datetime,
+    dimensions: DimensionLists,
+) -> None:
+    """ingest_typed.sql and ingest_check_<kind>.sql over the file's records: the checkpoint
+    (``checked_<kind>``) is where the file is read."""
+    spark = runner.spark
+    frame.createOrReplaceTempView("ingest_parsed")
     try:
-        with quiet(spark):
-            spark.sql(
-                f"SELECT {_projection(source, dimensions)} FROM ingest_parsed"
-            ).createOrReplaceTempView("source")
-            _zones(spark)
-            runner.run("ingest_typed")
-            runner.run(
-                f"ingest_check_{source.kind}",
-                now_us=_micros(now),
-                ts_min_us=_micros(TS_WINDOW[0]),
-                ts_max_us=_micros(TS_WINDOW[1]),
-            )
-    except Exception as error:
-        runner.release()
-        raise IngestError(
-            f"{where}: could not be loaded ({_java_name(error)}); nothing was loaded"
-        ) from None
+        spark.sql(
+            f"SELECT {_projection(source, dimensions)} FROM ingest_parsed"
+        ).createOrReplaceTempView("source")
+        _zones(spark)
+        runner.run("ingest_typed")
+        runner.run(
+            f"ingest_check_{source.kind}",
+            now_us=_micros(now),
+            ts_min_us=_micros(TS_WINDOW[0]),
+            ts_max_us=_micros(TS_WINDOW[1]),
+        )
     finally:
         for view in ("ingest_parsed", "source", "ts_parts", "ts_fields", "ts_local", "typed"):
             spark.catalog.dropTempView(view)
-        read.release()
-    return CheckedFile(source.kind, runner, read.rows, bool(dimensions))

@@ -64,6 +64,8 @@ CREATE OR REPLACE TEMP VIEW typed AS
 SELECT
     l.source_row,
     l.malformed,
+    l.digest_a,
+    l.digest_b,
     l.id,
     l.user_id,
     l.publisher_id,
