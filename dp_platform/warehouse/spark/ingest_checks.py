@@ -8,12 +8,15 @@ Per file, in order (``ingest.py`` here drives it):
 1. :func:`inspect_file` — the file-level refusals, each one line naming the file and the rule,
    never a value. A local path gets DuckDB's own checks (``check_file``: it exists, is a regular
    file, one byte can be read — so "Permission denied" reads as on DuckDB); a URI is asked of
-   Hadoop's file system (found, not a directory). Column names: a CSV file's header row is the
-   one thing the driver reads (``first_line``: chunks of 64 KiB until its line end, the rest of
-   that chunk never parsed) — names, not events, and the header's own refusals (empty, not UTF-8,
-   blank, longer than 1 MiB, not CSV) need its bytes; a Parquet file's footer is read through
-   Parquet's Hadoop reader, as Spark itself does to plan the read: its types decide the refusals
-   (``check_columns``) under DuckDB's type names, and tell nanosecond times from integers.
+   Spark (ingest_probes: its ``binaryFile`` listing — found, one file, its length). Column
+   names: a CSV file's header row is the one thing the driver reads (a local file: ``first_line``,
+   chunks of 64 KiB until its line end, the rest of that chunk never parsed; a URI: its first
+   line through Spark's ``text`` reader, at most 1 MiB + 2 bytes of it sent back) — names, not
+   events, and the header's own refusals (empty, not UTF-8, blank, longer than 1 MiB, not CSV)
+   need its bytes; a Parquet file's types come from the schema Spark reads from its footer
+   (ingest_types): they decide the refusals (``check_columns``) under DuckDB's type names, and
+   a probe tells nanosecond times from integers. Only Spark's public API is used (no Py4J, no
+   Spark context): the platform also runs on Spark Connect.
 2. :func:`read_and_check` — one Spark read of the whole file into the checks, checkpointed once
    (``checked_<kind>``): every record with its row number, its reason (NULL: passed; the DuckDB
    checks' rules in their order, ``ingest_typed.sql`` and ``ingest_check_<kind>.sql``) and, for
@@ -27,8 +30,9 @@ Per file, in order (``ingest.py`` here drives it):
    one more, parallel pass — and a line whose last field opens a quote) or text after a closing
    quote (Spark's parser raises); the refusal names the line, found by an ordered pass over the
    lines only then. Parquet: the file's own row numbers (``_metadata.row_index`` + 1), as
-   DuckDB's ``file_row_number``. Spark's log is off meanwhile (:func:`quiet`): a failed task is
-   logged with its exception's text, which may quote the record.
+   DuckDB's ``file_row_number``. A failed task is logged with its exception's text, which may
+   quote the record: the platform's log4j2 configuration (log4j2.properties, passed to every
+   JVM by session.py) keeps those loggers off.
 3. :meth:`CheckedFile.register` names what ingest.py's ``_load`` reads: ``checked_raw``,
    ``malformed`` and ``checked_dimensions``; :meth:`CheckedFile.release` frees the checkpoint.
    Each file has its own runner, so the warehouse runner's ``release`` after one file's load
@@ -67,13 +71,20 @@ Remaining divergences (none occurs in the test corpus; tests/test_spark_ingest_c
   (Spark counts fields and delimiters, not quotes); one with more fields than Spark's
   ``maxColumns`` (twice the header's, at least 20 480) refuses the file as unreadable; a field
   that holds U+FFFD as valid UTF-8 is malformed here.
-* Times: zone names are Java's (case-insensitive), DuckDB's are ICU's — a name only one of them
-  knows parses on that side only, and a wall-clock time in a zone's daylight-saving gap or
+* Times: zone names are IANA's and ``SystemV/*`` less those Spark refuses (case-insensitive;
+  ingest_probes.zone_names), DuckDB's are ICU's — a name only one of them knows parses on that
+  side only (e.g. ``Factory``, ``ROC``, ``US/Pacific-New``, IANA's newest zones on an older
+  JVM: DuckDB only), and a wall-clock time in a zone's daylight-saving gap or
   overlap may resolve differently; blanks inside a time follow DuckDB's common cases only (a tab
   directly after the seconds is accepted here, refused by DuckDB); the years DuckDB can hold are
   taken as −290 307 .. 294 247 (its exact lower limit was not probed).
 * Parquet: a DECIMAL value beyond 2⁵³ units may convert to DOUBLE one ulp apart (Spark rounds
   correctly, DuckDB divides); nanosecond times are cut to microseconds toward zero.
+* Parquet types: as Spark reads them (ingest_types lists where DuckDB names them otherwise: a
+  UINT64 id is refused here, a FLOAT16 value too, a column Spark cannot read at all refuses the
+  file even when the ingest ignores it).
+* A URI (not a local path): a name Spark skips (``_x.csv``, ``.x.csv``) is refused as "no file
+  Spark reads" (Spark would read no row of it); ingest_probes lists the header's edge cases.
 * A refusal for an unreadable file names the JVM's exception where DuckDB names its own.
 
 Messages name files, columns, rules, line numbers and engine error types — never a value.
@@ -83,12 +94,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from dp_platform.warehouse.ingest import (
@@ -109,12 +118,22 @@ from dp_platform.warehouse.ingest_sources import (
     csv_columns,
     csv_header,
     file_format,
-    first_line,
     header_names,
     shown,
 )
+from dp_platform.warehouse.spark.ingest_probes import (
+    java_name,
+    remote_header,
+    remote_size,
+    zone_names,
+)
 from dp_platform.warehouse.spark.ingest_quoting import quoting_line, unclosed_quote_line
-from dp_platform.warehouse.spark.ingest_types import parquet_columns, spark_type
+from dp_platform.warehouse.spark.ingest_types import (
+    NANOS_AS_LONG,
+    parquet_columns,
+    session_conf,
+    spark_type,
+)
 from dp_platform.warehouse.spark.runner import SparkSqlRunner
 
 if TYPE_CHECKING:
@@ -171,79 +190,6 @@ def _spark_path(path: Path) -> str:
     return re.sub(r"([\\\[\]{}*?])", r"\\\1", str(path.absolute()))
 
 
-def _hadoop(spark: SparkSession, uri: str) -> tuple[Any, Any]:
-    """Hadoop's file system and path for ``uri``."""
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(uri)
-    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
-
-
-@contextmanager
-def quiet(spark: SparkSession) -> Iterator[None]:
-    """Spark's own log off while it reads an event file: a failed task is logged with its
-    exception's text, and a parser's text may quote the record it failed on (the platform's
-    refusal names the file and the rule instead)."""
-    log4j = spark.sparkContext._jvm.org.apache.logging.log4j
-    configurator = log4j.core.config.Configurator
-    root = log4j.LogManager.getRootLogger()
-    before = root.getLevel()
-    configurator.setRootLevel(log4j.Level.OFF)
-    try:
-        yield
-    finally:
-        configurator.setRootLevel(before)
-
-
-def _java_name(error: BaseException) -> str:
-    """The JVM exception's class name behind a Py4J or PySpark error (else the Python one)."""
-    text = str(error)
-    found = re.search(r"\b(?:[a-z]\w*\.)+([A-Z]\w*(?:Exception|Error))\b", text)
-    return found.group(1) if found else type(error).__name__
-
-
-def _remote_size(spark: SparkSession, kind: Kind, uri: str) -> int:
-    where = _where(kind, uri)
-    try:
-        system, path = _hadoop(spark, uri)
-        status = system.getFileStatus(path)
-    except Exception as error:
-        if "FileNotFoundException" in str(error):
-            raise FileNotFoundError(f"{where}: not found") from None
-        raise IngestError(f"{where}: cannot be opened ({_java_name(error)})") from None
-    if status.isDirectory():
-        raise IngestError(f"{where}: is a directory, not a file")
-    return int(status.getLen())
-
-
-def _remote_header(spark: SparkSession, kind: Kind, uri: str) -> bytes:
-    """The first line's bytes through Hadoop (its gzip codec for ``.gz``), as ``first_line``."""
-    where = _where(kind, uri)
-    jvm = spark.sparkContext._jvm
-    try:
-        system, path = _hadoop(spark, uri)
-        stream = system.open(path)
-        codec = jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(
-            spark.sparkContext._jsc.hadoopConfiguration()
-        ).getCodec(path)
-        if codec is not None:
-            stream = codec.createInputStream(stream)
-    except Exception as error:
-        raise IngestError(f"{where}: cannot be read ({_java_name(error)})") from None
-
-    class _Stream:
-        def read(self, size: int) -> bytes:
-            return bytes(stream.readNBytes(size))
-
-    try:
-        return first_line(_Stream())
-    except Exception as error:
-        if uri.lower().endswith(".gz"):
-            raise IngestError(f"{where}: not a readable gzip file") from None
-        raise IngestError(f"{where}: cannot be read ({_java_name(error)})") from None
-    finally:
-        stream.close()
-
-
 def inspect_file(
     spark: SparkSession, kind: Kind, path: str | Path, dimensions: tuple[str, ...] = ()
 ) -> SparkSource:
@@ -254,7 +200,7 @@ def inspect_file(
         fmt, uri = file_format(kind, local), _spark_path(local)
     else:
         shown_path = uri = str(path)
-        size = _remote_size(spark, kind, uri)
+        size = remote_size(spark, _where(kind, uri), uri)
         fmt = file_format(kind, Path(PurePosixPath(urlparse(uri).path).name))
     where = _where(kind, shown_path)
     nanos: frozenset[str] = frozenset()
@@ -262,12 +208,13 @@ def inspect_file(
         if local is not None:
             names = csv_header(kind, local)
         else:
-            names = header_names(where, _remote_header(spark, kind, uri))
+            names = header_names(where, remote_header(spark, where, uri))
         columns = csv_columns(kind, shown_path, names, dimensions)
     elif size == 0:
         raise IngestError(f"{where}: empty file, not Parquet")
     else:
-        columns, nanos = parquet_columns(spark, where, uri)
+        read = (*REQUIRED[kind], *OPTIONAL_COLUMNS[kind], *dimensions)
+        columns, nanos = parquet_columns(spark, where, uri, read)
     check_columns(kind, shown_path, columns, dimensions)
     return SparkSource(kind, shown_path, uri, fmt, columns, nanos, tuple(dimensions))
 
@@ -372,16 +319,14 @@ def read_and_check(
     """Read the file once and check its rows (module doc, steps 2 and 3): the checked rows
     checkpointed, ``source.sha256`` set; broken quoting or an unreadable file refused."""
     where = _where(source.kind, source.path)
-    nanos = "spark.sql.legacy.parquet.nanosAsLong"
-    before = spark.conf.get(nanos, "false")
+    nanos = {NANOS_AS_LONG: "true"} if source.nanos else {}
     runner = SparkSqlRunner(spark, {})
     try:
-        with quiet(spark):
-            if source.fmt == "csv":
-                line = unclosed_quote_line(spark, source.uri)
-                if line is not None:
-                    _refuse_quoting(where, line)
-            spark.conf.set(nanos, "true" if source.nanos else before)
+        if source.fmt == "csv":
+            line = unclosed_quote_line(spark, source.uri)
+            if line is not None:
+                _refuse_quoting(where, line)
+        with session_conf(spark, nanos):
             if source.fmt == "csv":
                 frame = _csv_frame(spark, source)
             else:
@@ -394,14 +339,10 @@ def read_and_check(
     except Exception as error:
         runner.release()
         if source.fmt == "csv" and "TextParsingException" in str(error):
-            with quiet(spark):
-                line = quoting_line(spark, source.uri)
-            _refuse_quoting(where, line)
+            _refuse_quoting(where, quoting_line(spark, source.uri))
         raise IngestError(
-            f"{where}: could not be read completely ({_java_name(error)}); nothing was loaded"
+            f"{where}: could not be read completely ({java_name(error)}); nothing was loaded"
         ) from None
-    finally:
-        spark.conf.set(nanos, before)
     object.__setattr__(source, "sha256", digest)
     return CheckedFile(source.kind, runner, rows, bool(dimensions))
 
@@ -542,14 +483,11 @@ class CheckedFile:
 
 
 def _zones(spark: SparkSession) -> None:
-    """View ``ingest_zones``: the JVM's zone ids by lower-case name (DuckDB's names are
-    case-insensitive), and the fixed-offset abbreviations both read alike (EST, MST, HST)."""
-    zone_id = spark.sparkContext._jvm.java.time.ZoneId
+    """View ``ingest_zones``: the zone names Spark accepts (ingest_probes.zone_names) by
+    lower-case name (DuckDB's names are case-insensitive)."""
     by_lower: dict[str, str] = {}
-    for zone in sorted(zone_id.getAvailableZoneIds()):
+    for zone in zone_names(spark):
         by_lower.setdefault(zone.lower(), zone)
-    for short in ("EST", "MST", "HST"):
-        by_lower.setdefault(short.lower(), zone_id.SHORT_IDS.get(short))
     spark.createDataFrame(
         sorted(by_lower.items()), schema="lower_name STRING, zone STRING"
     ).createOrReplaceTempView("ingest_zones")
