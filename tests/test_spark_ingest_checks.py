@@ -262,16 +262,27 @@ def test_csv_reader_edges(spark, tmp_path) -> None:
     _assert_same(spark, "impressions", packed)
 
 
-def test_uris_read_through_hadoop_give_the_same_outcome(spark, tmp_path, monkeypatch) -> None:
-    """A ``file:`` URI taken as a remote one (Hadoop's file system for the file checks and the
-    header row): the same rows and the same refusals as DuckDB on the local path."""
+def test_uris_read_through_spark_give_the_same_outcome(spark, tmp_path, monkeypatch) -> None:
+    """A ``file:`` URI taken as a remote one (Spark's ``binaryFile`` listing for the file checks,
+    its ``text`` reader for the header row, ingest_probes): the same rows and the same refusals
+    as DuckDB on the local path."""
     from dp_platform.warehouse.spark import ingest_checks
 
     imps = _write(tmp_path / "imps.csv", IMP, [row for row, _ in IMPRESSIONS])
     latin = _raw(tmp_path / "latin.csv", "x")
     latin.write_bytes((",".join(CONV) + ",r\xe9gion\n").encode("latin-1"))
+    packed = tmp_path / "imps.csv.gz"
+    packed.write_bytes(gzip.compress(imps.read_bytes()))
+    blank = _raw(tmp_path / "blank.csv", "\n" + ",".join(IMP) + "\n")
+    empty_pq = _raw(tmp_path / "empty.parquet", "")
     monkeypatch.setattr(ingest_checks, "_local", lambda path: None)
-    for kind, path in (("impressions", imps), ("conversions", latin)):
+    for kind, path in (
+        ("impressions", imps),
+        ("conversions", latin),
+        ("impressions", packed),
+        ("impressions", blank),
+        ("impressions", empty_pq),
+    ):
         duck = _normalised(duckdb_outcome(kind, path, NOW))
         ours = _normalised(spark_outcome(spark, kind, path.as_uri(), NOW))
         if "refused" in duck:  # the message names the file as given
@@ -279,6 +290,63 @@ def test_uris_read_through_hadoop_give_the_same_outcome(spark, tmp_path, monkeyp
         assert ours == duck
     gone = _normalised(spark_outcome(spark, "impressions", (tmp_path / "no.csv").as_uri(), NOW))
     assert gone["type"] == "FileNotFoundError" and gone["refused"].endswith(": not found")
+    (tmp_path / "d").mkdir()
+    shutil.copy(imps, tmp_path / "d" / "imps.csv")
+    shutil.copy(imps, tmp_path / "_skipped.csv")
+    folder = spark_outcome(spark, "impressions", (tmp_path / "d").as_uri(), NOW)
+    assert folder["refused"].endswith(": is a directory, not a file")
+    skipped = spark_outcome(spark, "impressions", (tmp_path / "_skipped.csv").as_uri(), NOW)
+    assert ": no file Spark reads" in skipped["refused"]
+
+
+def test_nanosecond_times_are_told_from_integers(spark, tmp_path) -> None:
+    """Spark reads INT64 nanosecond times only as integers: the probe (ingest_types) must tell
+    them apart from BIGINT columns of the same file — nanoseconds next to integer ids load,
+    integer times and nanosecond ids are refused as DuckDB refuses them."""
+    nanos = pa.array(
+        [datetime(2026, 3, 1, 10, k, tzinfo=UTC) for k in range(2)], pa.timestamp("ns", tz="UTC")
+    )
+    local = pa.array([datetime(2026, 3, 1, 10, k) for k in range(2)], pa.timestamp("ns"))
+    base = {
+        "impression_id": pa.array([1, 2], pa.int64()),
+        "user_id": pa.array([7, 8], pa.int64()),
+        "publisher_id": ["p1", "p2"],
+        "advertiser_id": pa.array([3, 3], pa.int64()),
+        "ts": nanos,
+        "interaction": ["view", "click"],
+        "extra": pa.array([5, 6], pa.int64()),
+    }
+    files = {
+        "mixed.parquet": base,
+        "local.parquet": {**base, "ts": local},
+        "int_ts.parquet": {**base, "ts": pa.array([1, 2], pa.int64())},
+        "nanos_id.parquet": {**base, "user_id": nanos},
+        "nanos_ignored.parquet": {**base, "ts": local, "extra": nanos},
+    }
+    outcomes = {}
+    for name, columns in files.items():
+        pq.write_table(pa.table(columns), tmp_path / name)
+        outcomes[name] = _assert_same(spark, "impressions", tmp_path / name)
+    assert outcomes["mixed.parquet"]["rows"] == 2 and "refused" not in outcomes["local.parquet"]
+    assert "has type BIGINT" in outcomes["int_ts.parquet"]["refused"]
+    assert "refused" in outcomes["nanos_id.parquet"]
+
+
+def test_a_parquet_column_spark_cannot_read_refuses_the_file(spark, tmp_path) -> None:
+    """A listed divergence (ingest_types): Spark reads no schema of a file with a UUID column,
+    so the file is refused naming that type, though the ingest would ignore the column (DuckDB
+    loads it)."""
+    import uuid
+
+    columns = {name: ["x1"] for name in IMP} | {"ts": ["2026-03-01T10:00:00Z"]}
+    columns["request"] = pa.array([uuid.uuid4().bytes], pa.uuid())
+    path = tmp_path / "uuid.parquet"
+    pq.write_table(pa.table(columns), path)
+    assert duckdb_outcome("impressions", path, NOW)["rows"] == 1
+    refused = spark_outcome(spark, "impressions", path, NOW)["refused"]
+    assert refused.endswith(
+        "has a column of Parquet type FIXED_LEN_BYTE_ARRAY (UUID), which Spark cannot read"
+    )
 
 
 # -- whole ingests -------------------------------------------------------------------------------

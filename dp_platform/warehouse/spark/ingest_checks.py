@@ -81,7 +81,7 @@ Remaining divergences (none occurs in the test corpus; tests/test_spark_ingest_c
 * Parquet: a DECIMAL value beyond 2⁵³ units may convert to DOUBLE one ulp apart (Spark rounds
   correctly, DuckDB divides); nanosecond times are cut to microseconds toward zero.
 * Parquet types: as Spark reads them (ingest_types lists where DuckDB names them otherwise: a
-  UINT64 id is refused here, a FLOAT16 value too, a column Spark cannot read at all refuses the
+  UINT64 id is refused here; a column Spark cannot read at all, UUID or FLOAT16, refuses the
   file even when the ingest ignores it).
 * A URI (not a local path): a name Spark skips (``_x.csv``, ``.x.csv``) is refused as "no file
   Spark reads" (Spark would read no row of it); ingest_probes lists the header's edge cases.

@@ -17,10 +17,10 @@ Divergences from DuckDB's footer types (the accepted-type check, ``check_types``
   INTEGER, UINT32 → BIGINT: accepted alike, a refusal names the Spark type); UINT64 is
   DECIMAL(20,0) to Spark, so a UINT64 id column is refused here ("has type DECIMAL") and loaded
   by DuckDB.
-* BINARY without a string annotation, UUID, FLOAT16 and INTERVAL are BLOB (or a type Spark
-  cannot read, which refuses the whole file as unreadable, ignored column or not); DuckDB names
-  them BLOB, UUID, FLOAT and INTERVAL — all refused for the columns the ingest reads, except a
-  FLOAT16 value (DuckDB: FLOAT, accepted; here refused).
+* A column of a Parquet type Spark cannot read (measured: UUID and FLOAT16; INTERVAL likewise)
+  refuses the whole file here, even when the ingest ignores that column: Spark reads no schema
+  of the file. DuckDB loads such a file (the column ignored) or refuses it by the column's type
+  (UUID; a FLOAT16 value it accepts as FLOAT). The refusal names the Parquet type.
 * A nanosecond column inside a struct or list is not told from integers (such columns are
   refused by type either way).
 """
@@ -164,6 +164,11 @@ def parquet_columns(
                         if utc is not None:
                             zones[item.name] = utc
     except Exception as error:
+        illegal = re.search(r"Illegal Parquet type: ([^.]+)\.", str(error))
+        if illegal:
+            raise IngestError(
+                f"{where}: has a column of Parquet type {illegal.group(1)}, which Spark cannot read"
+            ) from None
         raise IngestError(f"{where}: not a readable Parquet file ({java_name(error)})") from None
     columns = {
         item.name: (
