@@ -4,7 +4,6 @@
 * a derived partition's record names the Delta version that wrote it, and that version reads
   back as written after a rewrite (time travel: which table versions a release read);
 * an earlier release's Parquet root is refused in one line;
-* the engine holds no SQLite file, no directory rename and no JVM access (``_jvm``/``_jsc``);
 * the session setting that makes Delta bind SQL parameters is still needed (Delta's issue
   7640): the test fails once a Delta release binds them by itself, so the setting can go.
 """
@@ -23,7 +22,6 @@ from tests.conftest_data import Conv, Imp, campaign, write_events
 
 NOW = datetime(2026, 4, 1, tzinfo=UTC)
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
-ENGINE = Path(__file__).resolve().parents[1] / "dp_platform" / "warehouse" / "spark"
 
 
 def _open(spark, root):
@@ -83,17 +81,6 @@ def test_a_parquet_root_of_an_earlier_release_is_refused_in_one_line(spark, tmp_
         _open(spark, root)
     message = str(refused.value)
     assert "not Delta Lake tables" in message and "\n" not in message
-
-
-def test_the_engine_has_no_sqlite_no_renames_and_no_jvm_access() -> None:
-    """Delta commits are the engine's only record: nothing beside them to keep in step."""
-    forbidden = re.compile(r"sqlite|\._jvm\b|\._jsc\b|\.rename\(|\bos\.replace\(|file_lock|flock")
-    found = {
-        path.name: set(forbidden.findall(path.read_text()))
-        for path in sorted(ENGINE.glob("*.py"))
-        if forbidden.search(path.read_text())
-    }
-    assert found == {"store.py": {"file_lock"}}  # the home's lock, until reads pin snapshots
 
 
 def test_delta_still_needs_parameters_substituted_as_constants(spark, tmp_path) -> None:

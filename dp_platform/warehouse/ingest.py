@@ -12,9 +12,9 @@ A failed write (disk full) is :class:`WarehouseWriteError`, one line naming the 
 the operating system's reason; the transaction is rolled back, so nothing was loaded.
 
 File-level checks are in :mod:`.ingest_sources`; the row checks are SQL (``ingest_*.sql``);
-this module stages each file and drives the steps inside one transaction. Staging and the row
-checks (:func:`stage_file`, :func:`check_rows`) are shared with the Spark ingest, which runs
-them in an embedded DuckDB, so both engines read and judge a file's rows identically.
+this module stages each file and drives the steps inside one transaction. The Spark ingest runs
+the same rules as Spark SQL (spark/ingest_checks.py), checked against :func:`stage_file` and
+:func:`check_rows` file by file (tests/test_spark_ingest_checks.py).
 """
 
 from __future__ import annotations
@@ -281,8 +281,8 @@ def _loaded_before(runner: SqlRunner, source: Source) -> bool:
 def check_rows(
     runner: SqlRunner, source: Source, now: datetime, dimensions: DimensionLists | None = None
 ) -> None:
-    """The row checks of one file staged by :func:`stage_file`, the same for every engine
-    (the Spark ingest runs them in an embedded DuckDB): views ``source`` (trimmed text),
+    """The row checks of one file staged by :func:`stage_file` (the Spark ingest's twin:
+    spark/ingest_check_<kind>.sql): views ``source`` (trimmed text),
     ``malformed`` and ``typed``; tables ``scanned`` (ids of the passing rows) and
     ``rejected`` (failing rows and their reason)."""
     runner.run("ingest_text")

@@ -19,7 +19,7 @@ import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 import duckdb
 
@@ -35,6 +35,13 @@ __all__ = [
     "IngestError",
     "Kind",
     "Source",
+    "check_columns",
+    "check_file",
+    "csv_columns",
+    "csv_header",
+    "file_format",
+    "first_line",
+    "header_names",
     "inspect",
     "reader",
     "shown",
@@ -86,7 +93,7 @@ def shown(path: str | Path) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-def _where(kind: Kind, path: Path) -> str:
+def _where(kind: Kind, path: str | Path) -> str:
     return f"{kind} file {shown(path)}"
 
 
@@ -98,7 +105,7 @@ def _cause(error: OSError) -> str:
     return type(error).__name__
 
 
-def _format(kind: Kind, path: Path) -> Format:
+def file_format(kind: Kind, path: Path) -> Format:
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes and suffixes[-1] in {".parquet", ".pq"}:
         return "parquet"
@@ -107,7 +114,7 @@ def _format(kind: Kind, path: Path) -> Format:
     raise IngestError(f"{_where(kind, path)}: unknown format (expected .csv, .csv.gz or .parquet)")
 
 
-def _check_file(kind: Kind, path: Path) -> int:
+def check_file(kind: Kind, path: Path) -> int:
     """A regular file this process can read; returns its size in bytes."""
     where = _where(kind, path)
     try:
@@ -140,17 +147,42 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _csv_header(kind: Kind, path: Path) -> list[str]:
+HEADER_CHUNK = 1 << 16
+"""Bytes read at a time while looking for the header row's end: only the header row (and the
+rest of its last chunk, never parsed) is read before the engine reads the file."""
+
+
+def first_line(handle: BinaryIO, limit: int = MAX_HEADER_BYTES) -> bytes:
+    """The file's start up to its first line end, read a chunk at a time (at most ``limit`` + 2
+    bytes: enough to tell a header row longer than ``limit``)."""
+    start = b""
+    while len(start) <= limit + 1:
+        chunk = handle.read(HEADER_CHUNK)
+        if not chunk:
+            break
+        start += chunk
+        if b"\n" in chunk or b"\r" in chunk:
+            break
+    return start[: limit + 2]
+
+
+def csv_header(kind: Kind, path: Path) -> list[str]:
     """The header row's column names (BOM dropped, names trimmed)."""
     where = _where(kind, path)
     compressed = path.suffix.lower() == ".gz"
     try:
         with gzip.open(path, "rb") if compressed else path.open("rb") as handle:
-            start = handle.read(MAX_HEADER_BYTES + 2)
+            start = first_line(handle)
     except (gzip.BadGzipFile, EOFError, zlib.error):
         raise IngestError(f"{where}: not a readable gzip file") from None
     except OSError as error:
         raise IngestError(f"{where}: cannot be read ({_cause(error)})") from None
+    return header_names(where, start)
+
+
+def header_names(where: str, start: bytes) -> list[str]:
+    """The column names of a CSV header row, given the file's first bytes (:func:`first_line`);
+    ``where`` names the file in a refusal."""
     if not start:
         raise IngestError(f"{where}: empty file, no header row")
     line = re.split(rb"\r\n|\n|\r", start, maxsplit=1)[0]  # any line ending, CR-only too
@@ -169,8 +201,8 @@ def _csv_header(kind: Kind, path: Path) -> list[str]:
     return [name.strip() for name in names]
 
 
-def _csv_columns(
-    kind: Kind, path: Path, names: list[str], dimensions: tuple[str, ...] = ()
+def csv_columns(
+    kind: Kind, path: str | Path, names: list[str], dimensions: tuple[str, ...] = ()
 ) -> dict[str, str]:
     """Names DuckDB reads the columns under: required names must be unique; other columns
     (ignored) get placeholder names when blank or repeated."""
@@ -218,8 +250,8 @@ def _parquet_columns(con: duckdb.DuckDBPyConnection, kind: Kind, path: Path) -> 
     return {str(row[0]): str(row[1]) for row in described if row[0] != "file_row_number"}
 
 
-def _check_types(
-    kind: Kind, path: Path, columns: dict[str, str], dimensions: tuple[str, ...] = ()
+def check_types(
+    kind: Kind, path: str | Path, columns: dict[str, str], dimensions: tuple[str, ...] = ()
 ) -> None:
     """Parquet columns must have a type a valid value can have (CSV fields are all text)."""
     for name in (*REQUIRED[kind], *OPTIONAL_COLUMNS[kind], *dimensions):
@@ -234,25 +266,11 @@ def _check_types(
             )
 
 
-def inspect(
-    con: duckdb.DuckDBPyConnection,
-    kind: Kind,
-    path: str | Path,
-    dimensions: tuple[str, ...] = (),
-) -> Source:
-    """File-level checks; nothing is written. Raises IngestError / FileNotFoundError.
-
-    ``dimensions``: the catalogue's breakdown columns of this kind, required when declared (a
-    file without them would load events that no broken-down campaign can place)."""
-    path = Path(path)
-    size = _check_file(kind, path)
-    fmt = _format(kind, path)
-    if fmt == "csv":
-        columns = _csv_columns(kind, path, _csv_header(kind, path), dimensions)
-    elif size == 0:
-        raise IngestError(f"{_where(kind, path)}: empty file, not Parquet")
-    else:
-        columns = _parquet_columns(con, kind, path)
+def check_columns(
+    kind: Kind, path: str | Path, columns: dict[str, str], dimensions: tuple[str, ...] = ()
+) -> None:
+    """The required columns, the catalogue's dimension columns and their types (``columns``:
+    name → DuckDB type name, as DuckDB or the Spark ingest reads the file)."""
     missing = [c for c in REQUIRED[kind] if c not in columns]
     if missing:
         raise IngestError(
@@ -265,5 +283,27 @@ def inspect(
             f"{_where(kind, path)}: missing column(s) {', '.join(absent)} (declared under the "
             "catalogue's dimensions)"
         )
-    _check_types(kind, path, columns, dimensions)
+    check_types(kind, path, columns, dimensions)
+
+
+def inspect(
+    con: duckdb.DuckDBPyConnection,
+    kind: Kind,
+    path: str | Path,
+    dimensions: tuple[str, ...] = (),
+) -> Source:
+    """File-level checks; nothing is written. Raises IngestError / FileNotFoundError.
+
+    ``dimensions``: the catalogue's breakdown columns of this kind, required when declared (a
+    file without them would load events that no broken-down campaign can place)."""
+    path = Path(path)
+    size = check_file(kind, path)
+    fmt = file_format(kind, path)
+    if fmt == "csv":
+        columns = csv_columns(kind, path, csv_header(kind, path), dimensions)
+    elif size == 0:
+        raise IngestError(f"{_where(kind, path)}: empty file, not Parquet")
+    else:
+        columns = _parquet_columns(con, kind, path)
+    check_columns(kind, path, columns, dimensions)
     return Source(kind, path, fmt, columns, _sha256(path))

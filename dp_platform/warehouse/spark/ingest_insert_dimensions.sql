@@ -1,5 +1,5 @@
 -- The dimension values of this load's accepted conversions (view `checked_dimensions`: the
--- passing rows' source_row, dimension, value, staged by the driver's checks), one row per
+-- passing rows' source_row, dimension, value, from ingest_checks.py), one row per
 -- conversion and dimension with the value's key (DuckDB twin: `_insert_dimensions` in
 -- ../ingest.py). Rows that are duplicates were not inserted into conversions, so they get none.
 INSERT INTO conversion_dimensions

@@ -13,6 +13,11 @@ collector and few shuffle partitions (:data:`FAST_START`; a cluster keeps its de
 JIT keeps its optimising tier: capping it at C1 (``-XX:TieredStopAtLevel=1``, used before)
 started the session no sooner (27.6 s against 28.3 s) and made repeated work 10-25 % slower
 (docs/testing.md).
+
+Logging: :data:`LOG_CONFIG` (log4j2.properties here) is passed to the driver's and the executors'
+JVMs (:func:`java_options`): Spark logs a failed task with its exception's text, which may quote
+an event record, so those loggers are off for the whole session — set at JVM start, not through
+the JVM while a file is read (a Spark Connect client has no JVM to reach).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,9 +39,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FAST_START",
+    "JAVA_OPTION_KEYS",
+    "LOG_CONFIG",
     "PRIVATE_CONF",
     "check_private",
     "connector_jars",
+    "java_options",
     "java_version",
     "private_session",
 ]
@@ -75,6 +84,11 @@ FAST_START: dict[str, str] = {
     "spark.databricks.delta.snapshotPartitions": "2",
 }
 """Defaults for a ``local`` master (short jobs, two cores); the catalogue's conf overrides."""
+
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+"""Spark's log4j2 configuration: task-failure loggers off (the file says which and why)."""
+
+JAVA_OPTION_KEYS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
 
 _MIN_JAVA = 17
 _RUNTIME = (
@@ -141,6 +155,19 @@ def check_private(spark: SparkSession) -> None:
         raise ConfigError("the Spark session's time zone must be UTC (event days are UTC)")
 
 
+def java_options(conf: Mapping[str, str]) -> dict[str, str]:
+    """``conf`` with ``-Dlog4j2.configurationFile`` (:data:`LOG_CONFIG`) appended to the
+    driver's and the executors' JVM options, after any the catalogue or FAST_START gives: the
+    last ``-D`` of a name wins, so a catalogue's own log configuration does not turn the
+    task-failure loggers back on. Executors on other hosts need the package at the same path
+    (an installed wheel in the same environment) or an equivalent file of their own."""
+    option = f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"
+    merged = dict(conf)
+    for key in JAVA_OPTION_KEYS:
+        merged[key] = f"{merged.get(key, '')} {option}".strip()
+    return merged
+
+
 def private_session(settings: SparkSettings) -> SparkSession:
     """The process's SparkSession with the platform's settings (started on first use)."""
     version = java_version()
@@ -160,7 +187,7 @@ def private_session(settings: SparkSettings) -> SparkSession:
     defaults = FAST_START if settings.master.startswith("local") else {}
     conf = _with_jars({**defaults, **settings.conf}, jars)
     builder = SparkSession.builder.master(settings.master).appName("dp_platform")
-    for key, value in {**conf, **PRIVATE_CONF}.items():
+    for key, value in java_options({**conf, **PRIVATE_CONF}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
