@@ -75,7 +75,6 @@ class SparkPlusStore(SparkWarehouseCore):
         gram = self._gram_scope(layout)
         self._clear(SPEND, campaign, [day])  # leftovers of a run that did not commit
         self._clear(REMAINDERS, campaign, [day])
-        self.sql.run("plus_values_schema")
         self._clear(VALUES, campaign, [day])
         earlier = [campaign.start + timedelta(days=i) for i in range(index - 1)]
         strategy = (row or StrategyRow.identity(index - 1)).sql_parameters(earlier)

@@ -32,7 +32,7 @@ from dp_platform.warehouse.runner import statements
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["SparkSqlRunner", "load_spark_sql"]
+__all__ = ["SparkSqlRunner", "load_spark_sql", "schema_tables"]
 
 _QUOTED = re.compile(r"'(?:[^']|'')*'")
 _COMMENT = re.compile(r"--[^\n]*")
@@ -49,6 +49,11 @@ ParamValue = object
 def load_spark_sql(name: str) -> str:
     """The text of ``dp_platform/warehouse/spark/<name>.sql``."""
     return resources.files("dp_platform.warehouse.spark").joinpath(f"{name}.sql").read_text()
+
+
+def schema_tables() -> frozenset[str]:
+    """The tables schema.sql creates."""
+    return frozenset(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", load_spark_sql("schema")))
 
 
 def parameter_names(statement: str) -> set[str]:

@@ -93,6 +93,13 @@ CREATE TABLE IF NOT EXISTS plus_user_spend (
     user_key INT, cost DOUBLE, spend DOUBLE, campaign STRING, day DATE
 ) USING delta PARTITIONED BY (campaign, day) LOCATION '{{root}}/plus_user_spend';
 
+-- AdsBPC+ per-user kept values of a correlated strategy (secret; DuckDB: ../plus_schema.sql's
+-- plus_user_values): per (campaign, day, user, vector position) what the filter kept of the
+-- user's day, > 0 only. Which days count is plus_spend_days' record of filtered days.
+CREATE TABLE IF NOT EXISTS plus_user_values (
+    user_key INT, position BIGINT, value DOUBLE, campaign STRING, day DATE
+) USING delta PARTITIONED BY (campaign, day) LOCATION '{{root}}/plus_user_values';
+
 -- AdsBPC+ remainder of a day (secret): X_t = Σ_u min(c_ut − k_ut, E) at the cap E it was
 -- computed with (plus_remainder.sql; DuckDB: plus_schema.sql's plus_remainders). Counts once
 -- plus_spend_days records the day's filter, like the spends.

@@ -36,7 +36,7 @@ from dp_platform.warehouse.ingest import DimensionLists, IngestReport
 from dp_platform.warehouse.spark.ingest import ingest_files, recover
 from dp_platform.warehouse.spark.plus_store import SparkPlusStore
 from dp_platform.warehouse.spark.records import WarehouseRecords
-from dp_platform.warehouse.spark.runner import SparkSqlRunner
+from dp_platform.warehouse.spark.runner import SparkSqlRunner, schema_tables
 from dp_platform.warehouse.spark.session import private_session
 from dp_platform.warehouse.spark.store_core import TABLES
 from dp_platform.warehouse.store_core import (
@@ -78,8 +78,14 @@ class SparkWarehouse(SparkPlusStore):
         recover(self)
 
     def _create_tables(self) -> None:
-        """schema.sql; a root an earlier release wrote as plain Parquet is refused in one line
-        (Delta will not create a table over a directory that holds other files)."""
+        """schema.sql, unless this session registered every table of the root already (a
+        reopen: each CREATE reads the table's Delta log, about 0.1 s a table); a root an
+        earlier release wrote as plain Parquet is refused in one line (Delta will not create a
+        table over a directory that holds other files)."""
+        shown = self.spark.sql(f"SHOW TABLES IN {self.database}").collect()
+        registered = {row["tableName"] for row in shown}
+        if registered >= schema_tables():
+            return
         try:
             self.sql.run("schema")
         except Exception as error:
