@@ -46,7 +46,6 @@ from dp_platform.warehouse.ingest import (
 from dp_platform.warehouse.ingest_sources import shown
 from dp_platform.warehouse.spark.ingest_checks import (
     CheckedFile,
-    SparkSource,
     inspect_file,
     read_and_check,
 )
@@ -126,14 +125,14 @@ def _insert_dimensions(
 
 def _load(
     warehouse: SparkTables,
-    source: SparkSource,
     staged: CheckedFile,
     load_id: int,
     staging: str,
     dimensions: DimensionLists,
 ) -> tuple[KindReport, list[tuple[str, str]]]:
     """Spark half of one file; returns its report and the impression-day moves still to do."""
-    spark, sql, kind = warehouse.spark, warehouse.sql, source.kind
+    spark, sql, source = warehouse.spark, warehouse.sql, staged.source
+    kind = source.kind
     staged.register()
     spark.sql(f"SELECT user_key, {_ID[kind]} AS id FROM {kind}").createOrReplaceTempView(
         "loaded_ids"
@@ -223,13 +222,13 @@ def ingest_files(
     try:
         for source in sources:  # both files are checked (and keyed) before either is loaded
             checked.append(read_and_check(warehouse.spark, source, moment, own[source.kind]))
-        reports = {s.kind: KindReport(source_file=s.path) for s in sources}
-        todo = [s for s in sources if not warehouse.catalog.loaded(s.kind, s.sha256)]
-        for source in sources:
-            reports[source.kind].already_loaded = source not in todo
+        reports = {c.kind: KindReport(source_file=c.source.path) for c in checked}
+        todo = [c for c in checked if not warehouse.catalog.loaded(c.kind, c.source.sha256)]
+        for held in checked:
+            reports[held.kind].already_loaded = held not in todo
         if todo:
             with _writing(warehouse):
-                _load_all(warehouse, todo, checked, staging, reports, own)
+                _load_all(warehouse, todo, staging, reports, own)
     finally:
         # the checkpoints only: a crash after the catalog's "staged" record leaves the
         # rewritten days in the staging directory for recover() to move in
@@ -240,31 +239,28 @@ def ingest_files(
 
 def _load_all(
     warehouse: SparkTables,
-    todo: list[SparkSource],
-    checked: list[CheckedFile],
+    todo: list[CheckedFile],
     staging: str,
     reports: dict[str, KindReport],
     own: dict[str, DimensionLists],
 ) -> None:
-    """Check every file, then record, load, stage and commit them (see module doc); ``own``:
-    each kind's catalogue dimensions; ``checked``: every file's checked rows (ingest_checks,
-    freed by the caller)."""
-    staged = [c for c in checked if c.kind in {s.kind for s in todo}]
+    """Record, load, stage and commit the checked files not loaded before (see module doc;
+    their checkpoints are freed by the caller); ``own``: each kind's catalogue dimensions."""
     load_ids = warehouse.catalog.begin_ingest(
-        [(s.kind, str(s.path), s.sha256) for s in todo], staging
+        [(c.kind, str(c.source.path), c.source.sha256) for c in todo], staging
     )
     ingest = warehouse.catalog.ingest_of(load_ids[0])
-    for source, load_id in zip(todo, load_ids, strict=True):
-        warehouse.catalog.record_dimensions(load_id, list(own[source.kind]))
+    for held, load_id in zip(todo, load_ids, strict=True):
+        warehouse.catalog.record_dimensions(load_id, list(own[held.kind]))
     moves: list[tuple[str, str]] = []
     try:
-        for source, files, load_id in zip(todo, staged, load_ids, strict=True):
-            report, more = _load(warehouse, source, files, load_id, staging, own[source.kind])
-            reports[source.kind] = report
+        for held, load_id in zip(todo, load_ids, strict=True):
+            report, more = _load(warehouse, held, load_id, staging, own[held.kind])
+            reports[held.kind] = report
             moves += more
         counts = [
-            (reports[s.kind].rows, reports[s.kind].accepted, reports[s.kind].quarantined)
-            for s in todo
+            (reports[c.kind].rows, reports[c.kind].accepted, reports[c.kind].quarantined)
+            for c in todo
         ]
         warehouse.catalog.stage_ingest(load_ids, counts, moves)
     except BaseException:
