@@ -115,7 +115,7 @@ def spark_outcome(
             "checked": _rows([tuple(r) for r in rows]),
             "malformed": _rows([tuple(r) for r in malformed]),
             "dimensions": sorted((int(r[0]), r[1], r[2]) for r in dimension_rows),
-            "sha256": source.sha256,
+            "sha256": checked.source.sha256,
         }
     finally:
         checked.release()

@@ -46,7 +46,6 @@ from dp_platform.warehouse.ingest import (
 from dp_platform.warehouse.ingest_sources import shown
 from dp_platform.warehouse.spark.ingest_checks import (
     CheckedFile,
-    SparkSource,
     inspect_file,
     read_and_check,
 )
@@ -113,14 +112,14 @@ def _insert_dimensions(
 
 def _load(
     warehouse: SparkTables,
-    source: SparkSource,
     staged: CheckedFile,
     load_id: int,
     dimensions: DimensionLists,
 ) -> KindReport:
     """Spark half of one file: its appends and, for impressions, the touched days replaced in
     one commit (dynamic partition overwrite); returns its report."""
-    spark, sql, kind = warehouse.spark, warehouse.sql, source.kind
+    spark, sql, source = warehouse.spark, warehouse.sql, staged.source
+    kind = source.kind
     staged.register()
     spark.sql(f"SELECT user_key, {_ID[kind]} AS id FROM {kind}").createOrReplaceTempView(
         "loaded_ids"
@@ -181,13 +180,13 @@ def ingest_files(
     try:
         for source in sources:  # both files are checked (and keyed) before either is loaded
             checked.append(read_and_check(warehouse.spark, source, moment, own[source.kind]))
-        reports = {s.kind: KindReport(source_file=s.path) for s in sources}
-        todo = [s for s in sources if not warehouse.records.loaded(s.kind, s.sha256)]
-        for source in sources:
-            reports[source.kind].already_loaded = source not in todo
+        reports = {c.kind: KindReport(source_file=c.source.path) for c in checked}
+        todo = [c for c in checked if not warehouse.records.loaded(c.kind, c.source.sha256)]
+        for held in checked:
+            reports[held.kind].already_loaded = held not in todo
         if todo:
             with _writing(warehouse):
-                _load_all(warehouse, todo, checked, reports, own)
+                _load_all(warehouse, todo, reports, own)
     finally:
         for held in checked:  # the checkpoints of the checked rows
             held.release()
@@ -196,33 +195,30 @@ def ingest_files(
 
 def _load_all(
     warehouse: SparkTables,
-    todo: list[SparkSource],
-    checked: list[CheckedFile],
+    todo: list[CheckedFile],
     reports: dict[str, KindReport],
     own: dict[str, DimensionLists],
 ) -> None:
-    """Load the checked files and commit their loads (see module doc); ``own``: each kind's
-    catalogue dimensions; ``checked``: every file's checked rows (ingest_checks, freed by the
-    caller)."""
-    staged = [c for c in checked if c.kind in {s.kind for s in todo}]
+    """Load the checked files not loaded before and commit their loads (see module doc; their
+    checkpoints are freed by the caller); ``own``: each kind's catalogue dimensions."""
     before = warehouse.records.event_versions()
     first = warehouse.records.next_load_id()
     load_ids = list(range(first, first + len(todo)))
     try:
-        for source, files, load_id in zip(todo, staged, load_ids, strict=True):
-            reports[source.kind] = _load(warehouse, source, files, load_id, own[source.kind])
+        for held, load_id in zip(todo, load_ids, strict=True):
+            reports[held.kind] = _load(warehouse, held, load_id, own[held.kind])
         loads: list[LoadRecord] = [
             (
                 load_id,
-                source.kind,
-                str(source.path),
-                source.sha256,
-                reports[source.kind].rows,
-                reports[source.kind].accepted,
-                reports[source.kind].quarantined,
-                list(own[source.kind]),
+                held.kind,
+                str(held.source.path),
+                held.source.sha256,
+                reports[held.kind].rows,
+                reports[held.kind].accepted,
+                reports[held.kind].quarantined,
+                list(own[held.kind]),
             )
-            for source, load_id in zip(todo, load_ids, strict=True)
+            for held, load_id in zip(todo, load_ids, strict=True)
         ]
         warehouse.records.commit_loads(loads)
     except BaseException:

@@ -94,7 +94,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -152,7 +152,8 @@ ingest renames every column it does not read to ``ignored_column_<n>``)."""
 
 @dataclass(frozen=True)
 class SparkSource:
-    """One event file after its file-level checks; ``sha256`` is set by :func:`read_and_check`."""
+    """One event file after its file-level checks; ``sha256`` is empty until
+    :func:`read_and_check` returns the file keyed (``CheckedFile.source``)."""
 
     kind: Kind
     path: str
@@ -317,7 +318,8 @@ def read_and_check(
     spark: SparkSession, source: SparkSource, now: datetime, dimensions: DimensionLists
 ) -> CheckedFile:
     """Read the file once and check its rows (module doc, steps 2 and 3): the checked rows
-    checkpointed, ``source.sha256`` set; broken quoting or an unreadable file refused."""
+    checkpointed, with the source keyed by its digest; broken quoting or an unreadable file
+    refused."""
     where = _where(source.kind, source.path)
     nanos = {NANOS_AS_LONG: "true"} if source.nanos else {}
     runner = SparkSqlRunner(spark, {})
@@ -343,8 +345,7 @@ def read_and_check(
         raise IngestError(
             f"{where}: could not be read completely ({java_name(error)}); nothing was loaded"
         ) from None
-    object.__setattr__(source, "sha256", digest)
-    return CheckedFile(source.kind, runner, rows, bool(dimensions))
+    return CheckedFile(replace(source, sha256=digest), runner, rows, bool(dimensions))
 
 
 def _refuse_quoting(where: str, line: int) -> None:
@@ -453,13 +454,18 @@ def _projection(source: SparkSource, dimensions: DimensionLists) -> str:
 @dataclass
 class CheckedFile:
     """A file's checked rows, checkpointed by its own runner (the warehouse runner's
-    ``release`` after one file's load leaves the other file's checks in place)."""
+    ``release`` after one file's load leaves the other file's checks in place), and the file
+    keyed by their digest."""
 
-    kind: Kind
+    source: SparkSource
     runner: SparkSqlRunner
     rows: int
     dimensions: bool
     views: list[str] = field(default_factory=list)
+
+    @property
+    def kind(self) -> Kind:
+        return self.source.kind
 
     def register(self) -> None:
         """The views ``_load`` reads: ``checked_raw``, ``malformed`` and, with dimensions,

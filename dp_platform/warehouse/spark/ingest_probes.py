@@ -95,7 +95,7 @@ def remote_size(spark: SparkSession, where: str, uri: str) -> int:
     if len(files) > 1 or _path_of(files[0]) != _path_of(uri):
         raise IngestError(f"{where}: is a directory, not a file")
     try:
-        rows = listing.select("path", "length", "modificationTime").collect()
+        rows = listing.select("length").collect()
     except Exception as error:
         raise IngestError(f"{where}: cannot be opened ({java_name(error)})") from None
     return int(rows[0]["length"]) if rows else 0  # Spark plans no task for an empty file
