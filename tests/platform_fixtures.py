@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from dp_platform.events import generate_campaign, write_events
+from dp_platform.events import EventFiles, generate_campaign, write_events
 from dp_platform.home import Home
 from dp_platform.privacy.noise import NoiseSource, SeededNoise
 from dp_platform.privacy.noise_check import Draw
@@ -103,6 +103,21 @@ def catalogue(
     }
 
 
+def campaign_events(folder: Path, *, seed: int, users: int, days: int) -> EventFiles:
+    """The generated campaign :func:`make_home` ingests, written to ``folder`` (four
+    publishers, 15 impressions and 2 conversions per user on average)."""
+    events = generate_campaign(
+        seed=seed,
+        users=users,
+        publishers=4,
+        impressions=users * 15,
+        conversions=users * 2,
+        days=days,
+        start=START,
+    )
+    return write_events(events, folder)
+
+
 def make_home(
     root: Path,
     *,
@@ -115,16 +130,7 @@ def make_home(
     """A home with a generated campaign ingested (into the engine's warehouse) and a catalogue
     written to campaigns.yaml. Spark: call with the ``spark`` fixture active."""
     home = Home.at(root)
-    events = generate_campaign(
-        seed=seed,
-        users=users,
-        publishers=4,
-        impressions=users * 15,
-        conversions=users * 2,
-        days=days,
-        start=START,
-    )
-    files = write_events(events, home.root / "input")
+    files = campaign_events(home.root / "input", seed=seed, users=users, days=days)
     document = config or catalogue(days=days, engine=engine)
     settings = WarehouseConfig.model_validate(document.get("warehouse", {}))
     with open_warehouse(settings, home) as warehouse:
