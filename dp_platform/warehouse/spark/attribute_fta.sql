@@ -3,7 +3,10 @@
 -- of attribute_lta.sql: the stream runs backwards, a conversion keyed by its window_key after
 -- the impressions of equal key, and the running minimum of (ord_key, publisher, touch) is the
 -- match: its publisher and touch (attribution_scope.sql) are credited.
+-- Written as one Delta commit that replaces the range's rows (INSERT … REPLACE WHERE; Delta
+-- checks every row written falls inside it).
 INSERT INTO attributed_conversions
+REPLACE WHERE campaign = :campaign AND day BETWEEN :first AND :last
 WITH
 stream AS (
     SELECT

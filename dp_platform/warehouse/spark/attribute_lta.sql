@@ -6,7 +6,10 @@
 -- greatest ord_key below its key: the ASOF match. It counts if inside the window
 -- (ord_key >= window_key). Weight 1 to its publisher, with its touch (attribution_scope.sql);
 -- conversions without a candidate are unattributed.
+-- Written as one Delta commit that replaces the range's rows (INSERT … REPLACE WHERE; Delta
+-- checks every row written falls inside it).
 INSERT INTO attributed_conversions
+REPLACE WHERE campaign = :campaign AND day BETWEEN :first AND :last
 WITH
 stream AS (
     SELECT

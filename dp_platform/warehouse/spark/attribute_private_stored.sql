@@ -4,7 +4,10 @@
 -- the chosen publisher with its touch, user_rank as in attribute_lta.sql. A campaign without
 -- impression dimensions (:touched false) has touch 0 (choices stored before touches existed
 -- read NULL). A re-run returns the same rows and draws nothing for conversions drawn before.
+-- Written as one Delta commit that replaces the range's rows (INSERT … REPLACE WHERE; Delta
+-- checks every row written falls inside it).
 INSERT INTO attributed_conversions
+REPLACE WHERE campaign = :campaign AND day BETWEEN :first AND :last
 SELECT
     conv.conversion_key, conv.user_key,
     CAST(

@@ -10,7 +10,10 @@
 -- up, kept apart by the credited impressions' touch (attribution_scope.sql). Floating literals
 -- are doubles (D): a plain 0.2 would be a DECIMAL in Spark SQL and divide with a decimal's
 -- rounding.
+-- Written as one Delta commit that replaces the range's rows (INSERT … REPLACE WHERE; Delta
+-- checks every row written falls inside it).
 INSERT INTO attributed_conversions
+REPLACE WHERE campaign = :campaign AND day BETWEEN :first AND :last
 WITH
 cand AS (
     SELECT conversion_key, publisher_key, ord_key, age_us, touch

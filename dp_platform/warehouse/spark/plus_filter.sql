@@ -11,9 +11,10 @@
 -- campaign's publishers, or its cells — cell_rows.sql; view cell_positions: a key's vector
 -- position, and what has none is not released, weight 0 for the norm), so a user's earlier days
 -- are carried per vector position — per cell for a campaign with cells. The runner checkpoints
--- the CACHE views, so the spend rows and the vector come from one evaluation. The partitions
--- (campaign, :day) of plus_user_spend and plus_user_values were emptied by the store; every
--- earlier day is committed (days run in order).
+-- the CACHE views, so the spend rows and the vector come from one evaluation. Each INSERT
+-- replaces the (campaign, :day) rows of its table in one commit (a crashed run's leftovers
+-- with them; nothing here reads the day's own rows); every earlier day is committed (days run
+-- in order).
 CACHE TABLE plus_past AS
 WITH coefficients AS (
     SELECT inline(arrays_zip(:past_days, :past_coefs)) AS (day, coef)
@@ -175,6 +176,7 @@ WHERE k.f > 0
 GROUP BY r.user_key, cp.position;
 
 INSERT INTO plus_user_values
+REPLACE WHERE campaign = :campaign AND day = :day
 SELECT user_key, position, value, :campaign, :day
 FROM plus_today
 WHERE :carry AND value > 0;
@@ -195,6 +197,7 @@ JOIN scaled AS s ON s.user_key = coalesce(t.user_key, p.user_key);
 
 -- The spend is charged from exactly those released rows: cost = ‖encode(row_u)‖₂² / (2σ²).
 INSERT INTO plus_user_spend
+REPLACE WHERE campaign = :campaign AND day = :day
 WITH row_slots AS (
     SELECT r.user_key, any_value(g.weight) AS weight, sum(g.coef * r.value) AS value
     FROM plus_user_rows AS r

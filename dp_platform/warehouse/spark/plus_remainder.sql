@@ -2,6 +2,7 @@
 -- :excess_cap), read from plus_filter.sql's cached plus_kept (run before it is released) and
 -- written to plus_remainders (plus_spend_days' record of the day makes it count).
 INSERT INTO plus_remainders
+REPLACE WHERE campaign = :campaign AND day = :day
 WITH mass AS (
     SELECT
         r.user_key,

@@ -1,6 +1,7 @@
 """AdsBPC+'s secret state in the Spark warehouse, as DuckDB's plus_store.py: the filter's
-per-user spends, a correlated strategy's kept values and the day's remainder (Parquet beside the
-private data, counted once plus_spend_days records the day: records.py) and the profile histogram.
+per-user spends, a correlated strategy's kept values and the day's remainder (Delta tables beside
+the private data, each day's rows replaced in one commit, counted once plus_spend_days records
+the day: records.py) and the profile histogram.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 from dp_platform.config import CampaignConfig
 from dp_platform.privacy.filter import RESIDUAL
 from dp_platform.warehouse.base import StrategyRow, check_remainder_cap
-from dp_platform.warehouse.spark.store_core import REMAINDERS, SPEND, VALUES, SparkWarehouseCore
+from dp_platform.warehouse.spark.store_core import REMAINDERS, SPEND, SparkWarehouseCore
 from dp_platform.warehouse.store_core import ATTRIBUTED, WarehouseError
 
 if TYPE_CHECKING:
@@ -73,9 +74,6 @@ class SparkPlusStore(SparkWarehouseCore):
         whole = int(np.floor(bound))
         layout = self._cell_scope(campaign, publishers, day, day, marginals)
         gram = self._gram_scope(layout)
-        self._clear(SPEND, campaign, [day])  # leftovers of a run that did not commit
-        self._clear(REMAINDERS, campaign, [day])
-        self._clear(VALUES, campaign, [day])
         earlier = [campaign.start + timedelta(days=i) for i in range(index - 1)]
         strategy = (row or StrategyRow.identity(index - 1)).sql_parameters(earlier)
         try:
@@ -92,7 +90,9 @@ class SparkPlusStore(SparkWarehouseCore):
                 residual=RESIDUAL,
                 **strategy,
             )
-            if remainder_cap is not None:  # reads plus_filter's cached plus_kept
+            if remainder_cap is None:  # a crashed run's remainder of this day, if any
+                self._clear(REMAINDERS, campaign, [day])
+            else:  # reads plus_filter's cached plus_kept; replaces the day's row
                 self.sql.run(
                     "plus_remainder",
                     campaign=campaign.name,

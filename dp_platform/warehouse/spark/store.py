@@ -164,7 +164,8 @@ class SparkWarehouse(SparkPlusStore):
         self._check_range(campaign, first, last)
         rule = campaign.attribution.rule
         chosen = self._scope(campaign, publishers)
-        self._clear(ATTRIBUTED, campaign, days_between(first, last))
+        # unrecorded first; each script then replaces its range's rows in one commit
+        self.records.forget(ATTRIBUTED, campaign.name, days_between(first, last))
         try:
             if rule == "private_last_touch":
                 self._attribute_private(campaign, first, last, noise)
@@ -181,6 +182,8 @@ class SparkWarehouse(SparkPlusStore):
                     self.sql.run(
                         script,
                         campaign=campaign.name,
+                        first=span_first,
+                        last=span_last,
                         rule=rule,
                         half_life_us=campaign.attribution.half_life_days * US_PER_DAY,
                     )
@@ -256,6 +259,8 @@ class SparkWarehouse(SparkPlusStore):
         self.sql.run(
             "attribute_private_stored",
             campaign=campaign.name,
+            first=first,
+            last=last,
             touched=bool(self._touch_keys(campaign)),
         )
         return count
@@ -270,7 +275,7 @@ class SparkWarehouse(SparkPlusStore):
         for day in days_between(first, last):
             self._version(ATTRIBUTED, campaign, day)
         self._use()
-        self._clear(CONTRIBUTIONS, campaign, days_between(first, last))
+        self.records.forget(CONTRIBUTIONS, campaign.name, days_between(first, last))
         self.sql.run("contributions", campaign=campaign.name, first=first, last=last)
         self.records.record(
             CONTRIBUTIONS,

@@ -241,9 +241,7 @@ class SparkWarehouseCore:
     # -- partitions ----------------------------------------------------------------------
 
     def _clear(self, table: str, campaign: CampaignConfig, days: list[date]) -> None:
-        """Forget the days (their record first), then delete their rows (one commit)."""
-        if table in (ATTRIBUTED, CONTRIBUTIONS):
-            self.records.forget(table, campaign.name, days)
+        """Delete the days' rows of an unrecorded table (one commit)."""
         self.sql.query(
             f"DELETE FROM {table} WHERE campaign = :campaign AND day BETWEEN :first AND :last "
             "AND array_contains(:days, day)",
@@ -283,9 +281,11 @@ class SparkWarehouseCore:
         layout: CellLayout,
         vector: np.ndarray,
     ) -> None:
-        """Replace the (campaign, day) partition of the clipped-vector table (schema checks)."""
-        self._clear(CLIPPED, campaign, [day])
-        if layout.publishers:  # campaign_pubs holds these publishers (the caller's scope)
+        """Replace the (campaign, day) partition of the clipped-vector table (schema checks):
+        one commit (clipped_store.sql), or emptied when the campaign has no publisher."""
+        if not layout.publishers:
+            self._clear(CLIPPED, campaign, [day])
+        else:  # campaign_pubs holds these publishers (the caller's scope)
             values = pd.DataFrame(
                 {"position": np.arange(len(vector), dtype=np.int32), "value": vector}
             )
