@@ -9,8 +9,8 @@ committed after its data:
   the ingest (:meth:`WarehouseRecords.event_versions`); an ingest cut before that is undone by
   restoring every event table to those versions (ingest.py);
 * a derived (asset, campaign, day) partition exists while its ``partitions`` row does: a
-  rewrite deletes the rows first and records them, with the table version that wrote them,
-  after the data — a crash leaves "not materialised", never a mix of two versions;
+  rewrite deletes the row first, replaces the data in one commit and records the days, with
+  the table version that wrote them, after it — a crash leaves "not materialised", never a mix of two versions;
 * an AdsBPC+ day's spends and remainder count once its ``plus_spend_days`` row commits; a day
   without it is recomputed over the same partition, so a crash neither charges a user twice
   nor loses a charge.
