@@ -102,15 +102,15 @@ def connect_server(log: Path, argv: Callable[[int], list[str]] = command) -> Ite
         _stop([process])
 
 
-def ui_on_argv(port: int) -> list[str]:
-    """The platform's server command line with its web UI turned back on (on a free port):
+def ui_on_argv(port: int, ui_port: int) -> list[str]:
+    """The platform's server command line with its web UI turned back on (at ``ui_port``):
     spark-submit keeps a key's last value; the command itself refuses these settings."""
     from dp_platform.settings import SparkSettings
     from dp_platform.warehouse.spark.session import connect_server_argv
 
     settings = SparkSettings(conf={**SERVER_CONF, "spark.driver.memory": "512m"})
     argv = connect_server_argv(settings, LOOPBACK, port)
-    return [*argv, "--conf", "spark.ui.enabled=true", "--conf", f"spark.ui.port={free_port()}"]
+    return [*argv, "--conf", "spark.ui.enabled=true", "--conf", f"spark.ui.port={ui_port}"]
 
 
 @pytest.fixture(scope="session")
