@@ -280,3 +280,17 @@ def test_delta_still_drops_sql_parameters_over_connect(spark_connect):  # noqa: 
     )
     assert ran.returncode == 0, ran.stderr[-4000:]
     assert json.loads(ran.stdout.strip().splitlines()[-1]) == [42, "UNBOUND_SQL_PARAMETER"]
+
+
+def test_bench_refuses_a_connect_catalogue(tmp_path: Path) -> None:
+    """bench measures its own JVM's start-up and memory: a remote catalogue is refused, not
+    silently run on a local JVM with the client's settings."""
+    from dp_platform.cli import build_parser
+    from dp_platform.commands.bench import _spec
+
+    config = tmp_path / "campaigns.yaml"
+    remote = {"engine": "spark", "spark": {"remote": "sc://127.0.0.1:15002"}}
+    config.write_text(yaml.safe_dump({**catalogue(), "warehouse": remote}))
+    argv = ["bench", "--config", str(config)]
+    with pytest.raises(ConfigError, match="bench runs Spark in a JVM of its own"):
+        _spec(build_parser(argv).parse_args(argv))

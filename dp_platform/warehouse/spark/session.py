@@ -236,6 +236,8 @@ def connect_server_argv(settings: SparkSettings, host: str, port: int) -> list[s
 def _local_session(settings: SparkSettings) -> SparkSession:
     """A classic session: this process's JVM, started with :func:`server_conf`. The only code
     of the engine that reaches the SparkContext (a Connect session has none)."""
+    if any(not other.is_stopped for other in _CONNECTED.values()):
+        raise ConfigError("this process is connected to a Spark Connect server already")
     _require_java()
     try:
         from pyspark.sql import SparkSession
