@@ -26,7 +26,12 @@ from dp_platform.config_loader import parse_catalogue
 from dp_platform.errors import ConfigError
 from dp_platform.events import generate_campaign, write_events
 from dp_platform.ledger import Ledger
-from dp_platform.warehouse.spark.session import PRIVATE_CONF, check_private
+from dp_platform.warehouse.spark.session import (
+    PRIVATE_CONF,
+    check_private,
+    check_server,
+    java_options,
+)
 from tests.platform_fixtures import START, RoutedNoise, catalogue, make_home
 from tests.spark_cluster import LOOPBACK, free_port
 from tests.spark_connect import connect_server, spark_connect, ui_on_argv  # noqa: F401
@@ -115,6 +120,21 @@ def test_check_private_takes_an_unset_ui_for_on() -> None:
     conf = {key: value for key, value in PRIVATE_CONF.items() if key != "spark.ui.enabled"}
     with pytest.raises(ConfigError, match="web UI on"):
         check_private(SimpleNamespace(conf=_Conf(conf)))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("dropped", "refusal"),
+    [
+        ("spark.sql.extensions", "lacks Delta Lake's extension"),
+        ("spark.driver.extraJavaOptions", "has no log configuration"),
+    ],
+)
+def test_check_server_wants_delta_and_the_log_configuration(dropped: str, refusal: str) -> None:
+    started = java_options(PRIVATE_CONF)  # what connect_server_argv gives the server
+    check_server(SimpleNamespace(conf=_Conf(started)), "sc://h:1")  # type: ignore[arg-type]
+    missing = {key: value for key, value in started.items() if key != dropped}
+    with pytest.raises(ConfigError, match=f"sc://h:1 {refusal}: start it with"):
+        check_server(SimpleNamespace(conf=_Conf(missing)), "sc://h:1")  # type: ignore[arg-type]
 
 
 def test_the_server_command_refuses_private_settings_and_names_the_server_class() -> None:
@@ -218,7 +238,9 @@ def _fake_java(root: Path) -> tuple[Path, dict[str, str]]:
 def _ingest(root: Path, warehouse: dict, env: dict[str, str]) -> subprocess.CompletedProcess:
     files = _events(root)
     config = root / "campaigns.yaml"
-    config.write_text(yaml.safe_dump({**catalogue(days=3), "warehouse": warehouse}))
+    config.write_text(
+        yaml.safe_dump({**catalogue(days=3, quantile_days=2), "warehouse": warehouse})
+    )
     argv = [sys.executable, "-m", "dp_platform.cli", "ingest", "--home", str(root / "home")]
     argv += ["--config", str(config), "--json"]
     argv += ["--impressions", str(files.impressions), "--conversions", str(files.conversions)]

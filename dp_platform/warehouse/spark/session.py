@@ -51,6 +51,7 @@ __all__ = [
     "LOG_CONFIG",
     "PRIVATE_CONF",
     "check_private",
+    "check_server",
     "connect_server_argv",
     "connector_jars",
     "java_options",
@@ -300,9 +301,19 @@ def private_session(settings: SparkSettings) -> SparkSession:
     # a session started earlier in the process (or the server) keeps its static settings
     _set(spark, {**session, **{key: PRIVATE_CONF[key] for key in _RUNTIME}}, remote)
     check_private(spark)
-    if remote is not None and _DELTA_EXTENSION not in spark.conf.get("spark.sql.extensions", ""):
-        raise ConfigError(
-            f"the Spark Connect server {remote} lacks Delta Lake's extension: start it with "
-            "`dp-platform spark-connect-server`"
-        )
+    if remote is not None:
+        check_server(spark, remote)
     return spark
+
+
+def check_server(spark: SparkSession, remote: str) -> None:
+    """Refuse a Connect server started otherwise than :func:`connect_server_argv` would in
+    what the platform relies on: Delta Lake's extension, and a log configuration given to its
+    driver (the shipped one keeps failed tasks' record text out of its log)."""
+    started = "start it with `dp-platform spark-connect-server`"
+    if _DELTA_EXTENSION not in (spark.conf.get("spark.sql.extensions", "") or ""):
+        raise ConfigError(
+            f"the Spark Connect server {remote} lacks Delta Lake's extension: {started}"
+        )
+    if "-Dlog4j2.configurationFile=" not in (spark.conf.get(JAVA_OPTION_KEYS[0], "") or ""):
+        raise ConfigError(f"the Spark Connect server {remote} has no log configuration: {started}")
