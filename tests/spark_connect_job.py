@@ -1,9 +1,15 @@
-"""A platform process on Spark Connect, run in a process of its own (tests/spark_connect.py says
-why): generate and ingest a campaign's events into a home whose catalogue has ``remote:``, then
-materialise its days through Dagster with seeded noise. Prints one JSON object: the session's
-class and whether this process ever had a SparkContext (it must not).
+"""Platform processes on Spark Connect, each run in a process of its own (tests/spark_connect.py
+says why). Prints one JSON object.
 
-``python -m tests.spark_connect_job '<json: url, root, seed, users, days, quantile_days>'``
+* ``campaign``: generate and ingest a campaign's events into a home whose catalogue has
+  ``remote:``, then materialise its days through Dagster with seeded noise; reports the
+  session's class and whether this process ever had a SparkContext (it must not).
+* ``probe``: the statements the engine's recovery and runner rely on, on a scratch Delta
+  table — DataFrameWriter appends, DESCRIBE HISTORY, RESTORE, a pandas frame, a local
+  checkpoint — and a query with a bound parameter (which Connect still drops: runner.py).
+
+``python -m tests.spark_connect_job '<json: mode, url, root[, seed, users, days,
+quantile_days, today]>'``
 """
 
 from __future__ import annotations
@@ -26,7 +32,46 @@ def connect_catalogue(url: str, days: int, quantile_days: int) -> dict:
     return document
 
 
+def probe(url: str, root: Path) -> dict:
+    import pandas as pd
+
+    from dp_platform.settings import SparkSettings
+    from dp_platform.warehouse.spark.runner import SparkSqlRunner
+    from dp_platform.warehouse.spark.session import private_session
+
+    spark = private_session(SparkSettings(remote=url))
+    runner = SparkSqlRunner(spark, {})
+    table = f"delta.`{root / 'probe'}`"
+    runner.query(f"CREATE TABLE {table} (day DATE, k STRING, v BIGINT) USING delta")
+    rows = pd.DataFrame({"day": [date(2026, 3, 1)] * 2, "k": ["a", "b"], "v": [1, 2]})
+    frame = spark.createDataFrame(rows, schema="day DATE, k STRING, v BIGINT")
+    runner.write(frame, table)  # version 1
+    runner.write(frame, table)  # version 2
+    history = [row[0] for row in runner.query(f"SELECT operation FROM (DESCRIBE HISTORY {table})")]
+    runner.query(f"RESTORE TABLE {table} TO VERSION AS OF 1")
+    runner.execute(f"CACHE TABLE kept AS SELECT k, v FROM {table} WHERE v > :low", {"low": 1})
+    kept = runner.query("SELECT k, v FROM kept")
+    runner.release()
+    try:
+        bound = spark.sql("SELECT :x + 1", args={"x": 41}).collect()[0][0]
+    except Exception as error:  # the condition's name (Spark's error class)
+        condition = getattr(error, "getCondition", None)
+        bound = condition() if condition is not None else type(error).__name__
+    return {
+        "history": sorted(history),
+        "rows_after_restore": runner.query(f"SELECT count(*) FROM {table}")[0][0],
+        "kept": [list(row) for row in kept],
+        "views_after_release": [t.name for t in spark.catalog.listTables() if t.isTemporary],
+        "inlined": runner.query("SELECT :x + 1", x=41)[0][0],
+        "bound": bound,
+    }
+
+
 def main(argv: list[str]) -> None:
+    args = json.loads(argv[1])
+    if args["mode"] == "probe":
+        print(json.dumps(probe(args["url"], Path(args["root"]))))
+        return
     import dagster as dg
     from pyspark import SparkContext
 
@@ -35,7 +80,6 @@ def main(argv: list[str]) -> None:
     from dp_platform.warehouse.spark.session import private_session
     from tests.platform_fixtures import RoutedNoise, make_home
 
-    args = json.loads(argv[1])
     days = args["days"]
     document = connect_catalogue(args["url"], days, args["quantile_days"])
     home = make_home(

@@ -171,6 +171,7 @@ def test_a_connect_test_file_runs_on_the_spark_worker() -> None:
 
 def test_a_campaign_over_connect_releases_the_same_as_duckdb(spark_connect, tmp_path):  # noqa: F811
     job = {
+        "mode": "campaign",
         "url": spark_connect.url,
         "root": str(tmp_path / "connect"),
         "seed": 9,
@@ -277,31 +278,26 @@ def test_a_connect_server_with_its_ui_on_is_refused(spark_connect, tmp_path):  #
     assert not (tmp_path / "home" / "spark" / "tables").exists()  # refused before any table
 
 
-def test_delta_still_drops_sql_parameters_over_connect(spark_connect):  # noqa: F811
-    """Why the runner writes parameters as literals over Connect (runner.py's module doc): a
-    bound query fails there. This fails once a Spark or Delta release binds them."""
-    probe = (
-        "import json, sys\n"
-        "from dp_platform.settings import SparkSettings\n"
-        "from dp_platform.warehouse.spark.session import private_session\n"
-        "from dp_platform.warehouse.spark.runner import SparkSqlRunner\n"
-        "spark = private_session(SparkSettings(remote=sys.argv[1]))\n"
-        "inlined = SparkSqlRunner(spark, {}).query('SELECT :x + 1', x=41)[0][0]\n"
-        "try:\n"
-        "    bound = spark.sql('SELECT :x + 1', args={'x': 41}).collect()[0][0]\n"
-        "except Exception as error:\n"
-        "    bound = getattr(error, 'getCondition', lambda: type(error).__name__)()\n"
-        "print(json.dumps([inlined, bound]))\n"
-    )
+def test_recovery_statements_and_dropped_parameters_over_connect(spark_connect, tmp_path):  # noqa: F811
+    """What the engine's recovery and runner rely on works over Connect; and a bound query
+    still fails there — why the runner writes parameters as literals (runner.py's module doc).
+    The last assertion fails once a Spark or Delta release binds them."""
+    job = {"mode": "probe", "url": spark_connect.url, "root": str(tmp_path)}
     ran = subprocess.run(
-        [sys.executable, "-c", probe, spark_connect.url],
+        [sys.executable, "-m", "tests.spark_connect_job", json.dumps(job)],
         capture_output=True,
         text=True,
         env=_env(),
         timeout=600,
     )
     assert ran.returncode == 0, ran.stderr[-4000:]
-    assert json.loads(ran.stdout.strip().splitlines()[-1]) == [42, "UNBOUND_SQL_PARAMETER"]
+    result = json.loads(ran.stdout.strip().splitlines()[-1])
+    assert result["history"] == ["CREATE TABLE", "WRITE", "WRITE"]
+    assert result["rows_after_restore"] == 2  # version 1: one append
+    assert result["kept"] == [["b", 2]]  # the parameter inlined, checkpointed
+    assert result["views_after_release"] == []
+    assert result["inlined"] == 42
+    assert result["bound"] == "UNBOUND_SQL_PARAMETER"
 
 
 def test_bench_refuses_a_connect_catalogue(tmp_path: Path) -> None:
