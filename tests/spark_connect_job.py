@@ -36,6 +36,7 @@ def probe(url: str, root: Path) -> dict:
     import pandas as pd
 
     from dp_platform.settings import SparkSettings
+    from dp_platform.warehouse.spark.records import table_version
     from dp_platform.warehouse.spark.runner import SparkSqlRunner
     from dp_platform.warehouse.spark.session import private_session
 
@@ -47,7 +48,8 @@ def probe(url: str, root: Path) -> dict:
     frame = spark.createDataFrame(rows, schema="day DATE, k STRING, v BIGINT")
     runner.write(frame, table)  # version 1
     runner.write(frame, table)  # version 2
-    history = [row[0] for row in runner.query(f"SELECT operation FROM (DESCRIBE HISTORY {table})")]
+    version = table_version(spark, table)  # the engine's own reading of DESCRIBE HISTORY
+    history = [row["operation"] for row in spark.sql(f"DESCRIBE HISTORY {table}").collect()]
     runner.query(f"RESTORE TABLE {table} TO VERSION AS OF 1")
     runner.execute(f"CACHE TABLE kept AS SELECT k, v FROM {table} WHERE v > :low", {"low": 1})
     kept = runner.query("SELECT k, v FROM kept")
@@ -58,6 +60,7 @@ def probe(url: str, root: Path) -> dict:
         condition = getattr(error, "getCondition", None)
         bound = condition() if condition is not None else type(error).__name__
     return {
+        "version": version,
         "history": sorted(history),
         "rows_after_restore": runner.query(f"SELECT count(*) FROM {table}")[0][0],
         "kept": [list(row) for row in kept],

@@ -292,6 +292,7 @@ def test_recovery_statements_and_dropped_parameters_over_connect(spark_connect, 
     )
     assert ran.returncode == 0, ran.stderr[-4000:]
     result = json.loads(ran.stdout.strip().splitlines()[-1])
+    assert result["version"] == 2
     assert result["history"] == ["CREATE TABLE", "WRITE", "WRITE"]
     assert result["rows_after_restore"] == 2  # version 1: one append
     assert result["kept"] == [["b", 2]]  # the parameter inlined, checkpointed
