@@ -137,6 +137,27 @@ def test_check_server_wants_delta_and_the_log_configuration(dropped: str, refusa
         check_server(SimpleNamespace(conf=_Conf(missing)), "sc://h:1")  # type: ignore[arg-type]
 
 
+def test_parameters_are_inlined_as_typed_literals_outside_quotes_and_comments() -> None:
+    """Over Connect the runner writes parameters into the statement (runner.py): each marker
+    becomes its value's literal, quotes escaped; text in strings, identifiers and comments and
+    a ``::`` cast stay as they are."""
+    from dp_platform.warehouse.spark.runner import inline_parameters
+
+    statement = (
+        "SELECT ':a', `x:a`, \"y:a\", v::BIGINT FROM t WHERE a = :a AND b IN :days"
+        " AND c = :c AND d = :d AND e = :e AND f = :f -- :a\n"
+    )
+    params = {"a": "it's \\ ok", "days": [date(2026, 3, 1)], "c": -3, "d": 0.5, "e": None}
+    inlined = inline_parameters(statement, {**params, "f": float("inf")})
+    assert inlined == (
+        "SELECT ':a', `x:a`, \"y:a\", v::BIGINT FROM t WHERE a = 'it\\'s \\\\ ok' AND b IN "
+        "array(DATE'2026-03-01') AND c = (-3) AND d = (0.5D) AND e = NULL "
+        "AND f = CAST('inf' AS DOUBLE) -- :a\n"
+    )
+    with pytest.raises(TypeError, match="no Spark SQL literal"):
+        inline_parameters("SELECT :x", {"x": object()})
+
+
 def test_the_server_command_refuses_private_settings_and_names_the_server_class() -> None:
     base = [sys.executable, "-m", "dp_platform.cli", "spark-connect-server"]
     refused = subprocess.run(
