@@ -16,12 +16,12 @@ $(BIN)/dp-platform: pyproject.toml research/pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]' -e ./research
 	touch $@
 
-# The Spark engine's tests need PySpark and Java 17+: installed here (Debian's JRE if the
-# machine has no Java 17 or newer and apt-get can install it). Then the connector jars that
-# spark-jars/pom.xml lists (Delta Lake, hadoop-aws and its AWS SDK bundle, ~700 MB) are copied
-# from Maven Central into $(SPARK_JARS), afresh when the pom changes so no old version stays
-# beside a new one; a failed copy prints one line and leaves the stamp out, so the next make
-# tries again (the lake tests skip meanwhile, and fail under CI).
+# The Spark engine's tests need PySpark (with its Spark Connect client) and Java 17+: installed
+# here (Debian's JRE if the machine has no Java 17 or newer and apt-get can install it). Then the
+# connector jars that spark-jars/pom.xml lists (Delta Lake, hadoop-aws and its AWS SDK bundle,
+# ~700 MB) are copied from Maven Central into $(SPARK_JARS), afresh when the pom changes so no
+# old version stays beside a new one; a failed copy prints one line and leaves the stamp out, so
+# the next make tries again (the lake tests skip meanwhile, and fail under CI).
 SPARK_JARS := $(VENV)/spark-jars
 $(VENV)/.spark: $(BIN)/dp-platform spark-jars/pom.xml
 	$(BIN)/pip install --quiet -e '.[dev,spark]'

@@ -67,6 +67,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "measure on the real pipeline, with canary users, that no user shows more than the "
         "claimed ρ",
     ),
+    "spark-connect-server": (
+        "dp_platform.commands.spark_connect_server",
+        "a private Spark Connect server (warehouse.spark.remote: no JVM in each command)",
+    ),
     "run": (
         "assets.commands.run",
         "materialise every due day of the catalogue's campaigns through Dagster",

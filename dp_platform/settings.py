@@ -10,9 +10,16 @@ from __future__ import annotations
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["SPARK_PRIVATE_PREFIXES", "LedgerConfig", "SparkSettings", "Strict", "WarehouseConfig"]
+__all__ = [
+    "SPARK_PRIVATE_PREFIXES",
+    "SPARK_SESSION_PREFIXES",
+    "LedgerConfig",
+    "SparkSettings",
+    "Strict",
+    "WarehouseConfig",
+]
 
 
 class Strict(BaseModel):
@@ -44,6 +51,12 @@ SPARK_PRIVATE_PREFIXES = (
 )
 
 
+# Settings a Spark Connect client may set on its session (SQL and Delta Lake ones; Spark refuses
+# the few static spark.sql.* keys at session start). Anything else is applied at a JVM's start:
+# with ``remote`` it belongs to the server's (dp-platform spark-connect-server --conf).
+SPARK_SESSION_PREFIXES = ("spark.sql.", "spark.databricks.delta.")
+
+
 class SparkSettings(Strict):
     """Where and how the Spark engine runs (docs/operators.md, "Spark")."""
 
@@ -57,6 +70,11 @@ class SparkSettings(Strict):
         "folder of the platform's virtual environment, filled by make .venv/.spark)",
     )
     conf: dict[str, str] = Field(default_factory=dict, description="extra Spark settings")
+    remote: str | None = Field(
+        default=None,
+        description="sc://host:port of a Spark Connect server started with `dp-platform "
+        "spark-connect-server` (no JVM in the platform's processes)",
+    )
 
     @field_validator("conf")
     @classmethod
@@ -69,6 +87,40 @@ class SparkSettings(Strict):
                     "overwrite and the Delta Lake catalog are part of the storage format)"
                 )
         return conf
+
+    @field_validator("remote")
+    @classmethod
+    def _connect_url(cls, remote: str | None) -> str | None:
+        if remote is None:
+            return remote
+        parts = urlsplit(remote)
+        if parts.scheme != "sc" or not parts.hostname:
+            raise ValueError("must be a Spark Connect URL, sc://host:port")
+        if "token=" in remote:
+            raise ValueError(
+                "a token in the URL is refused (the home records the URL and errors show it); "
+                "set SPARK_CONNECT_AUTHENTICATE_TOKEN"
+            )
+        return remote
+
+    @model_validator(mode="after")
+    def _remote_alone(self) -> SparkSettings:
+        """With ``remote`` the server's start fixed its master, jars and JVM: the catalogue may
+        add only session settings, which the client sets (SPARK_SESSION_PREFIXES)."""
+        if self.remote is None:
+            return self
+        if "master" in self.model_fields_set:
+            raise ValueError("remote and master exclude each other (the server has its master)")
+        if self.jars is not None:
+            raise ValueError("remote and jars exclude each other (the server loads the jars)")
+        for key in self.conf:
+            if not key.startswith(SPARK_SESSION_PREFIXES):
+                raise ValueError(
+                    f"{key} with remote: a Connect client sets session settings only "
+                    "(spark.sql.*, spark.databricks.delta.*); give it to the server's start "
+                    "(dp-platform spark-connect-server --conf)"
+                )
+        return self
 
 
 class WarehouseConfig(Strict):

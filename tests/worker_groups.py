@@ -15,6 +15,7 @@ from __future__ import annotations
 import pytest
 
 SPARK_GROUP = "spark"
+SPARK_FIXTURES = frozenset({"spark", "spark_connect"})  # the run's JVM, its Connect server
 
 
 def file_of(item: pytest.Item) -> str:
@@ -22,11 +23,12 @@ def file_of(item: pytest.Item) -> str:
 
 
 def uses_spark(item: pytest.Item) -> bool:
-    """A JVM test: it asks for the ``spark`` session, or is the Spark case of an engine
-    parameter (whose fixtures start the session on demand, out of the fixture list's sight)."""
+    """A JVM test: it asks for the ``spark`` session or the Connect server, or is the Spark
+    case of an engine parameter (whose fixtures start the session on demand, out of the
+    fixture list's sight)."""
     callspec = getattr(item, "callspec", None)
     params = callspec.params.values() if callspec is not None else ()
-    return "spark" in getattr(item, "fixturenames", ()) or "spark" in {
+    return bool(SPARK_FIXTURES & set(getattr(item, "fixturenames", ()))) or "spark" in {
         value for value in params if isinstance(value, str)
     }
 

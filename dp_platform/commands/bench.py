@@ -81,6 +81,10 @@ def _spec(args: argparse.Namespace) -> BenchSpec:
     warehouse = load_catalogue(args.config).warehouse if args.config else None
     engine = args.engine or (warehouse.engine if warehouse else "duckdb")
     spark = warehouse.spark if warehouse else None
+    if engine == "spark" and spark is not None and spark.remote is not None:
+        raise ConfigError(  # it measures its own JVM's start-up and memory
+            "bench runs Spark in a JVM of its own: give a catalogue without warehouse.spark.remote"
+        )
     if args.cells and args.reference != "none":
         raise ConfigError("--cells runs without --reference (the pandas reference has no cells)")
     if args.impression_cells and not args.cells:

@@ -12,6 +12,13 @@ are the runner's, because Spark binds no parameters inside a view's definition:
 ``{{name}}`` in a file is replaced by a fixed setting of the warehouse (the tables' root in
 schema.sql), never by a user value.
 
+Over Spark Connect the parameters are written into the statement as typed literals
+(:func:`inline_parameters`): Connect's server (4.2) binds a query's markers in the parser, and
+Delta 4.4's parser drops them (the same Delta issue 7640 that PRIVATE_CONF's
+``parameterSubstitution.constantsOnly`` works around for a classic session, which Connect's
+parser path does not read); tests/test_spark_connect.py fails once that is fixed. The values are
+the platform's own (names, days, load ids, caps, σ), never an event's field.
+
 Every write of the engine passes here — a statement that is neither a query nor a view, or
 :meth:`SparkSqlRunner.write` — so each Delta commit has one place (the crash tests cut the
 process after each one: tests/test_spark_recovery.py).
@@ -19,10 +26,13 @@ process after each one: tests/test_spark_recovery.py).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
+from datetime import date, datetime
 from functools import cache
 from importlib import resources
+from numbers import Integral, Real
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -32,7 +42,7 @@ from dp_platform.warehouse.runner import statements
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["SparkSqlRunner", "load_spark_sql", "schema_tables"]
+__all__ = ["SparkSqlRunner", "inline_parameters", "load_spark_sql", "schema_tables", "sql_literal"]
 
 _QUOTED = re.compile(r"'(?:[^']|'')*'")
 _COMMENT = re.compile(r"--[^\n]*")
@@ -42,7 +52,44 @@ _VIEW = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _QUERY = re.compile(r"^\s*(SELECT|WITH)\b", re.IGNORECASE)
+# a string literal, a quoted identifier or a comment (kept as they are), or a parameter marker
+_LEXEME = re.compile(
+    r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|--[^\n]*|(?<![:\w]):([A-Za-z_]\w*)",
+    re.DOTALL,
+)
 ParamValue = object
+
+
+def sql_literal(value: ParamValue) -> str:
+    """``value`` as the Spark SQL literal of the type Spark would bind it as (``lit``'s)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, Integral):  # NumPy's too
+        return f"({int(value)})"
+    if isinstance(value, Real):
+        number = float(value)
+        return f"({number!r}D)" if math.isfinite(number) else f"CAST('{number}' AS DOUBLE)"
+    if isinstance(value, datetime):
+        return f"TIMESTAMP'{value.isoformat(sep=' ')}'"
+    if isinstance(value, date):
+        return f"DATE'{value.isoformat()}'"
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, list | tuple):
+        return f"array({', '.join(sql_literal(item) for item in value)})"
+    raise TypeError(f"no Spark SQL literal for a {type(value).__name__} parameter")
+
+
+def inline_parameters(statement: str, params: Mapping[str, ParamValue]) -> str:
+    """``statement`` with each named marker replaced by its value's literal (module doc)."""
+
+    def swap(match: re.Match[str]) -> str:
+        name = match.group(1)
+        return match.group(0) if name is None else sql_literal(params[name])
+
+    return _LEXEME.sub(swap, statement)
 
 
 @cache
@@ -68,6 +115,7 @@ class SparkSqlRunner:
         self.spark = spark
         self.substitutions = dict(substitutions)
         self._cached: dict[str, DataFrame] = {}
+        self._inline = type(spark).__module__.startswith("pyspark.sql.connect")
 
     def _text(self, name: str) -> str:
         text = load_spark_sql(name)
@@ -89,15 +137,21 @@ class SparkSqlRunner:
         view = _VIEW.match(statement)
         if view is not None:
             kind, name, query = view.groups()
-            frame = self.spark.sql(query, args=self._bind(query, params) or None)
+            frame = self._sql(query, params)
             if kind.upper().startswith("CACHE"):
                 self._drop_cached(name)
                 frame = frame.localCheckpoint(eager=True)
                 self._cached[name] = frame
             frame.createOrReplaceTempView(name)
             return None
-        frame = self.spark.sql(statement, args=self._bind(statement, params) or None)
+        frame = self._sql(statement, params)
         return frame if _QUERY.match(statement) else None
+
+    def _sql(self, statement: str, params: Mapping[str, ParamValue]) -> DataFrame:
+        bound = self._bind(statement, params)
+        if self._inline and bound:
+            return self.spark.sql(inline_parameters(statement, bound))
+        return self.spark.sql(statement, args=bound or None)
 
     def write(self, frame: DataFrame, table: str, *, replace_partitions: bool = False) -> None:
         """One commit of ``frame``'s rows into ``table``: appended, or replacing the

@@ -18,6 +18,13 @@ Logging: :data:`LOG_CONFIG` (log4j2.properties here) is passed to the driver's a
 JVMs (:func:`java_options`): Spark logs a failed task with its exception's text, which may quote
 an event record, so those loggers are off for the whole session — set at JVM start, not through
 the JVM while a file is read (a Spark Connect client has no JVM to reach).
+
+Spark Connect (``warehouse.spark.remote: sc://host:port``): the platform's processes start no
+JVM; a server started by :func:`connect_server_argv` (``dp-platform spark-connect-server``) holds
+PRIVATE_CONF, the jars and the log configuration, and :func:`private_session` refuses, through
+the client, a server whose UI, event log, listeners or time zone would break the rules above.
+PySpark keeps one kind of session per process (classic or Connect): a process that already has a
+classic session cannot open a Connect one.
 """
 
 from __future__ import annotations
@@ -38,15 +45,19 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
+    "CONNECT_SERVER_CLASS",
     "FAST_START",
     "JAVA_OPTION_KEYS",
     "LOG_CONFIG",
     "PRIVATE_CONF",
     "check_private",
+    "check_server",
+    "connect_server_argv",
     "connector_jars",
     "java_options",
     "java_version",
     "private_session",
+    "server_conf",
 ]
 
 PRIVATE_CONF: dict[str, str] = {
@@ -99,6 +110,11 @@ _RUNTIME = (
 )
 _CLASS_PATHS = ("spark.driver.extraClassPath", "spark.executor.extraClassPath")
 
+CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+"""Spark Connect's server (PySpark's spark-connect jar), started through ``spark-submit``."""
+_DELTA_EXTENSION = PRIVATE_CONF["spark.sql.extensions"]
+_CONNECTED: dict[str, SparkSession] = {}  # the process's Connect session, by URL
+
 
 def connector_jars(settings: SparkSettings) -> list[Path]:
     """The Delta Lake and object-store jars the session loads: the catalogue's ``jars``
@@ -143,14 +159,19 @@ def java_version() -> int | None:
 
 
 def check_private(spark: SparkSession) -> None:
-    """Refuse a session whose UI, event log or listeners would show private counts."""
-    conf = spark.sparkContext.getConf()
-    if conf.get("spark.ui.enabled", "true").lower() != "false" or spark.sparkContext.uiWebUrl:
+    """Refuse a session whose UI, event log or listeners would show private counts, or whose
+    days would not be UTC. Reads ``spark.conf`` only (static settings too), so it holds for a
+    Spark Connect client, which has no SparkContext."""
+
+    def setting(key: str, default: str) -> str:
+        return (spark.conf.get(key, default) or "").strip().lower()
+
+    if setting("spark.ui.enabled", "true") != "false":
         raise ConfigError("the Spark session has its web UI on; the platform needs it off")
-    if conf.get("spark.eventLog.enabled", "false").lower() != "false":
+    if setting("spark.eventLog.enabled", "false") != "false":
         raise ConfigError("the Spark session writes an event log; the platform needs it off")
-    if conf.get("spark.extraListeners", "").strip():
-        raise ConfigError("the Spark session has extra listeners; the platform allows none")
+    if setting("spark.extraListeners", "") or setting("spark.sql.queryExecutionListeners", ""):
+        raise ConfigError("the Spark session has listeners; the platform allows none")
     if spark.conf.get("spark.sql.session.timeZone") != "UTC":
         raise ConfigError("the Spark session's time zone must be UTC (event days are UTC)")
 
@@ -168,8 +189,7 @@ def java_options(conf: Mapping[str, str]) -> dict[str, str]:
     return merged
 
 
-def private_session(settings: SparkSettings) -> SparkSession:
-    """The process's SparkSession with the platform's settings (started on first use)."""
+def _require_java() -> None:
     version = java_version()
     if version is None or version < _MIN_JAVA:
         found = "no java on PATH" if version is None else f"java {version}"
@@ -177,21 +197,123 @@ def private_session(settings: SparkSettings) -> SparkSession:
             f"warehouse.engine spark needs Java {_MIN_JAVA} or newer ({found}); install a JDK "
             "(e.g. `apt-get install -y openjdk-17-jre-headless`) or use engine duckdb"
         )
+
+
+def server_conf(settings: SparkSettings) -> dict[str, str]:
+    """Every setting a platform JVM starts with (this process's or a Connect server's): the
+    catalogue's conf over FAST_START (``local`` masters), the jars on both class paths, then
+    PRIVATE_CONF and the log configuration, which nothing overrides."""
+    defaults = FAST_START if settings.master.startswith("local") else {}
+    conf = _with_jars({**defaults, **settings.conf}, connector_jars(settings))
+    return java_options({**conf, **PRIVATE_CONF})
+
+
+def connect_server_argv(settings: SparkSettings, host: str, port: int) -> list[str]:
+    """The ``spark-submit`` command line of a private Spark Connect server on ``host:port``
+    (PySpark's own launcher: the server JVM gets :func:`server_conf`, the platform's sessions
+    connect with ``remote: sc://host:port``). ``settings.master`` is the server's master."""
+    if settings.remote is not None:
+        raise ConfigError("a Connect server is started from master settings, not from remote")
+    _require_java()
+    try:
+        import pyspark
+    except ImportError:
+        raise ConfigError(
+            "a Spark Connect server needs PySpark: pip install -e '.[spark]'"
+        ) from None
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    conf = {
+        **server_conf(settings),
+        "spark.connect.grpc.binding.address": host,
+        "spark.connect.grpc.binding.port": str(port),
+    }
+    argv = [str(submit), "--class", CONNECT_SERVER_CLASS, "--master", settings.master]
+    argv += ["--name", "dp_platform Spark Connect server"]
+    for key, value in conf.items():
+        argv += ["--conf", f"{key}={value}"]
+    return argv
+
+
+def _local_session(settings: SparkSettings) -> SparkSession:
+    """A classic session: this process's JVM, started with :func:`server_conf`. The only code
+    of the engine that reaches the SparkContext (a Connect session has none)."""
+    if any(not other.is_stopped for other in _CONNECTED.values()):
+        raise ConfigError("this process is connected to a Spark Connect server already")
+    _require_java()
     try:
         from pyspark.sql import SparkSession
     except ImportError:
         raise ConfigError(
             "warehouse.engine spark needs PySpark: pip install -e '.[spark]'"
         ) from None
-    jars = connector_jars(settings)
-    defaults = FAST_START if settings.master.startswith("local") else {}
-    conf = _with_jars({**defaults, **settings.conf}, jars)
     builder = SparkSession.builder.master(settings.master).appName("dp_platform")
-    for key, value in java_options({**conf, **PRIVATE_CONF}).items():
+    for key, value in server_conf(settings).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    for key in _RUNTIME:  # a session started earlier in the process keeps its static settings
-        spark.conf.set(key, PRIVATE_CONF[key])
-    check_private(spark)
+    if spark.sparkContext.uiWebUrl:  # started elsewhere in the process with its UI on
+        raise ConfigError("the Spark session has its web UI on; the platform needs it off")
     return spark
+
+
+def _connect_session(url: str) -> SparkSession:
+    """A Spark Connect client session on ``url`` (no JVM here), one per process."""
+    try:
+        import pyspark.sql.connect.session  # noqa: F401  (its gRPC dependencies)
+        from pyspark.errors import PySparkException
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise ConfigError(
+            "warehouse.spark.remote needs PySpark's Connect client: pip install -e '.[spark]'"
+        ) from None
+    known = _CONNECTED.get(url)
+    if known is not None and not known.is_stopped:
+        return known
+    if any(not other.is_stopped for other in _CONNECTED.values()):
+        raise ConfigError("this process is connected to another Spark Connect server already")
+    try:
+        spark = SparkSession.builder.remote(url).getOrCreate()
+    except PySparkException as error:  # e.g. a classic session in this process
+        raise ConfigError(f"cannot open a Spark Connect session on {url}: {error}") from None
+    _CONNECTED[url] = spark
+    return spark
+
+
+def _set(spark: SparkSession, conf: Mapping[str, str], remote: str | None) -> None:
+    """Session settings through ``spark.conf`` (a Connect server's first answer: its errors,
+    unreachable or a static key, are one line naming the server)."""
+    try:
+        for key, value in conf.items():
+            spark.conf.set(key, value)
+    except Exception as error:
+        if remote is None:
+            raise
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ConfigError(f"the Spark Connect server {remote}: {first}") from None
+
+
+def private_session(settings: SparkSettings) -> SparkSession:
+    """The process's SparkSession with the platform's settings: its own JVM (started on first
+    use), or a Connect client of ``settings.remote``; either refused if not private."""
+    remote = settings.remote
+    spark = _local_session(settings) if remote is None else _connect_session(remote)
+    session = dict(settings.conf) if remote is not None else {}  # a local JVM has them
+    # a session started earlier in the process (or the server) keeps its static settings
+    _set(spark, {**session, **{key: PRIVATE_CONF[key] for key in _RUNTIME}}, remote)
+    check_private(spark)
+    if remote is not None:
+        check_server(spark, remote)
+    return spark
+
+
+def check_server(spark: SparkSession, remote: str) -> None:
+    """Refuse a Connect server started otherwise than :func:`connect_server_argv` would in
+    what the platform relies on: Delta Lake's extension, and a log configuration given to its
+    driver (the shipped one keeps failed tasks' record text out of its log)."""
+    started = "start it with `dp-platform spark-connect-server`"
+    if _DELTA_EXTENSION not in (spark.conf.get("spark.sql.extensions", "") or ""):
+        raise ConfigError(
+            f"the Spark Connect server {remote} lacks Delta Lake's extension: {started}"
+        )
+    if "-Dlog4j2.configurationFile=" not in (spark.conf.get(JAVA_OPTION_KEYS[0], "") or ""):
+        raise ConfigError(f"the Spark Connect server {remote} has no log configuration: {started}")
