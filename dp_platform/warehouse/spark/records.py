@@ -10,7 +10,8 @@ committed after its data:
   restoring every event table to those versions (ingest.py);
 * a derived (asset, campaign, day) partition exists while its ``partitions`` row does: a
   rewrite deletes the row first, replaces the data in one commit and records the days, with
-  the table version that wrote them, after it — a crash leaves "not materialised", never a mix of two versions;
+  the table version that wrote them, after it — a crash leaves "not materialised", never a
+  mix of two versions;
 * an AdsBPC+ day's spends and remainder count once its ``plus_spend_days`` row commits; a day
   without it is recomputed over the same partition, so a crash neither charges a user twice
   nor loses a charge.
