@@ -9,7 +9,8 @@ spans tables visible:
 
 * a range of days is rewritten by forgetting it in ``partitions``, replacing its rows in one
   commit (``INSERT … REPLACE WHERE``) and recording the days with the table's new version —
-  a reader checks the record first, so a crash leaves "not materialised", never a mix of two versions;
+  a reader checks the record first, so a crash leaves "not materialised", never a mix of two
+  versions;
 * AdsBPC+ spends of a day count once ``plus_spend_days`` records the day;
 * private last touch's draws of a run are one commit: there whole, or not at all.
 
