@@ -13,6 +13,7 @@ rather than shipped (the AWS SDK bundle alone is ~690 MB).
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -22,7 +23,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,17 @@ class ObjectStore:
     bucket: str
     access_key: str = "testing"  # moto accepts any key; these name no real account
     secret_key: str = "testing"
+
+    def client(self):  # a boto3 S3 client (untyped: boto3 ships no stubs)
+        import boto3
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key,
+            region_name="us-east-1",
+        )
 
 
 def unavailable(reason: str) -> None:
@@ -170,7 +182,6 @@ def standalone_cluster(
 @contextmanager
 def moto_s3(bucket: str = "lake") -> Iterator[ObjectStore]:
     """moto's S3 server on a free loopback port with ``bucket`` created; stopped on exit."""
-    import boto3
 
     port = free_port()
     store = ObjectStore(f"http://{LOOPBACK}:{port}", bucket)
@@ -187,13 +198,7 @@ def moto_s3(bucket: str = "lake") -> Iterator[ObjectStore]:
                 return True
 
         _wait("moto's S3 server", answers, [process], START_TIMEOUT)
-        boto3.client(
-            "s3",
-            endpoint_url=store.endpoint,
-            aws_access_key_id=store.access_key,
-            aws_secret_access_key=store.secret_key,
-            region_name="us-east-1",
-        ).create_bucket(Bucket=bucket)
+        store.client().create_bucket(Bucket=bucket)
         yield store
     finally:
         _stop([process])
@@ -223,21 +228,28 @@ def lake_conf(store: ObjectStore) -> dict[str, str]:
     }
 
 
-def require_lake() -> list[Path]:
-    """The connector jars, after checking Java 17+ and PySpark are there (else skip/fail)."""
+def require_spark(missing: Callable[[str], None], *modules: str) -> list[Path]:
+    """The connector jars, after checking Java 17+ and ``modules`` are there; ``missing``
+    (skip, or fail under CI) is called with what is not."""
     from dp_platform.warehouse.spark.session import java_version
 
     version = java_version()
     if version is None or version < 17:
-        unavailable("Spark needs Java 17 or newer")
-    try:
-        import boto3  # noqa: F401
-        import pyspark  # noqa: F401
-    except ImportError as error:
-        unavailable(f"{error.name} is not installed: make .venv/.spark")
+        missing("Spark needs Java 17 or newer")
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            missing(f"{error.name} is not installed: make .venv/.spark")
     jars = jar_paths()
     if not any(jar.name.startswith("delta-spark") for jar in jars):
-        unavailable(f"no connector jars in {JARS_DIR}: make .venv/.spark")
+        missing(f"no connector jars in {JARS_DIR}: make .venv/.spark")
+    return jars
+
+
+def require_lake() -> list[Path]:
+    """The connector jars, after checking Java 17+, PySpark and boto3 (else skip/fail)."""
+    jars = require_spark(unavailable, "boto3", "pyspark")
     if shutil.which("bash") is None:
         unavailable("PySpark's spark-class needs bash")
     return jars

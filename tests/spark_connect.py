@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.spark_cluster import JARS_DIR, LOOPBACK, START_TIMEOUT, _stop, _wait, free_port
+from tests.spark_cluster import LOOPBACK, START_TIMEOUT, _stop, _wait, free_port, require_spark
 
 CI_MESSAGE = "SPARK CONNECT TESTS NOT RUN"
 # the server's small-data settings (tests/spark_fixtures.py says why); the client may set only
@@ -54,17 +54,8 @@ def unavailable(reason: str) -> None:
 
 
 def require_connect() -> None:
-    from dp_platform.warehouse.spark.session import java_version
-
-    version = java_version()
-    if version is None or version < 17:
-        unavailable("Spark needs Java 17 or newer")
-    try:
-        import pyspark.sql.connect.session  # noqa: F401  (grpcio-status, googleapis, zstandard)
-    except ImportError as error:
-        unavailable(f"{error.name} is not installed: pip install -e '.[spark]'")
-    if not any(jar.name.startswith("delta-spark") for jar in JARS_DIR.glob("*.jar")):
-        unavailable(f"no connector jars in {JARS_DIR}: make .venv/.spark")
+    """Java 17+, PySpark's Connect client (grpcio-status, googleapis, zstandard) and the jars."""
+    require_spark(unavailable, "pyspark.sql.connect.session")
 
 
 def command(port: int) -> list[str]:

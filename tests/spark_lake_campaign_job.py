@@ -16,7 +16,6 @@ import time
 from datetime import date
 from pathlib import Path
 
-import boto3
 import dagster as dg
 import yaml
 
@@ -49,13 +48,7 @@ def lake_catalogue(args: dict, store: ObjectStore) -> dict:
 
 def upload(store: ObjectStore, folder: Path) -> dict[str, str]:
     """Each event file of ``folder`` put under ``input/`` of the bucket; name → s3a URI."""
-    client = boto3.client(
-        "s3",
-        endpoint_url=store.endpoint,
-        aws_access_key_id=store.access_key,
-        aws_secret_access_key=store.secret_key,
-        region_name="us-east-1",
-    )
+    client = store.client()
     uris = {}
     for path in sorted(folder.iterdir()):
         client.upload_file(str(path), store.bucket, f"input/{path.name}")

@@ -16,7 +16,6 @@ import sys
 import time
 from datetime import date
 
-import boto3
 import dagster as dg
 import numpy as np
 
@@ -33,6 +32,19 @@ from tests.spark_lake_campaign_job import RELEASE_SEEDS
 CAMPAIGN = {"seed": 9, "users": 200, "days": 2, "quantile_days": 1, "today": "2026-11-22"}
 
 
+def _run_job(module: str, args: dict, timeout: float) -> dict:
+    """Run a driver module in a process of its own (one SparkContext per process); its JSON."""
+    job = subprocess.run(
+        [sys.executable, "-m", module, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert job.returncode == 0, job.stderr[-4000:]
+    return json.loads(job.stdout.strip().splitlines()[-1])
+
+
 def test_delta_on_s3_through_a_standalone_cluster(spark_lake):  # noqa: F811
     cluster, store, jars = spark_lake
     args = {
@@ -45,15 +57,7 @@ def test_delta_on_s3_through_a_standalone_cluster(spark_lake):  # noqa: F811
         "jars": [str(jar) for jar in jars],
     }
     started = time.monotonic()
-    job = subprocess.run(
-        [sys.executable, "-m", "tests.spark_lake_job", json.dumps(args)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert job.returncode == 0, job.stderr[-4000:]
-    result = json.loads(job.stdout.strip().splitlines()[-1])
+    result = _run_job("tests.spark_lake_job", args, timeout=600)
     print(f"lake job {time.monotonic() - started:.1f} s")  # -s shows it
 
     assert result["private"]["spark.ui.enabled"] == "false"
@@ -80,14 +84,8 @@ def test_delta_on_s3_through_a_standalone_cluster(spark_lake):  # noqa: F811
 
 
 def _store_keys(store, prefix: str) -> list[str]:
-    client = boto3.client(
-        "s3",
-        endpoint_url=store.endpoint,
-        aws_access_key_id=store.access_key,
-        aws_secret_access_key=store.secret_key,
-        region_name="us-east-1",
-    )
-    pages = client.get_paginator("list_objects_v2").paginate(Bucket=store.bucket, Prefix=prefix)
+    listing = store.client().get_paginator("list_objects_v2")
+    pages = listing.paginate(Bucket=store.bucket, Prefix=prefix)
     return [item["Key"] for page in pages for item in page.get("Contents", [])]
 
 
@@ -107,15 +105,7 @@ def test_a_campaign_on_the_cluster_and_object_store_releases_what_duckdb_does(
         "home": str(lake_home),
         **CAMPAIGN,
     }
-    job = subprocess.run(
-        [sys.executable, "-m", "tests.spark_lake_campaign_job", json.dumps(args)],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=False,
-    )
-    assert job.returncode == 0, job.stderr[-4000:]
-    result = json.loads(job.stdout.strip().splitlines()[-1])
+    result = _run_job("tests.spark_lake_campaign_job", args, timeout=1200)
     print(f"lake campaign {result['seconds']}")  # -s shows it
 
     duck = make_home(

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import yaml
 
-from dp_platform.events import generate_campaign, write_events
 from dp_platform.home import Home
 from dp_platform.warehouse import Warehouse
-from tests.platform_fixtures import DAILY_ASSETS
+from tests.platform_fixtures import DAILY_ASSETS, campaign_events
 
 START = date(2026, 3, 1)
 DAYS = 4
@@ -128,16 +127,7 @@ class World:
 def prepare_world(directory: Path, *, seed: int = 11) -> World:
     """Generate and ingest the event set once (a few seconds)."""
     base = Home.at(directory / "base")
-    events = generate_campaign(
-        seed=seed,
-        users=USERS,
-        publishers=4,
-        impressions=USERS * 15,
-        conversions=USERS * 2,
-        days=DAYS,
-        start=START,
-    )
-    files = write_events(events, directory / "input")
+    files = campaign_events(directory / "input", seed=seed, users=USERS, days=DAYS)
     with Warehouse(base.warehouse) as warehouse:
         warehouse.ingest(files.impressions, files.conversions)
     return World(base.root, _write_extra(directory / "late"))

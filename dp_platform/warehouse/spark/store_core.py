@@ -18,7 +18,7 @@ from dp_platform.cells import CellLayout, dimension_keys, layout_of
 from dp_platform.config import CampaignConfig
 from dp_platform.errors import ConfigError
 from dp_platform.warehouse.ingest import TIE_ROOM
-from dp_platform.warehouse.spark.records import WarehouseRecords
+from dp_platform.warehouse.spark.records import EVENT_TABLES, WarehouseRecords
 from dp_platform.warehouse.spark.runner import SparkSqlRunner
 from dp_platform.warehouse.store_core import (
     ATTRIBUTED,
@@ -38,16 +38,7 @@ VALUES = "plus_user_values"
 REMAINDERS = "plus_remainders"
 US_PER_DAY = 86_400_000_000
 TABLES = (
-    "users",
-    "publishers",
-    "advertisers",
-    "advertiser_publishers",
-    "impressions",
-    "conversions",
-    "quarantine",
-    "dimension_values",
-    "conversion_dimensions",
-    "impression_dimensions",
+    *EVENT_TABLES,
     ATTRIBUTED,
     CONTRIBUTIONS,
     CLIPPED,
