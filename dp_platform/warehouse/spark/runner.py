@@ -14,7 +14,8 @@ schema.sql), never by a user value.
 
 Every write of the engine passes here — a statement that is neither a query nor a view, or
 :meth:`SparkSqlRunner.write` — so each Delta commit has one place (the crash tests cut the
-process after each one: tests/test_spark_recovery.py).
+process after each one: tests/test_spark_recovery.py), and each is followed by the fail point
+of its kind (commits.py; tests/test_spark_kill_points.py SIGKILLs a real process at each).
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from dp_platform.faults import fault_point
 from dp_platform.warehouse.runner import statements
+from dp_platform.warehouse.spark.commits import commit_point, written_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -96,17 +99,23 @@ class SparkSqlRunner:
                 self._cached[name] = frame
             frame.createOrReplaceTempView(name)
             return None
-        frame = self.spark.sql(statement, args=self._bind(statement, params) or None)
-        return frame if _QUERY.match(statement) else None
+        if _QUERY.match(statement):
+            return self.spark.sql(statement, args=self._bind(statement, params) or None)
+        point = commit_point(*written_table(statement))
+        self.spark.sql(statement, args=self._bind(statement, params) or None)
+        fault_point(point)
+        return None
 
     def write(self, frame: DataFrame, table: str, *, replace_partitions: bool = False) -> None:
         """One commit of ``frame``'s rows into ``table``: appended, or replacing the
         partitions they fall in (the others untouched: a day rewritten whole)."""
+        point = commit_point("insert", table)
         writer = frame.writeTo(table)
         if replace_partitions:
             writer.overwritePartitions()
         else:
             writer.append()
+        fault_point(point)
 
     def run(self, name: str, **params: ParamValue) -> list[tuple]:
         """Execute every statement of ``<name>.sql``; return the last query's rows."""
