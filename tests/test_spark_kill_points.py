@@ -35,6 +35,7 @@ from dp_platform.events import generate_campaign, write_events
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger
 from dp_platform.privacy.discrete import SeededIntegerNoise
+from dp_platform.warehouse.spark.records import EVENT_TABLES, table_version
 from dp_platform.warehouse.store_core import days_between
 from tests.platform_fixtures import START, catalogue, copy_home, make_home
 from tests.spark_kill_checks import (
@@ -183,6 +184,9 @@ def test_an_ingest_killed_at_each_spark_write_point_reads_old_or_new(
         code = _ingest(home, second_files, point, record)
         assert fired(record, point) and code == -signal.SIGKILL, f"{point}: no kill"
         assert event_fingerprint(open_tables(spark, home)) == expected, point
+        versions = {table: table_version(spark, table) for table in EVENT_TABLES}
+        open_tables(spark, home)  # undone already: a second open commits nothing
+        assert {table: table_version(spark, table) for table in EVENT_TABLES} == versions
     again = open_tables(spark, home).ingest(*second_files)
     assert again.impressions.already_loaded and again.conversions.already_loaded
     assert event_fingerprint(open_tables(spark, home)) == after  # nothing loaded twice
