@@ -30,6 +30,19 @@ FAULT_POINTS = (
     "campaign_release.drawn",  # a campaign-level release (one-shot, reach) drawn, before commit
     "clip.written",  # the day's clip (AdsBPC+: every user's spend) committed, before the release
     "warehouse.partition_written",  # attribution or contributions of a day range committed
+    # The Spark engine: after each Delta commit, by kind (warehouse/spark/commits.py)
+    "spark.schema.created",  # a table of schema.sql created (a first open)
+    "spark.meta.written",  # the warehouse's identity committed (its first use)
+    "spark.ingest.appended",  # an ingest's event-table commit, before its loads row
+    "spark.ingest.loaded",  # an ingest's loads row committed: the ingest is data
+    "spark.ingest.restored",  # one event table restored while undoing a cut ingest
+    "spark.partition.forgotten",  # a derived range's partitions record deleted, rows still there
+    "spark.partition.deleted",  # rows deleted without a rewrite (an empty clip, a remainder)
+    "spark.partition.written",  # a derived range's rows replaced (one commit), not recorded
+    "spark.partition.recorded",  # a derived range's partitions record committed
+    "spark.touch.drawn",  # private last touch: a batch of draws committed
+    "spark.plus.spends_written",  # AdsBPC+: a day's spends, values or remainder written
+    "spark.plus.day_committed",  # AdsBPC+: the day's plus_spend_days row committed
 )
 
 _passes: dict[str, int] = {}

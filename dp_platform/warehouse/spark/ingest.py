@@ -53,7 +53,6 @@ from dp_platform.warehouse.spark.records import (
     EVENT_TABLES,
     LoadRecord,
     WarehouseRecords,
-    table_version,
 )
 
 if TYPE_CHECKING:
@@ -140,11 +139,22 @@ def _load(
     return report
 
 
+def _moved(warehouse: SparkTables, table: str, version: int) -> bool:
+    """The table has commits after ``version`` other than a last restore to it (a restore is
+    a commit too: without this, every open after a cut ingest restored each table again, until
+    the next ingest committed)."""
+    last = warehouse.spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").collect()[0]
+    if int(last["version"]) <= version:
+        return False
+    restored_to = (last["operationParameters"] or {}).get("version")
+    return not (last["operation"] == "RESTORE" and str(restored_to) == str(version))
+
+
 def _restore(warehouse: SparkTables, versions: dict[str, int]) -> None:
     """Each event table back at ``versions`` (a commit per table that moved since): what an
     ingest that never committed its loads wrote is gone, and nothing read it."""
     for table in EVENT_TABLES:
-        if table_version(warehouse.spark, table) > versions[table]:
+        if _moved(warehouse, table, versions[table]):
             warehouse.sql.query(f"RESTORE TABLE {table} TO VERSION AS OF {int(versions[table])}")
 
 

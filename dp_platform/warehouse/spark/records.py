@@ -28,26 +28,14 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from dp_platform.warehouse.spark.commits import EVENT_TABLES
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from dp_platform.warehouse.spark.runner import SparkSqlRunner
 
 __all__ = ["EVENT_TABLES", "LoadRecord", "WarehouseRecords", "table_version"]
-
-EVENT_TABLES = (
-    "users",
-    "publishers",
-    "advertisers",
-    "advertiser_publishers",
-    "impressions",
-    "conversions",
-    "quarantine",
-    "dimension_values",
-    "conversion_dimensions",
-    "impression_dimensions",
-)
-"""The tables an ingest writes (and only an ingest)."""
 
 LoadRecord = tuple[int, str, str, str, int, int, int, list[str]]
 """(load_id, kind, source_file, sha256, rows_in, accepted, quarantined, dimensions)."""

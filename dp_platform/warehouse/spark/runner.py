@@ -21,7 +21,8 @@ the platform's own (names, days, load ids, caps, σ), never an event's field.
 
 Every write of the engine passes here — a statement that is neither a query nor a view, or
 :meth:`SparkSqlRunner.write` — so each Delta commit has one place (the crash tests cut the
-process after each one: tests/test_spark_recovery.py).
+process after each one: tests/test_spark_recovery.py), and each is followed by the fail point
+of its kind (commits.py; tests/test_spark_kill_points.py SIGKILLs a real process at each).
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from dp_platform.faults import fault_point
 from dp_platform.warehouse.runner import statements
+from dp_platform.warehouse.spark.commits import commit_point, written_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -144,8 +147,12 @@ class SparkSqlRunner:
                 self._cached[name] = frame
             frame.createOrReplaceTempView(name)
             return None
-        frame = self._sql(statement, params)
-        return frame if _QUERY.match(statement) else None
+        if _QUERY.match(statement):
+            return self._sql(statement, params)
+        point = commit_point(*written_table(statement))
+        self._sql(statement, params)
+        fault_point(point)
+        return None
 
     def _sql(self, statement: str, params: Mapping[str, ParamValue]) -> DataFrame:
         bound = self._bind(statement, params)
@@ -156,11 +163,13 @@ class SparkSqlRunner:
     def write(self, frame: DataFrame, table: str, *, replace_partitions: bool = False) -> None:
         """One commit of ``frame``'s rows into ``table``: appended, or replacing the
         partitions they fall in (the others untouched: a day rewritten whole)."""
+        point = commit_point("insert", table)
         writer = frame.writeTo(table)
         if replace_partitions:
             writer.overwritePartitions()
         else:
             writer.append()
+        fault_point(point)
 
     def run(self, name: str, **params: ParamValue) -> list[tuple]:
         """Execute every statement of ``<name>.sql``; return the last query's rows."""

@@ -1,0 +1,81 @@
+"""The fail point after each Delta commit of the Spark engine (``spark.*`` in
+dp_platform/faults.py).
+
+Every commit passes through :class:`~.runner.SparkSqlRunner` (a statement that is neither a
+query nor a view, or its ``write``); :func:`commit_point` names the kind of commit from its verb
+and table, and the runner passes that point right after the commit returns, so a kill there
+leaves exactly the commits before it (killing before commit k is killing after commit k − 1).
+What each kill must leave: docs/faults.md.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["EVENT_TABLES", "commit_point", "written_table"]
+
+EVENT_TABLES = (
+    "users",
+    "publishers",
+    "advertisers",
+    "advertiser_publishers",
+    "impressions",
+    "conversions",
+    "quarantine",
+    "dimension_values",
+    "conversion_dimensions",
+    "impression_dimensions",
+)
+"""The tables an ingest writes (and only an ingest)."""
+
+_DERIVED = (
+    "attributed_conversions",
+    "user_day_contributions",
+    "clipped_daily_vectors",
+)
+_PLUS = ("plus_user_spend", "plus_user_values", "plus_remainders")
+
+
+_WRITE = re.compile(
+    r"^\s*(INSERT\s+INTO|DELETE\s+FROM|RESTORE\s+TABLE|CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS)"
+    r"\s+(\w+)",
+    re.IGNORECASE,
+)
+
+
+def written_table(statement: str) -> tuple[str, str]:
+    """(verb, table) of a writing statement: ``insert``, ``delete``, ``restore`` or
+    ``create``; a statement of another form is refused (a new kind of commit must be named
+    here before it runs)."""
+    found = _WRITE.match(statement)
+    if found is None:
+        raise ValueError(f"not a known kind of Spark commit: {statement.split(None, 2)[:2]}")
+    return found.group(1).split()[0].lower(), found.group(2).lower()
+
+
+def commit_point(verb: str, table: str) -> str:
+    """The fail point after a commit of ``verb`` (``insert`` for any append or partition
+    overwrite) on ``table``."""
+    if verb == "create":
+        return "spark.schema.created"
+    if verb == "restore":
+        return "spark.ingest.restored"
+    if table in EVENT_TABLES and verb == "insert":
+        return "spark.ingest.appended"
+    named = {
+        ("insert", "loads"): "spark.ingest.loaded",
+        ("insert", "meta"): "spark.meta.written",
+        ("delete", "partitions"): "spark.partition.forgotten",
+        ("insert", "partitions"): "spark.partition.recorded",
+        ("insert", "private_touch_choices"): "spark.touch.drawn",
+        ("insert", "plus_spend_days"): "spark.plus.day_committed",
+    }
+    if (verb, table) in named:
+        return named[verb, table]
+    if verb == "delete" and table in (*_DERIVED, *_PLUS):
+        return "spark.partition.deleted"
+    if verb == "insert" and table in _DERIVED:
+        return "spark.partition.written"
+    if verb == "insert" and table in _PLUS:
+        return "spark.plus.spends_written"
+    raise ValueError(f"no fail point names a {verb} of {table}")
