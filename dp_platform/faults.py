@@ -19,7 +19,13 @@ from __future__ import annotations
 import os
 import signal
 
-__all__ = ["FAULT_POINTS", "FAULT_RECORD_VARIABLE", "FAULT_VARIABLE", "fault_point"]
+__all__ = [
+    "FAULT_POINTS",
+    "FAULT_RECORD_VARIABLE",
+    "FAULT_VARIABLE",
+    "SPARK_FAULT_POINTS",
+    "fault_point",
+]
 
 FAULT_VARIABLE = "DP_PLATFORM_FAULT"
 FAULT_RECORD_VARIABLE = "DP_PLATFORM_FAULT_RECORD"
@@ -30,7 +36,13 @@ FAULT_POINTS = (
     "campaign_release.drawn",  # a campaign-level release (one-shot, reach) drawn, before commit
     "clip.written",  # the day's clip (AdsBPC+: every user's spend) committed, before the release
     "warehouse.partition_written",  # attribution or contributions of a day range committed
-    # The Spark engine: after each Delta commit, by kind (warehouse/spark/commits.py)
+)
+"""The platform's points, each killed by the fault harness's constructed schedules (tests/faults,
+on the default engine)."""
+
+SPARK_FAULT_POINTS = (
+    # The Spark engine: after each Delta commit, by kind (warehouse/spark/commits.py); killed by
+    # tests/test_spark_kill_points.py in launched Spark processes
     "spark.schema.created",  # a table of schema.sql created (a first open)
     "spark.meta.written",  # the warehouse's identity committed (its first use)
     "spark.ingest.appended",  # an ingest's event-table commit, before its loads row

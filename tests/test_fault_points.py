@@ -78,11 +78,11 @@ def test_a_fired_point_is_recorded_before_the_kill_when_asked(tmp_path) -> None:
 def test_every_spark_commit_is_followed_by_a_named_point() -> None:
     """Each writing statement of the Spark engine's SQL files, and each write its Python makes
     (the record tables' appends, the impressions' day overwrite, the clears and restores), is
-    named by a point of FAULT_POINTS (warehouse/spark/commits.py); every ``spark.*`` point
+    named by a point of SPARK_FAULT_POINTS (warehouse/spark/commits.py); every ``spark.*`` point
     names some commit; a statement of an unknown form is refused before it runs."""
     from importlib import resources
 
-    from dp_platform.faults import FAULT_POINTS
+    from dp_platform.faults import SPARK_FAULT_POINTS
     from dp_platform.warehouse.runner import statements
     from dp_platform.warehouse.spark.commits import commit_point, written_table
     from dp_platform.warehouse.spark.runner import _COMMENT, _QUERY, _VIEW
@@ -96,13 +96,10 @@ def test_every_spark_commit_is_followed_by_a_named_point() -> None:
                     sites.add(written_table(text))
     python_writes = {("insert", t) for t in ("loads", "meta", "partitions", "plus_spend_days")}
     python_writes |= {("insert", "impressions"), ("delete", "partitions"), ("restore", "users")}
-    python_writes |= {
-        ("delete", t)
-        for t in ("attributed_conversions", "user_day_contributions", "clipped_daily_vectors")
-    }
-    python_writes |= {("delete", t) for t in ("plus_user_spend", "plus_user_values")}
+    # store_core._clear: the deletes nothing replaces (an empty clip, a day without remainder)
+    python_writes |= {("delete", t) for t in ("clipped_daily_vectors", "plus_remainders")}
     named = {commit_point(*site) for site in sites | python_writes}
-    spark_points = {point for point in FAULT_POINTS if point.startswith("spark.")}
+    spark_points = set(SPARK_FAULT_POINTS)
     assert named == spark_points
     with pytest.raises(ValueError):
         written_table("UPDATE partitions SET rows = 0")

@@ -194,9 +194,9 @@ def test_an_ingest_killed_at_each_spark_write_point_reads_old_or_new(
 
 
 def test_the_chain_names_spark_points_only() -> None:
-    from dp_platform.faults import FAULT_POINTS
+    from dp_platform.faults import SPARK_FAULT_POINTS
 
-    assert set(RUN_POINTS) | set(INGEST_POINTS) <= set(FAULT_POINTS)
+    assert set(RUN_POINTS) | set(INGEST_POINTS) <= set(SPARK_FAULT_POINTS)
     assert set(CHAIN) <= set(RUN_POINTS)
     assert set(STABLE) == {"attributed_conversions", "user_day_contributions"}
 
