@@ -53,6 +53,7 @@ from dp_platform.warehouse.spark.records import (
     EVENT_TABLES,
     LoadRecord,
     WarehouseRecords,
+    last_commit,
 )
 
 if TYPE_CHECKING:
@@ -143,7 +144,7 @@ def _moved(warehouse: SparkTables, table: str, version: int) -> bool:
     """The table has commits after ``version`` other than a last restore to it (a restore is
     a commit too: without this, every open after a cut ingest restored each table again, until
     the next ingest committed)."""
-    last = warehouse.spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").collect()[0]
+    last = last_commit(warehouse.spark, table)
     if int(last["version"]) <= version:
         return False
     restored_to = (last["operationParameters"] or {}).get("version")

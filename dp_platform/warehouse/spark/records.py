@@ -31,11 +31,11 @@ import pandas as pd
 from dp_platform.warehouse.spark.commits import EVENT_TABLES
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import Row, SparkSession
 
     from dp_platform.warehouse.spark.runner import SparkSqlRunner
 
-__all__ = ["EVENT_TABLES", "LoadRecord", "WarehouseRecords", "table_version"]
+__all__ = ["EVENT_TABLES", "LoadRecord", "WarehouseRecords", "last_commit", "table_version"]
 
 LoadRecord = tuple[int, str, str, str, int, int, int, list[str]]
 """(load_id, kind, source_file, sha256, rows_in, accepted, quarantined, dimensions)."""
@@ -55,9 +55,14 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def last_commit(spark: SparkSession, table: str) -> Row:
+    """The table's latest Delta commit (version, operation, operationParameters …)."""
+    return spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").collect()[0]
+
+
 def table_version(spark: SparkSession, table: str) -> int:
     """The table's current Delta version (its latest commit)."""
-    return int(spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").collect()[0]["version"])
+    return int(last_commit(spark, table)["version"])
 
 
 class WarehouseRecords:

@@ -190,17 +190,13 @@ class SparkWarehouse(SparkPlusStore):
                     )
         finally:
             self.sql.release()
-        self.records.record(
-            ATTRIBUTED, campaign.name, self._day_rows(ATTRIBUTED, campaign, first, last), None
+        # a conversion's rows are all on its day: the range's distinct conversions are the sum
+        # of each day's
+        per_day, attributed = self._day_counts(
+            ATTRIBUTED, campaign, first, last, "count(DISTINCT conversion_key)"
         )
-        single = rule in {"lta", "fta", "private_last_touch"}
-        attributed, rows = self.sql.query(
-            f"SELECT {'count(*)' if single else 'count(DISTINCT conversion_key)'}, count(*) "
-            f"FROM {ATTRIBUTED} WHERE campaign = :campaign AND day BETWEEN :first AND :last",
-            campaign=campaign.name,
-            first=first,
-            last=last,
-        )[0]
+        self.records.record(ATTRIBUTED, campaign.name, per_day, None)
+        rows = sum(per_day.values())
         total = self.sql.query(
             "SELECT count(*) FROM conversions AS c JOIN advertisers AS a "
             "ON a.advertiser_key = c.advertiser_key WHERE a.advertiser_id = :advertiser "
@@ -278,19 +274,11 @@ class SparkWarehouse(SparkPlusStore):
         self._use()
         self.records.forget(CONTRIBUTIONS, campaign.name, days_between(first, last))
         self.sql.run("contributions", campaign=campaign.name, first=first, last=last)
-        self.records.record(
-            CONTRIBUTIONS,
-            campaign.name,
-            self._day_rows(CONTRIBUTIONS, campaign, first, last),
-            ATTRIBUTED,
+        per_day, conversions = self._day_counts(
+            CONTRIBUTIONS, campaign, first, last, "sum(conversions)"
         )
-        users, conversions = self.sql.query(
-            f"SELECT count(*), coalesce(sum(conversions), 0) FROM {CONTRIBUTIONS} "
-            "WHERE campaign = :campaign AND day BETWEEN :first AND :last",
-            campaign=campaign.name,
-            first=first,
-            last=last,
-        )[0]
+        self.records.record(CONTRIBUTIONS, campaign.name, per_day, ATTRIBUTED)
+        users = sum(per_day.values())
         return {
             "days": (last - first).days + 1,
             "user_days": int(users),

@@ -242,17 +242,23 @@ class SparkWarehouseCore:
             days=sorted(days),
         )
 
-    def _day_rows(self, table: str, campaign: CampaignConfig, first: date, last: date) -> dict:
+    def _day_counts(
+        self, table: str, campaign: CampaignConfig, first: date, last: date, extra: str
+    ) -> tuple[dict[date, int], int]:
+        """Rows per day of the range (every day, empty ones 0: the partitions record) and the
+        range's total of ``extra`` (a per-day aggregate SQL expression), in one scan."""
         counts = dict.fromkeys(days_between(first, last), 0)
-        for day, rows in self.sql.query(
-            f"SELECT day, count(*) FROM {table} WHERE campaign = :campaign "
+        total = 0
+        for day, rows, part in self.sql.query(
+            f"SELECT day, count(*), {extra} FROM {table} WHERE campaign = :campaign "
             "AND day BETWEEN :first AND :last GROUP BY day",
             campaign=campaign.name,
             first=first,
             last=last,
         ):
             counts[day] = int(rows)
-        return counts
+            total += int(part)
+        return counts, total
 
     def _version(self, asset: str, campaign: CampaignConfig, day: date) -> tuple[int, int | None]:
         found = self.records.version(asset, campaign.name, day)
