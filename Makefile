@@ -56,7 +56,7 @@ test: $(BIN)/dp-platform browser postgres $(VENV)/.spark
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	scratch=$$(mktemp -d $(TEST_SCRATCH)/dp-platform-tests.XXXXXX) && chmod 1777 $$scratch && \
-	TMPDIR=$$scratch $(BIN)/pytest -q -n 2 --dist loadgroup --no-loadscope-reorder && rm -rf $$scratch  # both cores; a file (all Spark files) on one worker: docs/testing.md
+	TMPDIR=$$scratch $(BIN)/pytest -q -n 2 --dist loadgroup --no-loadscope-reorder && rm -rf $$scratch  # both cores; a file (each of two groups of Spark files) on one worker: docs/testing.md
 
 # The development loop: unit tests only (no Dagster, subprocess, Spark or browser; markers set
 # in the root conftest.py), on both cores. `make test` still runs everything.

@@ -43,11 +43,12 @@ def probe(url: str, root: Path) -> dict:
     spark = private_session(SparkSettings(remote=url))
     runner = SparkSqlRunner(spark, {})
     table = f"delta.`{root / 'probe'}`"
-    runner.query(f"CREATE TABLE {table} (day DATE, k STRING, v BIGINT) USING delta")
+    # the table's set-up is the test's, not the engine's (whose writes name platform tables)
+    spark.sql(f"CREATE TABLE {table} (day DATE, k STRING, v BIGINT) USING delta")
     rows = pd.DataFrame({"day": [date(2026, 3, 1)] * 2, "k": ["a", "b"], "v": [1, 2]})
     frame = spark.createDataFrame(rows, schema="day DATE, k STRING, v BIGINT")
-    runner.write(frame, table)  # version 1
-    runner.write(frame, table)  # version 2
+    for _ in range(2):  # versions 1 and 2
+        frame.write.format("delta").mode("append").save(str(root / "probe"))
     version = table_version(spark, table)  # the engine's own reading of DESCRIBE HISTORY
     history = [row["operation"] for row in spark.sql(f"DESCRIBE HISTORY {table}").collect()]
     runner.query(f"RESTORE TABLE {table} TO VERSION AS OF 1")

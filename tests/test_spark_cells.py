@@ -719,11 +719,15 @@ def test_impression_cells_attribution_and_vectors_are_identical_for_every_rule(t
             np.testing.assert_allclose(sums[0], sums[1], rtol=0, atol=1e-9)
 
 
-@pytest.mark.parametrize("rule", ["lta", "uni", "private_last_touch"])
-@pytest.mark.parametrize("strategy", ["diagonal", "sqrt"])
+@pytest.mark.parametrize(
+    ("strategy", "rule"),
+    [("diagonal", "uni"), ("sqrt", "lta"), ("sqrt", "private_last_touch")],
+)
 def test_impression_cells_adsbpc_plus_is_identical(touch_engines, rule, strategy):
     """AdsBPC+ over impression-dimension cells, diagonal and square-root strategies
-    (plus_filter.sql): filter vectors, spends and the profile equal DuckDB's."""
+    (plus_filter.sql): filter vectors, spends and the profile equal DuckDB's. Each strategy
+    and each kind of rule (fractional, last touch, private draws) once: the filter reads the
+    attributed rows whatever rule wrote them, and every rule's rows are compared above."""
     duck, sparkw, *_ = touch_engines
     last = START + timedelta(days=DAYS - 1)
     days = [START + timedelta(days=i) for i in range(DAYS)]

@@ -427,7 +427,7 @@ def test_whole_ingests_store_the_same_rows_and_reports(spark, tmp_path) -> None:
     copy = tmp_path / "copy_of_imps.csv"
     shutil.copy(csv_imps, copy)
     duck = Warehouse(tmp_path / "duck.duckdb")
-    ours = SparkWarehouse(spark, tmp_path / "spark" / "tables", tmp_path / "spark" / "c.sqlite")
+    ours = SparkWarehouse(spark, tmp_path / "spark" / "tables")
     try:
         reports = {}
         for name, warehouse in (("duckdb", duck), ("spark", ours)):
@@ -499,7 +499,7 @@ def test_the_spark_ingest_reads_no_event_on_the_driver(spark, tmp_path, monkeypa
     monkeypatch.setattr(builtins, "open", counting_open)
     monkeypatch.setattr(io, "open", counting_open)
     monkeypatch.setattr(duckdb, "connect", no_duckdb)
-    ours = SparkWarehouse(spark, tmp_path / "spark" / "tables", tmp_path / "spark" / "c.sqlite")
+    ours = SparkWarehouse(spark, tmp_path / "spark" / "tables")
     try:
         report = ours.ingest(imps, convs, now=NOW).to_json()
     finally:

@@ -2,9 +2,13 @@
 
 Every test file is one group, so its module fixtures (a prepared home, both engines'
 warehouses) are built once and its tests may build on the ones before them, as under
-``--dist loadfile``. Every file with a Spark test (:func:`uses_spark`) joins one group,
-so one worker starts the run's only Spark JVM (20-35 s and ~1 GB each) instead of every worker
-starting its own. docs/testing.md says why pytest is pinned below 9.2 for this.
+``--dist loadfile``. Every file with a Spark test (:func:`uses_spark`) joins one of two
+Spark groups, so the run starts two Spark JVMs (20-35 s and ~2 GB each), one per group,
+instead of one per file: the files comparing the engines' rows on the same data
+(:data:`PARITY_FILES`) and the others (the platform through Dagster, crashes, the audit,
+Connect). On Delta Lake tables one group held about an hour of one worker; two let both
+workers run Spark beside the other files (docs/testing.md). docs/testing.md says why pytest is
+pinned below 9.2 for this.
 
 A plugin module (loaded by the root conftest.py) so a test can run it on a suite of its own
 (``pytest -p tests.worker_groups``).
@@ -15,7 +19,19 @@ from __future__ import annotations
 import pytest
 
 SPARK_GROUP = "spark"
-SPARK_FIXTURES = frozenset({"spark", "spark_connect"})  # the run's JVM, its Connect server
+PARITY_GROUP = "spark-parity"
+PARITY_FILES = frozenset(
+    {
+        "test_spark_cells.py",
+        "test_spark_cells_platform.py",
+        "test_spark_parity.py",
+        "test_spark_ingest_checks.py",
+        "test_cross_user_ids.py",
+    }
+)
+"""The files of the second Spark group, by name: both engines on the same rows (about 1 600
+worker-seconds of the Spark files' 3 400 in a run of their own on two workers)."""
+SPARK_FIXTURES = frozenset({"spark", "spark_connect"})  # a group's JVM, the Connect server
 
 
 def file_of(item: pytest.Item) -> str:
@@ -38,4 +54,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     spark_files = {file_of(i) for i in items if uses_spark(i)}
     for item in items:
         file = file_of(item)
-        item.add_marker(pytest.mark.xdist_group(SPARK_GROUP if file in spark_files else file))
+        item.add_marker(pytest.mark.xdist_group(group_of(file) if file in spark_files else file))
+
+
+def group_of(spark_file: str) -> str:
+    """The Spark group of a file with a Spark test."""
+    return PARITY_GROUP if spark_file.rsplit("/", 1)[-1] in PARITY_FILES else SPARK_GROUP
