@@ -4,6 +4,7 @@
 * a derived partition's record names the Delta version that wrote it, and that version reads
   back as written after a rewrite (time travel: which table versions a release read);
 * an earlier release's Parquet root is refused in one line;
+* a relative root is the working directory's, for the tables and their lookups alike;
 * the session setting that makes Delta bind SQL parameters is still needed (Delta's issue
   7640): the test fails once a Delta release binds them by itself, so the setting can go.
 """
@@ -46,6 +47,21 @@ def test_the_warehouse_identity_is_kept_in_its_tables(spark, tmp_path) -> None:
     assert _open(spark, tmp_path / "other").identity != identity  # another root: its own
     shutil.copytree(tmp_path / "one", tmp_path / "moved")
     assert _open(spark, tmp_path / "moved").identity == identity  # a copied root keeps it
+
+
+def test_a_relative_root_is_taken_from_the_working_directory(spark, tmp_path, monkeypatch) -> None:
+    """Spark resolves a relative LOCATION against its warehouse directory, a relative query
+    path against the working directory: the root is made absolute first (a bench run with a
+    relative --workdir found no ``loads`` in its second process)."""
+    from dp_platform.warehouse.spark.store import qualified_root
+
+    monkeypatch.chdir(tmp_path)
+    warehouse = _open(spark, "relative/tables")
+    assert warehouse.root == str(tmp_path / "relative" / "tables")
+    location = spark.sql("DESCRIBE DETAIL loads").collect()[0]["location"]
+    assert location.removeprefix("file:") == str(tmp_path / "relative" / "tables" / "loads")
+    assert qualified_root("s3a://lake/warehouse/") == "s3a://lake/warehouse"  # a URI as given
+    assert qualified_root("file:/data/t") == "file:/data/t"
 
 
 def test_a_partition_records_the_version_that_wrote_it_and_it_reads_back(spark, tmp_path) -> None:

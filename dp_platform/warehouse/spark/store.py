@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlparse
 
 import numpy as np
 import pandas as pd
@@ -69,7 +70,7 @@ class SparkWarehouse(SparkPlusStore):
 
     def __init__(self, spark: SparkSession, root: str | Path) -> None:
         self.spark = spark
-        self.root = str(root).rstrip("/")
+        self.root = qualified_root(root)
         self.sql = SparkSqlRunner(spark, {"root": self.root})
         self.records = WarehouseRecords(spark, self.sql)
         self.database = "dp_" + hashlib.sha256(self.root.encode()).hexdigest()[:16]
@@ -393,6 +394,17 @@ class SparkWarehouse(SparkPlusStore):
         ):
             histogram[int(k) - 1] = int(users)
         return histogram
+
+
+def qualified_root(root: str | Path) -> str:
+    """A local path made absolute, a URI as given. Spark resolves a relative table LOCATION
+    against its warehouse directory but a relative path in a query against the working
+    directory: a relative root put the tables in one place and looked them up in another
+    (``DELTA_TABLE_NOT_FOUND`` on the next session's open)."""
+    text = str(root).rstrip("/")
+    if isinstance(root, Path) or len(urlparse(text).scheme) <= 1:  # no scheme (or a drive)
+        return str(Path(text).absolute())
+    return text
 
 
 @contextmanager
