@@ -29,8 +29,8 @@ PARITY_FILES = frozenset(
         "test_cross_user_ids.py",
     }
 )
-"""The files of the second Spark group, by name: both engines on the same rows (about 1 600
-worker-seconds of the Spark files' 3 400 in a run of their own on two workers)."""
+"""The files of the second Spark group, by name: both engines on the same rows (1 715 of the
+Spark files' 4 060 worker-seconds in a run of their own on two workers; docs/testing.md)."""
 SPARK_FIXTURES = frozenset({"spark", "spark_connect"})  # a group's JVM, the Connect server
 
 
