@@ -273,13 +273,32 @@ def _pipeline(spec: BenchSpec, warehouse: WarehouseEngine) -> dict:
 # -- Spark -------------------------------------------------------------------------------------
 
 
-def _jvm_peak_mb(spark) -> float:
-    """High-water mark of the session JVM's resident memory (Linux /proc), in MB."""
-    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024.0
-    return 0.0
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (Linux /proc: each thread's ``children``)."""
+    found: list[int] = []
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            listed = children.read_text().split()
+        except FileNotFoundError:  # a thread or process that ended meanwhile
+            continue
+        for child in listed:
+            found += [int(child), *_descendants(int(child))]
+    return found
+
+
+def _jvm_peak_mb() -> float:
+    """High-water mark of the resident memory of this process's children, in MB: the session's
+    JVM, which PySpark starts as one (read from /proc, not through the Py4J gateway)."""
+    peak = 0.0
+    for pid in _descendants(os.getpid()):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except FileNotFoundError:  # ended since it was listed
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmHWM:"):
+                peak += int(line.split()[1]) / 1024.0
+    return peak
 
 
 def _spark_open(spec: BenchSpec, directory: str):
@@ -305,7 +324,7 @@ def spark_ingest(spec: BenchSpec, files: dict, directory: str) -> dict:
             impression_dimensions=spec.dimensions("impressions") or None,
         )
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    peak = _peak_rss_mb() + _jvm_peak_mb(spark)
+    peak = _peak_rss_mb() + _jvm_peak_mb()
     spark.stop()
     return {
         "seconds": {"ingest": wall},
@@ -321,10 +340,26 @@ def spark_pipeline(spec: BenchSpec, directory: str) -> dict:
     spark, warehouse, start_up = _spark_open(spec, directory)
     with warehouse:
         result = _pipeline(spec, warehouse)
-    result["peak_rss_mb"] = _peak_rss_mb() + _jvm_peak_mb(spark)
+    result["peak_rss_mb"] = _peak_rss_mb() + _jvm_peak_mb()
     result["jvm_start_seconds"] = start_up
     spark.stop()
     return result
+
+
+def spark_floor_phase(spec: BenchSpec, files: dict, directory: str) -> dict:
+    """Spark's floor (spark/floor.py) on the same files, in a session of its own settings."""
+    from dp_platform.settings import SparkSettings
+    from dp_platform.warehouse.spark.floor import spark_floor
+    from dp_platform.warehouse.spark.session import private_session
+
+    spark = private_session(SparkSettings(master=spec.spark_master, conf=dict(spec.spark_conf)))
+    spark.sql("CREATE DATABASE IF NOT EXISTS bench_floor")
+    spark.catalog.setCurrentDatabase("bench_floor")
+    seconds = spark_floor(
+        spark, files["impressions"], files["conversions"], directory, spec.lookback_days
+    )
+    spark.stop()
+    return seconds
 
 
 def pandas_reference(spec: BenchSpec, files: dict) -> dict:
@@ -371,8 +406,11 @@ def _top_statements(profile: list[tuple[str, float]], limit: int = 8) -> dict[st
     return {label: round(seconds, 3) for label, seconds in ranked}
 
 
-def run_bench(spec: BenchSpec, workdir: str | Path, *, reference: str | None = None) -> dict:
-    """Generate, then time the DuckDB warehouse (and the pandas reference); a JSON-ready dict."""
+def run_bench(
+    spec: BenchSpec, workdir: str | Path, *, reference: str | None = None, floor: bool = False
+) -> dict:
+    """Generate, then time the DuckDB warehouse (and the pandas reference); a JSON-ready dict.
+    ``floor`` (Spark): also Spark's floor on the same files (spark/floor.py)."""
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     database = str(workdir / "bench.duckdb")
@@ -426,6 +464,13 @@ def run_bench(spec: BenchSpec, workdir: str | Path, *, reference: str | None = N
             "ingest": round(loaded["jvm_start_seconds"], 3),
             "pipeline": round(piped["jvm_start_seconds"], 3),
         }
+    if floor:
+        scratch = workdir / "spark-floor"
+        shutil.rmtree(scratch, ignore_errors=True)
+        result["floor_seconds"] = _in_fresh_process(
+            spark_floor_phase, spec, files, str(scratch.absolute())
+        )
+        shutil.rmtree(scratch, ignore_errors=True)
     if reference == "pandas":
         ref = _in_fresh_process(pandas_reference, spec, files)
         ref_seconds = _with_totals(ref["seconds"])
