@@ -8,42 +8,29 @@
 -- * duplicate_loaded: the user's id is already in the warehouse (every copy in this file);
 -- * duplicate_in_load: the user's id repeats within this file; the first copy (lowest row) is
 --   kept.
+-- One shuffle by (user, id): the join to the loaded ids and the copies' numbering share it (a
+-- loaded id marks every copy, so numbering the copies among all of them is the same).
 CACHE TABLE checked AS
 WITH
-loaded AS (
-    SELECT c.source_row
+known AS (
+    SELECT DISTINCT u.user_id, l.id
+    FROM loaded_ids AS l
+    JOIN users AS u ON u.user_key = l.user_key
+),
+marked AS (
+    SELECT
+        c.*,
+        k.id IS NOT NULL AS is_loaded,
+        row_number() OVER (
+            PARTITION BY c.user_id, c.id, c.reason IS NULL ORDER BY c.source_row
+        ) AS copy
     FROM checked_raw AS c
-    JOIN users AS u ON u.user_id = c.user_id
-    LEFT SEMI JOIN loaded_ids AS l ON l.user_key = u.user_key AND l.id = c.id
-    WHERE c.reason IS NULL
-),
-repeated AS (
-    SELECT user_id, id
-    FROM checked_raw
-    WHERE reason IS NULL
-    GROUP BY user_id, id
-    HAVING count(*) > 1
-),
-later AS (
-    SELECT source_row
-    FROM (
-        SELECT
-            c.source_row,
-            row_number() OVER (PARTITION BY c.user_id, c.id ORDER BY c.source_row) AS copy
-        FROM checked_raw AS c
-        LEFT SEMI JOIN repeated AS r ON r.user_id = c.user_id AND r.id = c.id
-        LEFT ANTI JOIN loaded AS l ON l.source_row = c.source_row
-        WHERE c.reason IS NULL
-    )
-    WHERE copy > 1
-),
-duplicates AS (
-    SELECT source_row, 'duplicate_loaded' AS reason FROM loaded
-    UNION ALL
-    SELECT source_row, 'duplicate_in_load' AS reason FROM later
+    LEFT JOIN known AS k ON k.user_id = c.user_id AND k.id = c.id
 )
 SELECT
-    c.source_row, c.id, c.user_id, c.publisher_id, c.advertiser_id, c.ts_us, c.interaction,
-    c.value, coalesce(c.reason, d.reason) AS reason
-FROM checked_raw AS c
-LEFT JOIN duplicates AS d ON d.source_row = c.source_row;
+    source_row, id, user_id, publisher_id, advertiser_id, ts_us, interaction, value,
+    coalesce(
+        reason,
+        CASE WHEN is_loaded THEN 'duplicate_loaded' WHEN copy > 1 THEN 'duplicate_in_load' END
+    ) AS reason
+FROM marked;

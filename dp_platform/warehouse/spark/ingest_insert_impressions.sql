@@ -33,11 +33,22 @@ grouped AS (
         max(CASE WHEN load_id = :load_id THEN 1 ELSE 0 END)
             OVER (PARTITION BY user_key, advertiser_key, ts) AS has_new
     FROM touched
+),
+flagged AS (
+    SELECT
+        *,
+        load_id = :load_id AND has_new = 1 AND group_size > :max_tie AS overflowed
+    FROM grouped
 )
+-- the rank among the group's kept rows (overflowed ones sort last), in the same shuffle
 SELECT
     *,
-    load_id = :load_id AND has_new = 1 AND group_size > :max_tie AS overflowed
-FROM grouped;
+    unix_micros(ts) * :tie_room
+        + row_number() OVER (
+            PARTITION BY user_key, advertiser_key, ts ORDER BY overflowed, impression_id
+        )
+        - 1 AS ord_key
+FROM flagged;
 
 CACHE TABLE overflow AS
 SELECT source_row, 'too_many_at_instant' AS reason
@@ -46,11 +57,8 @@ WHERE overflowed;
 
 CREATE OR REPLACE TEMP VIEW rewritten_impressions AS
 SELECT
-    impression_id, user_key, publisher_key, advertiser_key, ts, interaction,
-    unix_micros(ts) * :tie_room
-        + row_number() OVER (PARTITION BY user_key, advertiser_key, ts ORDER BY impression_id)
-        - 1 AS ord_key,
-    load_id, source_row, day
+    impression_id, user_key, publisher_key, advertiser_key, ts, interaction, ord_key, load_id,
+    source_row, day
 FROM touched_impressions
 WHERE NOT overflowed;
 
