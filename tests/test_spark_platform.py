@@ -95,9 +95,9 @@ def test_a_campaign_through_dagster_releases_the_same_on_both_engines(spark, hom
             today=TODAY,
         )
         assert [len(r.days) for r in runs] == [CAMPAIGN_DAYS]
-    (duck, duck_budget), (spark, spark_budget) = (_releases(h) for h in homes.values())
-    assert [r.day for r in duck] == [r.day for r in spark] == list(range(1, CAMPAIGN_DAYS + 1))
-    for left, right in zip(duck, spark, strict=True):
+    (duck, duck_budget), (on_spark, spark_budget) = (_releases(h) for h in homes.values())
+    assert [r.day for r in duck] == [r.day for r in on_spark] == list(range(1, CAMPAIGN_DAYS + 1))
+    for left, right in zip(duck, on_spark, strict=True):
         assert left.bound == right.bound  # chosen from identical histograms
         assert left.sigma == right.sigma
         assert left.charges == right.charges
