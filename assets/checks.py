@@ -12,7 +12,7 @@ secret bound state they inspect.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
 
@@ -238,17 +238,22 @@ def spent_results(
     return results
 
 
-def first_shown_answer(instance: dg.DagsterInstance, key: dg.AssetKey, day: date) -> float | None:
-    """The ``answer`` the first materialisation of ``day``'s partition showed (None if never)."""
+def first_shown(
+    instance: dg.DagsterInstance, key: dg.AssetKey, day: date
+) -> Mapping[str, dg.MetadataValue]:
+    """The metadata the first materialisation of ``day``'s partition showed (empty if never)."""
     records = instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=key, asset_partitions=[day.isoformat()]),
         limit=1,
         ascending=True,
     ).records
-    if not records:
-        return None
-    materialization = records[0].asset_materialization
-    shown = materialization.metadata.get("answer") if materialization else None
+    materialization = records[0].asset_materialization if records else None
+    return materialization.metadata if materialization else {}
+
+
+def first_shown_answer(instance: dg.DagsterInstance, key: dg.AssetKey, day: date) -> float | None:
+    """The ``answer`` the first materialisation of ``day``'s partition showed (None if never)."""
+    shown = first_shown(instance, key, day).get("answer")
     return None if shown is None else float(shown.value)
 
 

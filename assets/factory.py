@@ -35,14 +35,17 @@ from assets.checks import (
     answers_results,
     bound_chain_results,
     check_events,
+    first_shown,
     first_shown_answer,
     schema_results,
     spent_results,
 )
 from assets.metadata import (
+    LINEAGE_KEYS,
     answers_metadata,
     bound_metadata,
     day_metadata,
+    lineage_metadata,
     release_metadata,
     run_metadata,
     shown_metadata,
@@ -337,6 +340,31 @@ def _clipped(scope: CampaignScope):
     return clipped_daily_vector
 
 
+def _what_it_read(
+    context: dg.AssetExecutionContext,
+    key: dg.AssetKey,
+    warehouse: WarehouseEngine,
+    campaign: CampaignConfig,
+    day: date,
+    drawn_now: bool,
+) -> dict[str, dg.MetadataValue]:
+    """What the day's release read when it was drawn (``read_*``: metadata.lineage_metadata).
+
+    Drawn now: the warehouse's record of the clip it was just drawn from (the same open
+    warehouse, under its lock: nothing rebuilt it since). Drawn before: the values its first
+    materialisation showed, copied — never the current records, which a later load and rebuild
+    move on while the release stays the one drawn. Dagster keeps every materialisation, and
+    only the run that draws a release shows ``drawn_now`` (the ledger draws each day once), so
+    the first one is the draw's; a release drawn by a run that failed before it materialised
+    shows nothing rather than the records of another build. Not kept in the ledger: the
+    ledger is the privacy record, shared by every backend and the release journal, and these
+    ids belong to the warehouse and its UI."""
+    if drawn_now:
+        return lineage_metadata(warehouse.release_inputs(campaign, day))
+    first = first_shown(context.instance, key, day)
+    return {label: value for label, value in first.items() if label in LINEAGE_KEYS}
+
+
 def _release(scope: CampaignScope):
     key = scope.key("noisy_daily_release")
 
@@ -357,15 +385,14 @@ def _release(scope: CampaignScope):
         days = _days(context, scope.campaign)
         with warehouse.open() as wh, ledger.open() as led:
             registration = scope.register(led, wh)
-            drawn = {}
+            drawn, read = {}, {}
             for day in days:
                 _, drawn[day] = release_day(wh, led, registration, day, noise=scope.noise)
+                read[day] = _what_it_read(context, key, wh, registration.config, day, drawn[day])
             published = {p.day: p for p in published_days(led, scope.name)}
             for day in days:
-                context.add_asset_metadata(
-                    release_metadata(published[registration.config.day_index(day)], drawn[day]),
-                    partition_key=day.isoformat(),
-                )
+                shown = release_metadata(published[registration.config.day_index(day)], drawn[day])
+                context.add_asset_metadata({**shown, **read[day]}, partition_key=day.isoformat())
             results = spent_results(led, registration, scope.account, days)
         yield dg.MaterializeResult(asset_key=key)
         yield from check_events(context, key, SPENT, results)

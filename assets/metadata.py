@@ -1,10 +1,14 @@
-"""What the UI may show, day by day. Built only from DP outputs (releases, bounds, ρ) — never data.
+"""What the UI may show, day by day. Built only from DP outputs (releases, bounds, ρ) — never data
+— and from the ids of the commits a release read (load ids, table versions: they count commits,
+not users).
 
 The Dagster UI and its event log are treated as visible to anyone who can read a release: the
 functions here take published releases (:mod:`dp_platform.publication` — the same records
-``dp-platform releases`` prints) and bound choices, nothing else, so a true count or an SVT
-threshold cannot reach metadata by accident. Every value is rounded to what its noise justifies
-(:mod:`dp_platform.display`); numbers are floats so the Partitions view plots them per day.
+``dp-platform releases`` prints), bound choices and a release's inputs
+(:class:`~dp_platform.warehouse.base.ReleaseInputs`, which holds no row count), nothing else,
+so a true count or an SVT threshold cannot reach metadata by accident. Every value is rounded
+to what its noise justifies (:mod:`dp_platform.display`); numbers are floats so the Partitions
+view plots them per day.
 """
 
 from __future__ import annotations
@@ -25,12 +29,15 @@ from dp_platform.mechanisms.base import Markdown, Shown
 from dp_platform.privacy.accounting import Rho
 from dp_platform.publication import PublishedDay
 from dp_platform.release_intervals import day_intervals
+from dp_platform.warehouse.base import ReleaseInputs
 
 __all__ = [
+    "LINEAGE_KEYS",
     "answers_chart",
     "answers_metadata",
     "bound_metadata",
     "day_metadata",
+    "lineage_metadata",
     "publisher_answer_metadata",
     "release_metadata",
     "run_metadata",
@@ -150,6 +157,27 @@ def release_metadata(day: PublishedDay, drawn_now: bool) -> dict[str, dg.Metadat
         "drawn_now": dg.MetadataValue.bool(drawn_now),
         **cell_metadata(day),
     }
+
+
+LINEAGE_KEYS = frozenset({"read_load", "read_clipped_version", "read_versions"})
+"""The release metadata naming what the release read (:func:`lineage_metadata`)."""
+
+
+def lineage_metadata(inputs: ReleaseInputs | None) -> dict[str, dg.MetadataValue]:
+    """What a release read, for its partition: the load its input chain was built from
+    (``read_load``), the version of the clipped table that held its true vector
+    (``read_clipped_version``) and, where the engine keeps them (Spark's Delta tables), each
+    event table's version for that load (``read_versions``, JSON). Text, not numbers: the
+    Plots view charts released values, not commit counters. Nothing when there is no record."""
+    if inputs is None:
+        return {}
+    shown: dict[str, dg.MetadataValue] = {
+        "read_load": dg.MetadataValue.text(str(inputs.load)),
+        "read_clipped_version": dg.MetadataValue.text(str(inputs.clipped_version)),
+    }
+    if inputs.tables:
+        shown["read_versions"] = dg.MetadataValue.json(dict(inputs.tables))
+    return shown
 
 
 def _latest_answers(day: PublishedDay) -> tuple[float, float, dict[str, float], float] | None:

@@ -140,9 +140,10 @@ def read_state(warehouse, home: Home) -> State:
         assert now[0] == rows, f"{asset} {day}: {now[0]} rows, {rows} recorded"
         assert (asset, campaign, day) not in state.recorded, f"{asset} {day} recorded twice"
         state.recorded[asset, campaign, day] = (version, now)
-        state.stable[asset, campaign, day] = sql(
-            f"SELECT {_digest(STABLE[asset])} FROM {asset} {where}"
-        )[0]
+        if asset in STABLE:  # a clipped day's values are kept with its spends (_check_spends)
+            state.stable[asset, campaign, day] = sql(
+                f"SELECT {_digest(STABLE[asset])} FROM {asset} {where}"
+            )[0]
     for campaign, key, draws in sql(
         "SELECT campaign, conversion_key, count(*) FROM private_touch_choices "
         "GROUP BY campaign, conversion_key HAVING count(*) > 1"

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from dagster._serdes import serialize_value
 
+from assets.metadata import LINEAGE_KEYS
 from assets.runner import instance_for
 from dp_platform.ledger import Ledger
 from dp_platform.warehouse import Warehouse
@@ -173,6 +174,10 @@ def test_true_values_and_svt_thresholds_never_reach_dagster(prepared, tmp_path) 
                 campaign, asset, partition, values = shown
                 want = expected[(campaign, asset, partition)]
                 assert {k: v for k, v in values.items() if k in want} == want, (asset, partition)
+                # beyond the DP outputs only what the release read (commit ids), searched below
+                read = {k: v for k, v in values.items() if k not in want}
+                assert set(read) <= LINEAGE_KEYS, (asset, partition, sorted(read))
+                texts.append(repr(read))
                 checked += 1
                 outputs_checked += event.is_successful_output
                 continue

@@ -1,12 +1,12 @@
-"""The platform on Spark: a campaign through Dagster with releases identical to DuckDB's, a
-session that keeps private counts out of Spark's UI and event log, and engines chosen by the
-catalogue alone (a DuckDB catalogue never loads PySpark)."""
+"""The platform on Spark: a campaign through Dagster with releases identical to DuckDB's, each
+showing the table versions it read, a session that keeps private counts out of Spark's UI and
+event log, and engines chosen by the catalogue alone (a DuckDB catalogue never loads PySpark)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from datetime import date
+from datetime import date, timedelta
 
 import dagster as dg
 import numpy as np
@@ -14,10 +14,11 @@ import pytest
 import yaml
 
 from assets.runner import run_campaigns
-from dp_platform.config_loader import parse_catalogue
+from dp_platform.config_loader import load_catalogue, parse_catalogue
 from dp_platform.errors import ConfigError
 from dp_platform.ledger import Ledger
-from tests.platform_fixtures import RoutedNoise, catalogue, make_home
+from dp_platform.warehouse.store_core import CLIPPED
+from tests.platform_fixtures import START, RoutedNoise, catalogue, make_home
 from tests.process_runs import assert_complete_and_charged_once
 
 TODAY = date(2026, 11, 22)
@@ -47,19 +48,56 @@ def homes(spark, tmp_path_factory):
     }
 
 
-def test_a_campaign_through_dagster_releases_the_same_on_both_engines(homes):
-    for home in homes.values():
+def _shows_what_each_release_read(spark, home, instance: dg.DagsterInstance) -> None:
+    """Each Spark release shows its day's clip record (``read_*``): the load it was built from,
+    the Delta version of clipped_daily_vectors that wrote the day — the commit that replaced
+    that day, and it reads the day's vector back — and the event tables' versions ``loads``
+    recorded for the load (each table's current one: nothing was loaded since)."""
+    from dp_platform.warehouse.spark.records import EVENT_TABLES, table_version
+    from dp_platform.warehouse.spark.store import SparkWarehouse, tables_root
+
+    settings = load_catalogue(home.root / "campaigns.yaml").warehouse
+    warehouse = SparkWarehouse(spark, tables_root(settings, home))
+    sql = warehouse.sql.query
+    load = sql("SELECT max(load_id) FROM loads")[0][0]
+    tables = {table: table_version(spark, table) for table in EVENT_TABLES}
+    history = {
+        row["version"]: str(row["operationParameters"])
+        for row in spark.sql(f"DESCRIBE HISTORY {CLIPPED}").collect()
+    }
+    key = dg.AssetKey(["spring", "noisy_daily_release"])
+    for offset in range(CAMPAIGN_DAYS):
+        day = START + timedelta(days=offset)
+        (record,) = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=key, asset_partitions=[day.isoformat()]), limit=2
+        ).records
+        shown = {k: v.value for k, v in record.asset_materialization.metadata.items()}
+        version, built_from = warehouse.records.version(CLIPPED, "spring", day)
+        assert built_from == load
+        assert (shown["read_load"], shown["read_clipped_version"]) == (str(load), str(version))
+        assert shown["read_versions"] == tables
+        where = f"WHERE campaign = 'spring' AND day = DATE'{day}' ORDER BY position"
+        then = sql(f"SELECT position, value FROM {CLIPPED} VERSION AS OF {version} {where}")
+        assert then and then == sql(f"SELECT position, value FROM {CLIPPED} {where}")
+        assert day.isoformat() in history[version], history[version]
+    warehouse.close()
+
+
+def test_a_campaign_through_dagster_releases_the_same_on_both_engines(spark, homes):
+    instances = {}
+    for engine, home in homes.items():
+        instances[engine] = dg.DagsterInstance.ephemeral()
         runs = run_campaigns(
             home.root / "campaigns.yaml",
             home.root,
             noise=RoutedNoise(11, 12),
-            instance=dg.DagsterInstance.ephemeral(),
+            instance=instances[engine],
             today=TODAY,
         )
         assert [len(r.days) for r in runs] == [CAMPAIGN_DAYS]
-    (duck, duck_budget), (spark, spark_budget) = (_releases(h) for h in homes.values())
-    assert [r.day for r in duck] == [r.day for r in spark] == list(range(1, CAMPAIGN_DAYS + 1))
-    for left, right in zip(duck, spark, strict=True):
+    (duck, duck_budget), (on_spark, spark_budget) = (_releases(h) for h in homes.values())
+    assert [r.day for r in duck] == [r.day for r in on_spark] == list(range(1, CAMPAIGN_DAYS + 1))
+    for left, right in zip(duck, on_spark, strict=True):
         assert left.bound == right.bound  # chosen from identical histograms
         assert left.sigma == right.sigma
         assert left.charges == right.charges
@@ -67,6 +105,7 @@ def test_a_campaign_through_dagster_releases_the_same_on_both_engines(homes):
     assert duck_budget.spent == spark_budget.spent == duck_budget.planned
     # both bound phases ran, each draw charged once: the quantile days' charges, then the SVT's
     assert_complete_and_charged_once(homes["spark"], CAMPAIGN_DAYS, QUANTILE_DAYS)
+    _shows_what_each_release_read(spark, homes["spark"], instances["spark"])
 
 
 def test_spark_releases_are_write_once(homes):

@@ -42,6 +42,7 @@ __all__ = [
     "ENGINES",
     "PeriodBound",
     "ProfileGrid",
+    "ReleaseInputs",
     "StrategyRow",
     "WarehouseEngine",
     "open_warehouse",
@@ -81,6 +82,23 @@ def check_remainder_cap(cap: float | None) -> None:
     """An AdsBPC+ remainder cap E is a finite number > 0 (None: no remainder)."""
     if cap is not None and not (cap > 0 and math.isfinite(cap)):
         raise ValueError(f"remainder_cap must be a finite number > 0, not {cap}")
+
+
+@dataclass(frozen=True)
+class ReleaseInputs:
+    """What a day's clipped vector — the true values its release adds noise to — was computed
+    from, as the engine's partition records keep it: ids of commits, never counts of rows or
+    users, so safe to show beside the release.
+
+    ``load``: the last load its attribution was built from (the ``input_version`` chain);
+    ``clipped_version``: the version of ``clipped_daily_vectors`` that wrote the day (Spark: a
+    Delta version, ``VERSION AS OF`` reads it back; DuckDB: the partition record's number from
+    its ``partition_versions`` sequence); ``tables``: each event table's version as that load
+    left it (Spark: the Delta versions ``loads`` recorded; DuckDB keeps none: empty)."""
+
+    load: int
+    clipped_version: int
+    tables: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -231,6 +249,12 @@ class WarehouseEngine(Protocol):
         ...
 
     def plus_spend_summary(self, campaign: CampaignConfig) -> dict: ...
+
+    def release_inputs(self, campaign: CampaignConfig, day: date) -> ReleaseInputs | None:
+        """What the day's clipped vector was computed from, by the record its last clip wrote
+        (None: no clip recorded). The records as they are now: what a release drawn now read,
+        not necessarily what an earlier draw read (assets/factory.py keeps that one)."""
+        ...
 
     def one_shot_sums(
         self,

@@ -165,7 +165,8 @@ CREATE TABLE IF NOT EXISTS clipped_daily_vectors (
 );
 
 CREATE TABLE IF NOT EXISTS partitions (
-    asset VARCHAR NOT NULL,          -- attributed_conversions | user_day_contributions | ...
+    -- attributed_conversions | user_day_contributions | clipped_daily_vectors (what a release read)
+    asset VARCHAR NOT NULL,
     campaign VARCHAR NOT NULL,
     day DATE NOT NULL,
     version BIGINT NOT NULL,         -- from partition_versions: increases on every rewrite

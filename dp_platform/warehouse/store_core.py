@@ -21,6 +21,7 @@ from dp_platform.cell_strategy import MarginalWeights
 from dp_platform.cells import CellLayout, dimension_keys, layout_of
 from dp_platform.config import CampaignConfig
 from dp_platform.errors import ConfigError
+from dp_platform.warehouse.base import ReleaseInputs
 from dp_platform.warehouse.runner import SqlRunner
 
 __all__ = [
@@ -293,7 +294,9 @@ class WarehouseCore:
         """Mark days first..last of ``asset`` as materialised (also the empty ones), each with
         the loads it was built from (:func:`require_current`): the loads committed now when it
         reads them itself (``inputs`` None), else those its ``inputs`` partition was built from."""
-        table = ATTRIBUTED if asset == ATTRIBUTED else CONTRIBUTIONS
+        if asset not in (ATTRIBUTED, CONTRIBUTIONS, CLIPPED):
+            raise ValueError(f"no partitions are recorded for {asset!r}")
+        table = asset  # each recorded asset is the table of its name
         self.sql.query(
             "DELETE FROM partitions WHERE asset = $asset AND campaign = $campaign "
             "AND day BETWEEN $first AND $last",
@@ -338,6 +341,21 @@ class WarehouseCore:
             )
         return int(rows[0][0]), rows[0][1]
 
+    def release_inputs(self, campaign: CampaignConfig, day: date) -> ReleaseInputs | None:
+        """The day's clip record (:meth:`~dp_platform.warehouse.base.WarehouseEngine.
+        release_inputs`): its partition version and the load its attribution was built from;
+        DuckDB keeps no table versions (``tables`` empty)."""
+        rows = self.sql.query(
+            "SELECT version, input_version FROM partitions "
+            "WHERE asset = $asset AND campaign = $campaign AND day = $day",
+            asset=CLIPPED,
+            campaign=campaign.name,
+            day=day,
+        )
+        if not rows or rows[0][1] is None:
+            return None
+        return ReleaseInputs(load=int(rows[0][1]), clipped_version=int(rows[0][0]), tables={})
+
     # -- the clipped-vector table: written by every clip, read back by a write-once re-run
 
     def _store_clipped(
@@ -348,7 +366,9 @@ class WarehouseCore:
         publishers: list[str],
         vector: np.ndarray,
     ) -> None:
-        """Replace the (campaign, day) partition of the clipped-vector table (schema checks)."""
+        """Replace the (campaign, day) partition of the clipped-vector table (schema checks,
+        a write-once re-run) and record it, built from the day's attribution: what the release
+        drawn from this vector read (:meth:`release_inputs`). Call inside a transaction."""
         self.sql.query(
             f"DELETE FROM {CLIPPED} WHERE campaign = $campaign AND day = $day",
             campaign=campaign.name,
@@ -375,6 +395,7 @@ class WarehouseCore:
                 )
             finally:
                 self.con.unregister("clipped_entries")
+        self._record(CLIPPED, campaign, day, day, ATTRIBUTED)
 
     def _stored_vector(self, campaign: CampaignConfig, day: date) -> np.ndarray:
         rows = self.sql.query(

@@ -118,6 +118,15 @@ class WarehouseRecords:
         recorded = dict(rows[0][0]) if rows else {}
         return {table: int(recorded.get(table, 0)) for table in EVENT_TABLES}
 
+    def load_versions(self, load_id: int) -> dict[str, int]:
+        """Each event table's version as load ``load_id``'s ingest left it (empty: no such
+        load, e.g. 0 for a partition built before any load)."""
+        rows = self.sql.query(
+            "SELECT versions FROM loads WHERE load_id = :id LIMIT 1", id=int(load_id)
+        )
+        recorded = dict(rows[0][0]) if rows and rows[0][0] is not None else {}
+        return {table: int(version) for table, version in sorted(recorded.items())}
+
     def commit_loads(self, loads: Sequence[LoadRecord]) -> None:
         """The ingest's last commit: its loads, with the event tables' versions now."""
         versions = {table: table_version(self.spark, table) for table in EVENT_TABLES}

@@ -17,6 +17,7 @@ from dp_platform.cell_strategy import MarginalWeights
 from dp_platform.cells import CellLayout, dimension_keys, layout_of
 from dp_platform.config import CampaignConfig
 from dp_platform.errors import ConfigError
+from dp_platform.warehouse.base import ReleaseInputs
 from dp_platform.warehouse.ingest import TIE_ROOM
 from dp_platform.warehouse.spark.records import EVENT_TABLES, WarehouseRecords
 from dp_platform.warehouse.spark.runner import SparkSqlRunner
@@ -268,6 +269,20 @@ class SparkWarehouseCore:
             )
         return found
 
+    def release_inputs(self, campaign: CampaignConfig, day: date) -> ReleaseInputs | None:
+        """The day's clip record (:meth:`~dp_platform.warehouse.base.WarehouseEngine.
+        release_inputs`): the Delta version of ``clipped_daily_vectors`` that wrote the day,
+        the load its attribution was built from and the event tables' versions ``loads``
+        recorded for that load."""
+        self._use()
+        found = self.records.version(CLIPPED, campaign.name, day)
+        if found is None or found[1] is None:
+            return None
+        version, load = found
+        return ReleaseInputs(
+            load=load, clipped_version=version, tables=self.records.load_versions(load)
+        )
+
     # -- the clipped-vector table: written by every clip, read back by a write-once re-run
 
     def _store_clipped(
@@ -278,8 +293,12 @@ class SparkWarehouseCore:
         layout: CellLayout,
         vector: np.ndarray,
     ) -> None:
-        """Replace the (campaign, day) partition of the clipped-vector table (schema checks):
-        one commit (clipped_store.sql), or emptied when the campaign has no publisher."""
+        """Replace the (campaign, day) partition of the clipped-vector table (schema checks,
+        a write-once re-run): one commit (clipped_store.sql), or emptied when the campaign has
+        no publisher; forgotten in ``partitions`` before and recorded after, with the Delta
+        version that wrote it and the load its attribution was built from — what the release
+        drawn from this vector read (:meth:`release_inputs`)."""
+        self.records.forget(CLIPPED, campaign.name, [day])
         if not layout.publishers:
             self._clear(CLIPPED, campaign, [day])
         else:  # campaign_pubs holds these publishers (the caller's scope)
@@ -296,6 +315,9 @@ class SparkWarehouseCore:
                 day=day,
                 per=layout.size // len(layout.publishers),
             )
+        # one row per vector entry (each position's publisher is in campaign_pubs)
+        written = len(vector) if layout.publishers else 0
+        self.records.record(CLIPPED, campaign.name, {day: written}, ATTRIBUTED)
 
     def _stored_vector(self, campaign: CampaignConfig, day: date) -> np.ndarray:
         rows = self.sql.query(
