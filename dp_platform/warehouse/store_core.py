@@ -327,7 +327,8 @@ class WarehouseCore:
             **({} if inputs is None else {"inputs": inputs}),
         )
 
-    def _version(self, asset: str, campaign: CampaignConfig, day: date) -> tuple[int, int | None]:
+    def _recorded(self, asset: str, campaign: CampaignConfig, day: date) -> tuple | None:
+        """The day's (version, input_version) in ``partitions``, or None if not recorded."""
         rows = self.sql.query(
             "SELECT version, input_version FROM partitions "
             "WHERE asset = $asset AND campaign = $campaign AND day = $day",
@@ -335,26 +336,24 @@ class WarehouseCore:
             campaign=campaign.name,
             day=day,
         )
-        if not rows:
+        return rows[0] if rows else None
+
+    def _version(self, asset: str, campaign: CampaignConfig, day: date) -> tuple[int, int | None]:
+        found = self._recorded(asset, campaign, day)
+        if found is None:
             raise WarehouseError(
                 f"{asset} of campaign {campaign.name} for {day} is not materialised yet"
             )
-        return int(rows[0][0]), rows[0][1]
+        return int(found[0]), found[1]
 
     def release_inputs(self, campaign: CampaignConfig, day: date) -> ReleaseInputs | None:
         """The day's clip record (:meth:`~dp_platform.warehouse.base.WarehouseEngine.
         release_inputs`): its partition version and the load its attribution was built from;
         DuckDB keeps no table versions (``tables`` empty)."""
-        rows = self.sql.query(
-            "SELECT version, input_version FROM partitions "
-            "WHERE asset = $asset AND campaign = $campaign AND day = $day",
-            asset=CLIPPED,
-            campaign=campaign.name,
-            day=day,
-        )
-        if not rows or rows[0][1] is None:
+        found = self._recorded(CLIPPED, campaign, day)
+        if found is None or found[1] is None:
             return None
-        return ReleaseInputs(load=int(rows[0][1]), clipped_version=int(rows[0][0]), tables={})
+        return ReleaseInputs(load=int(found[1]), clipped_version=int(found[0]), tables={})
 
     # -- the clipped-vector table: written by every clip, read back by a write-once re-run
 
