@@ -50,10 +50,15 @@ def spark_floor(
     timed("write_conversions", lambda: _event_table(spark, conversions, "floor_c", root))
     spark.table("floor_i").createOrReplaceTempView("floor_impression_file")
     spark.table("floor_c").createOrReplaceTempView("floor_conversion_file")
-    spark.sql(
-        "CREATE TABLE floor_attributed (conversion_id STRING, day DATE, publisher_id STRING) "
-        f"USING delta PARTITIONED BY (day) LOCATION '{root}/floor_attributed'"
+    (attribution,) = statements(load_spark_sql("floor_lta"))
+    timed(
+        "attribution",
+        lambda: (
+            spark.sql(attribution, args={"lookback_days": lookback_days})
+            .write.format("delta")
+            .partitionBy("day")
+            .option("path", f"{root}/floor_attributed")
+            .saveAsTable("floor_attributed")
+        ),
     )
-    (attribution,) = statements(load_spark_sql("floor_lta"))  # scratch: not the runner's commits
-    timed("attribution", lambda: spark.sql(attribution, args={"lookback_days": lookback_days}))
     return seconds

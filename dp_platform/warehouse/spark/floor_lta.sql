@@ -2,8 +2,8 @@
 -- Spark attribution of them does — one stream per user ordered by time, the running maximum
 -- of the impressions' (ts, publisher) at each conversion (attribute_lta.sql's plan without its
 -- keys, scope views or campaign filters). An impression at a conversion's own time does not
--- count (the conversion sorts first, as there); inside :lookback_days or unattributed.
-INSERT INTO floor_attributed
+-- count (the conversion sorts first, as there); inside :lookback_days or unattributed. A query:
+-- floor.py writes it to a scratch table (not one of the engine's commits).
 SELECT conversion_id, day, credited.publisher_id AS publisher_id
 FROM (
     SELECT
