@@ -111,21 +111,16 @@ class WarehouseRecords:
         )
         return {int(row[0]) for row in rows}
 
-    def event_versions(self) -> dict[str, int]:
-        """Each event table's version as the last committed ingest left it (an empty
-        warehouse: the versions its tables were created at, all 0)."""
-        rows = self.sql.query("SELECT versions FROM loads ORDER BY load_id DESC LIMIT 1")
+    def event_versions(self, load_id: int | None = None) -> dict[str, int]:
+        """Each event table's version as load ``load_id``'s ingest left it — by default the
+        last committed one (an empty warehouse, or a load id of none: the versions its tables
+        were created at, all 0)."""
+        if load_id is None:
+            rows = self.sql.query("SELECT versions FROM loads ORDER BY load_id DESC LIMIT 1")
+        else:
+            rows = self.sql.query("SELECT versions FROM loads WHERE load_id = :id", id=load_id)
         recorded = dict(rows[0][0]) if rows else {}
         return {table: int(recorded.get(table, 0)) for table in EVENT_TABLES}
-
-    def load_versions(self, load_id: int) -> dict[str, int]:
-        """Each event table's version as load ``load_id``'s ingest left it (empty: no such
-        load, e.g. 0 for a partition built before any load)."""
-        rows = self.sql.query(
-            "SELECT versions FROM loads WHERE load_id = :id LIMIT 1", id=int(load_id)
-        )
-        recorded = dict(rows[0][0]) if rows and rows[0][0] is not None else {}
-        return {table: int(version) for table, version in sorted(recorded.items())}
 
     def commit_loads(self, loads: Sequence[LoadRecord]) -> None:
         """The ingest's last commit: its loads, with the event tables' versions now."""

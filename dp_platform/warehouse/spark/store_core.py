@@ -280,7 +280,7 @@ class SparkWarehouseCore:
             return None
         version, load = found
         return ReleaseInputs(
-            load=load, clipped_version=version, tables=self.records.load_versions(load)
+            load=load, clipped_version=version, tables=self.records.event_versions(load)
         )
 
     # -- the clipped-vector table: written by every clip, read back by a write-once re-run
