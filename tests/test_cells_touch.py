@@ -89,7 +89,7 @@ def test_an_impression_dimension_is_a_breakdown_like_any_other() -> None:
 
 
 def test_both_engines_accept_impression_dimensions() -> None:
-    """Spark loads and attributes them as DuckDB does (tests/test_spark_cells.py)."""
+    """Spark loads and attributes them as DuckDB does (tests/test_spark_impression_cells.py)."""
     for engine in ("duckdb", "spark"):
         entry = _entry("c", "uni", ["creative"], ["count"])
         campaign = _catalogue([entry], warehouse={"engine": engine}).campaigns[0]

@@ -15,7 +15,6 @@ Spark sums in another order).
 
 from __future__ import annotations
 
-import csv
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -28,20 +27,26 @@ from dp_platform.config_dimensions import DimensionConfig
 from dp_platform.config_loader import parse_catalogue
 from dp_platform.errors import ConfigError
 from dp_platform.mechanisms.adsbpc_plus_plan import PROFILE_GRID
-from dp_platform.privacy.discrete import SeededIntegerNoise
 from dp_platform.privacy.strategy import sqrt_matrix
 from dp_platform.warehouse import Warehouse
-from dp_platform.warehouse.base import PeriodBound, StrategyRow
+from dp_platform.warehouse.base import StrategyRow
 from tests import cells_data
-from tests.cells_data import ADVERTISER, CREATIVES, PUBLISHERS, START, VALUE_CAP, generate, write
+from tests.cells_data import ADVERTISER, PUBLISHERS, START, VALUE_CAP, generate, write
+from tests.spark_cells_files import (
+    CONVERSION_HEADER,
+    DAYS,
+    DEVICES,
+    GROWN,
+    IMPRESSION_HEADER,
+    LISTS,
+    NOW,
+    QUOTED,
+    append_rows,
+    catalogue,
+    entry,
+    iso,
+)
 
-NOW = datetime(2026, 4, 1, tzinfo=UTC)
-DAYS = 3
-QUOTED = 'east, "quoted"'
-REGIONS = ["north", "south", QUOTED, "südwest"]
-DEVICES = ["mobile", "desktop", "tv"]
-LISTS = {"region": REGIONS, "device": DEVICES}
-GROWN = {"region": [*REGIONS, "west"], "device": DEVICES}
 STORED = (
     "SELECT c.conversion_id, d.dimension, v.value_key, v.value "
     "FROM conversion_dimensions AS d "
@@ -50,72 +55,51 @@ STORED = (
 )
 
 
-def _iso(ts: datetime) -> str:
-    return ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-IMPRESSION_HEADER = [
-    "impression_id",
-    "user_id",
-    "publisher_id",
-    "advertiser_id",
-    "ts",
-    "interaction",
-]
-CONVERSION_HEADER = ["conversion_id", "user_id", "advertiser_id", "ts", "value"]
-
-
-def _append(path: Path, rows: list[list[str]]) -> None:
-    """Rows in the csv module's dialect (CRLF, as tests/cells_data.py writes the files)."""
-    with path.open("a", newline="") as handle:
-        csv.writer(handle).writerows(rows)
-
-
 def _hostile(conversions: Path) -> dict[str, str]:
     """Append the hostile rows; returns each one's expected fate (a reason, or 'accepted')."""
     t = datetime(START.year, START.month, START.day, 23, 0, tzinfo=UTC) + timedelta(days=1)
     rows = {
-        "h_case": (["u001", ADVERTISER, _iso(t), "3", "North", "tv"], "unknown_region_value"),
-        "h_empty": (["u001", ADVERTISER, _iso(t), "3", "", "tv"], "missing_region"),
-        "h_blank": (["u001", ADVERTISER, _iso(t), "3", "north", "   "], "missing_device"),
-        "h_padded": (["u002", ADVERTISER, _iso(t), "4", "  south ", " tv"], "accepted"),
+        "h_case": (["u001", ADVERTISER, iso(t), "3", "North", "tv"], "unknown_region_value"),
+        "h_empty": (["u001", ADVERTISER, iso(t), "3", "", "tv"], "missing_region"),
+        "h_blank": (["u001", ADVERTISER, iso(t), "3", "north", "   "], "missing_device"),
+        "h_padded": (["u002", ADVERTISER, iso(t), "4", "  south ", " tv"], "accepted"),
         "h_inject": (
-            ["u002", ADVERTISER, _iso(t), "1", "north'); DROP TABLE conversions; --", "tv"],
+            ["u002", ADVERTISER, iso(t), "1", "north'); DROP TABLE conversions; --", "tv"],
             "unknown_region_value",
         ),
-        "h_quoted": (["u003", ADVERTISER, _iso(t), "2", QUOTED, "mobile"], "accepted"),
-        "h_unicode": (["u003", ADVERTISER, _iso(t), "", "südwest", "desktop"], "accepted"),
+        "h_quoted": (["u003", ADVERTISER, iso(t), "2", QUOTED, "mobile"], "accepted"),
+        "h_unicode": (["u003", ADVERTISER, iso(t), "", "südwest", "desktop"], "accepted"),
         "h_ascii": (
-            ["u003", ADVERTISER, _iso(t), "2", "sudwest", "desktop"],
+            ["u003", ADVERTISER, iso(t), "2", "sudwest", "desktop"],
             "unknown_region_value",
         ),
         # an earlier check wins: the value's before the dimensions', the dimensions' before 'future'
-        "h_two": (["u004", ADVERTISER, _iso(t), "-1", "Mars", "tv"], "negative_value"),
+        "h_two": (["u004", ADVERTISER, iso(t), "-1", "Mars", "tv"], "negative_value"),
         "h_future": (
             ["u004", ADVERTISER, "2099-01-01T00:00:00Z", "1", "north", "watch"],
             "unknown_device_value",
         ),
     }
-    _append(conversions, [[cid, *row] for cid, (row, _) in rows.items()])
+    append_rows(conversions, [[cid, *row] for cid, (row, _) in rows.items()])
     # a duplicate of a generated id with other values (the first copy's are kept), a malformed
     # record (a field too many)
-    _append(conversions, [["c0_0_0", "u000", ADVERTISER, _iso(t), "1", "south", "tv"]])
-    _append(conversions, [["h_long", "u004", ADVERTISER, _iso(t), "1", "north", "tv", "x"]])
+    append_rows(conversions, [["c0_0_0", "u000", ADVERTISER, iso(t), "1", "south", "tv"]])
+    append_rows(conversions, [["h_long", "u004", ADVERTISER, iso(t), "1", "north", "tv", "x"]])
     return {cid: fate for cid, (_, fate) in rows.items()}
 
 
 def _second_load(root: Path) -> tuple[Path, Path]:
     """A later load after the region list grew by 'west' (impressions: the header only)."""
     imps, convs = root / "second_impressions.csv", root / "second_conversions.csv"
-    _append(imps, [IMPRESSION_HEADER])
+    append_rows(imps, [IMPRESSION_HEADER])
     t = datetime(START.year, START.month, START.day, 22, 0, tzinfo=UTC) + timedelta(days=2)
-    _append(
+    append_rows(
         convs,
         [
             [*CONVERSION_HEADER, "region", "device"],
-            ["s_west", "u005", ADVERTISER, _iso(t), "7", "west", "tv"],
-            ["s_north", "u005", ADVERTISER, _iso(t + timedelta(minutes=1)), "8", "north", "tv"],
-            ["s_east", "u005", ADVERTISER, _iso(t), "9", "east", "tv"],
+            ["s_west", "u005", ADVERTISER, iso(t), "7", "west", "tv"],
+            ["s_north", "u005", ADVERTISER, iso(t + timedelta(minutes=1)), "8", "north", "tv"],
+            ["s_east", "u005", ADVERTISER, iso(t), "9", "east", "tv"],
         ],
     )
     return imps, convs
@@ -133,7 +117,7 @@ def _catch_all_load(root: Path) -> tuple[tuple[Path, Path], dict[str, tuple[str,
     of neither list) are stored as the catch-all, 'other' itself is one, a blank is missing;
     returns the files and each row's stored (region, device) or reason."""
     imps, convs = root / "caught_impressions.csv", root / "caught_conversions.csv"
-    _append(imps, [IMPRESSION_HEADER])
+    append_rows(imps, [IMPRESSION_HEADER])
     t = datetime(START.year, START.month, START.day, 20, 0, tzinfo=UTC) + timedelta(days=2)
     rows = {
         "k_case": (["North", "tv"], ("other", "tv")),
@@ -142,12 +126,12 @@ def _catch_all_load(root: Path) -> tuple[tuple[Path, Path], dict[str, tuple[str,
         "k_other": (["other", " tv "], ("other", "tv")),
         "k_blank": (["north", "  "], "missing_device"),
     }
-    _append(
+    append_rows(
         convs,
         [
             [*CONVERSION_HEADER, "region", "device"],
             *(
-                [cid, "u008", ADVERTISER, _iso(t + timedelta(minutes=n)), "1", *values]
+                [cid, "u008", ADVERTISER, iso(t + timedelta(minutes=n)), "1", *values]
                 for n, (cid, (values, _)) in enumerate(rows.items())
             ),
         ],
@@ -158,9 +142,9 @@ def _catch_all_load(root: Path) -> tuple[tuple[Path, Path], dict[str, tuple[str,
 def _undimensioned_load(root: Path) -> tuple[Path, Path]:
     """Conversions loaded without the catalogue's dimensions: in no cell of a breakdown."""
     imps, convs = root / "plain_impressions.csv", root / "plain_conversions.csv"
-    _append(imps, [IMPRESSION_HEADER])
+    append_rows(imps, [IMPRESSION_HEADER])
     t = datetime(START.year, START.month, START.day, 21, 0, tzinfo=UTC) + timedelta(days=1)
-    _append(convs, [CONVERSION_HEADER, ["p_plain", "u006", ADVERTISER, _iso(t), "5"]])
+    append_rows(convs, [CONVERSION_HEADER, ["p_plain", "u006", ADVERTISER, iso(t), "5"]])
     return imps, convs
 
 
@@ -195,7 +179,7 @@ def engines(spark, tmp_path_factory):
     parquet = _parquet_load(root)
     caught, caught_fates = _catch_all_load(root)
     no_device = root / "no_device.csv"
-    _append(no_device, [[*CONVERSION_HEADER, "region"]])
+    append_rows(no_device, [[*CONVERSION_HEADER, "region"]])
     duck = Warehouse(root / "duck.duckdb")
     sparkw = SparkWarehouse(spark, root / "spark" / "tables")
     reports, refusals = {}, {}
@@ -251,7 +235,7 @@ def test_dimension_ingest_reports_quarantine_and_stored_values_are_identical(eng
         "missing column(s) device (declared under the catalogue's dimensions)"
         in (refusals["spark"])
     )
-    camp = parse_catalogue(_catalogue([_entry("frames")])).campaigns[0]
+    camp = parse_catalogue(catalogue([entry("frames")])).campaigns[0]
     quarantine = [
         w.day_frame("quarantine", camp, []).sort_values(["load_id", "source_row"])
         for w in (duck, sparkw)
@@ -285,32 +269,6 @@ def test_dimension_ingest_reports_quarantine_and_stored_values_are_identical(eng
     assert keys.value_key[("region", "other")] == 5 and keys.value_key[("device", "other")] == 3
 
 
-def _catalogue(campaigns: list[dict]) -> dict:
-    return {
-        "accounts": [{"name": "acct", "rho_cap": 100}],
-        "dimensions": {
-            name: {"source": "conversions", "values": v, "catch_all": None}
-            for name, v in GROWN.items()
-        },
-        "campaigns": campaigns,
-        "warehouse": {"engine": "spark"},
-    }
-
-
-def _entry(name: str, **fields: object) -> dict:
-    return {
-        "name": name,
-        "advertiser": ADVERTISER,
-        "account": "acct",
-        "start": START.isoformat(),
-        "days": DAYS,
-        "publishers": PUBLISHERS,
-        "attribution": {"rule": "lta", "lookback_days": 30},
-        "mechanism": {"kind": "adsbpc", "bounds": {"quantile_days": 2, "cap": 5}},
-        **fields,
-    }
-
-
 LAYOUTS = {
     "both": {"breakdown": ["region", "device"], "measures": ["count", "value"]},
     "counts": {"breakdown": ["region", "device"], "measures": ["count"]},
@@ -322,10 +280,10 @@ def _campaigns():
     entries = []
     for name, fields in LAYOUTS.items():
         cells = {**fields, **({"value_cap": VALUE_CAP} if "value" in fields["measures"] else {})}
-        entries.append(_entry(name, **cells))
+        entries.append(entry(name, **cells))
         plus = {"kind": "adsbpc_plus", "cap": 5, "profile_days": 2}
-        entries.append(_entry(f"{name}_plus", mechanism=plus, **cells))
-    return parse_catalogue(_catalogue(entries)).campaigns  # the spark catalogue is accepted
+        entries.append(entry(f"{name}_plus", mechanism=plus, **cells))
+    return parse_catalogue(catalogue(entries)).campaigns  # the spark catalogue is accepted
 
 
 @pytest.mark.parametrize("name", list(LAYOUTS))
@@ -504,276 +462,17 @@ def test_adsbpc_plus_residual_cell_filter_spends_and_profile_are_identical(engin
 
 # -- impression dimensions -----------------------------------------------------------------------
 
-TOUCH_QUOTED = 'car, "ousel"'
-TOUCH_LISTS = {"creative": [*CREATIVES, "vidéo", TOUCH_QUOTED]}
-TOUCH_CONVERSION_LISTS = {"region": cells_data.REGIONS, "device": cells_data.DEVICES}
-TOUCH_STORED = (
-    "SELECT i.impression_id, d.dimension, v.value_key, v.value "
-    "FROM impression_dimensions AS d "
-    "JOIN impressions AS i ON i.load_id = d.load_id AND i.source_row = d.source_row "
-    "JOIN dimension_values AS v ON v.dimension = d.dimension AND v.value_key = d.value_key"
-)
-TIE_GROUP = 1025  # one more than an instant's tie room: the whole group is quarantined
 
-
-def _impression_hostile(impressions: Path) -> dict[str, str]:
-    """Append hostile impression rows (the generated file's columns, creative last); returns
-    each one's expected fate."""
-    t = datetime(START.year, START.month, START.day, 3, 0, tzinfo=UTC) + timedelta(days=1)
-    base = ["u001", "pubA", ADVERTISER, _iso(t)]
-    rows = {
-        "hi_case": ([*base, "view", "Banner"], "unknown_creative_value"),
-        "hi_empty": ([*base, "view", ""], "missing_creative"),
-        "hi_blank": ([*base, "click", "   "], "missing_creative"),
-        "hi_padded": ([*base, "view", " video "], "accepted"),
-        "hi_inject": (
-            [*base, "view", "banner'); DROP TABLE impressions; --"],
-            "unknown_creative_value",
-        ),
-        "hi_quoted": ([*base, "view", TOUCH_QUOTED], "accepted"),
-        "hi_unicode": ([*base, "click", "vidéo"], "accepted"),
-        "hi_ascii": ([*base, "view", "video\u0301"], "unknown_creative_value"),
-        # an earlier check wins: the interaction's before the dimension's, the dimension's
-        # before 'future'
-        "hi_two": ([*base[:3], _iso(t), "hover", "poster"], "unknown_interaction"),
-        "hi_future": (
-            [*base[:3], "2099-01-01T00:00:00Z", "view", "poster"],
-            "unknown_creative_value",
-        ),
-    }
-    _append(impressions, [[iid, *row] for iid, (row, _) in rows.items()])
-    # a duplicate of a generated id with another creative (the first copy's is kept), a
-    # malformed record (a field too many), and an oversized tie group of listed creatives
-    _append(impressions, [["i0_0_0", "u000", "pubB", ADVERTISER, _iso(t), "view", "native"]])
-    _append(impressions, [["hi_long", "u002", "pubA", ADVERTISER, _iso(t), "view", "video", "x"]])
-    tied = t + timedelta(hours=1)
-    _append(
-        impressions,
-        [
-            [f"hi_tie_{k:04d}", "u003", "pubC", ADVERTISER, _iso(tied), "view", "banner"]
-            for k in range(TIE_GROUP)
-        ],
-    )
-    return {iid: fate for iid, (_, fate) in rows.items()}
-
-
-@pytest.fixture(scope="module")
-def touch_engines(spark, tmp_path_factory):
-    """Both warehouses after the same loads with an impression dimension (creative): the
-    generated events plus hostile impression rows, then impressions loaded without the
-    dimension (in no creative cell), then a file missing the declared column (refused)."""
-    from dp_platform.warehouse.spark.store import SparkWarehouse
-
-    root = tmp_path_factory.mktemp("spark_touch")
-    events = cells_data.generate(users=30, days=DAYS, seed=41, heavy=2, focused=True)
-    imps, convs = cells_data.write(events, root / "input")
-    fates = _impression_hostile(imps)
-    plain_imps, plain_convs = root / "plain_impressions.csv", root / "plain_conversions.csv"
-    t = datetime(START.year, START.month, START.day, 1, 0, tzinfo=UTC) + timedelta(days=2)
-    _append(plain_imps, [IMPRESSION_HEADER, ["p_imp", "u004", "pubB", ADVERTISER, _iso(t), "view"]])
-    _append(plain_convs, [[*CONVERSION_HEADER, "region", "device"]])
-    duck = Warehouse(root / "duck.duckdb")
-    sparkw = SparkWarehouse(spark, root / "spark" / "tables")
-    reports, refusals = {}, {}
-    for name, warehouse in (("duckdb", duck), ("spark", sparkw)):
-        reports[name] = [
-            warehouse.ingest(
-                imps,
-                convs,
-                now=NOW,
-                dimensions=TOUCH_CONVERSION_LISTS,
-                impression_dimensions=TOUCH_LISTS,
-            ).to_json(),
-            warehouse.ingest(
-                plain_imps, plain_convs, now=NOW, dimensions=TOUCH_CONVERSION_LISTS
-            ).to_json(),
-        ]
-        before = warehouse.table_rows("impressions")
-        with pytest.raises(ConfigError) as refused:
-            warehouse.ingest(
-                plain_imps, plain_convs, now=NOW, impression_dimensions={"format": ["square"]}
-            )
-        refusals[name] = str(refused.value)
-        assert warehouse.table_rows("impressions") == before  # nothing was loaded
-    yield duck, sparkw, reports, refusals, fates, events
-    duck.close()
-    sparkw.close()
-
-
-def test_impression_dimension_ingest_reports_quarantine_and_stored_values_are_identical(
-    touch_engines,
-):
-    duck, sparkw, reports, refusals, fates, events = touch_engines
-    assert reports["duckdb"] == reports["spark"]
-    first, plain = reports["spark"]
-    impressions = first["impressions"]
-    assert impressions["rows"] == impressions["accepted"] + impressions["quarantined"]
-    expected: dict[str, int] = {
-        "duplicate_in_load": 1,
-        "malformed_row": 1,
-        "too_many_at_instant": TIE_GROUP,
-    }
-    for fate in fates.values():
-        if fate != "accepted":
-            expected[fate] = expected.get(fate, 0) + 1
-    assert impressions["reasons"] == expected
-    assert first["conversions"]["quarantined"] == 0
-    assert plain["impressions"]["accepted"] == 1
-    assert refusals["duckdb"] == refusals["spark"]
-    assert "impressions file" in refusals["spark"]
-    assert (
-        "missing column(s) format (declared under the catalogue's dimensions)"
-        in (refusals["spark"])
-    )
-    camp = parse_catalogue(_catalogue([_entry("frames")])).campaigns[0]
-    quarantine = [
-        w.day_frame("quarantine", camp, []).sort_values(["load_id", "source_row"])
-        for w in (duck, sparkw)
-    ]
-    pd.testing.assert_frame_equal(
-        *(q.reset_index(drop=True) for q in quarantine), check_dtype=False
-    )
-    sparkw._use()
-    keys = ["impression_id", "dimension"]
-    left = duck.con.execute(TOUCH_STORED).df().sort_values(keys).reset_index(drop=True)
-    right = sparkw.spark.sql(TOUCH_STORED).toPandas().sort_values(keys).reset_index(drop=True)
-    pd.testing.assert_frame_equal(left, right, check_dtype=False)
-    # one row per accepted impression of the load made with the dimension, none of the
-    # quarantined tie group's nor of the load made without it
-    assert len(right) == sparkw.table_rows("impression_dimensions") == impressions["accepted"]
-    values = right.set_index("impression_id")["value"]
-    assert values["hi_padded"] == "video" and values["hi_quoted"] == TOUCH_QUOTED
-    assert values["hi_unicode"] == "vidéo"
-    generated = next(i for i in events.impressions if i[3] == "i0_0_0")
-    assert values["i0_0_0"] == generated[4]  # the first copy's, not the duplicate's 'native'
-    assert "p_imp" not in values.index and not values.index.str.startswith("hi_tie").any()
-
-
-TOUCH_RULES = ["lta", "fta", "uni", "time_decay", "u_shaped", "private_last_touch"]
-TOUCH_LAYOUTS = {
-    "creative": {"breakdown": ["creative"], "measures": ["count"]},
-    "creative_region": {"breakdown": ["creative", "region"], "measures": ["count", "value"]},
-}
-
-
-def _touch_campaigns(rule: str, mechanism: dict | None = None, suffix: str = ""):
-    """The impression-dimension layouts under ``rule`` (the spark catalogue is accepted)."""
-    attribution: dict[str, object] = {"rule": rule, "lookback_days": 30}
-    if rule == "private_last_touch":
-        attribution["private"] = {"epsilon": 2.0, "tau_hours": 1.0}
-    entries = []
-    for name, fields in TOUCH_LAYOUTS.items():
-        cells = {**fields, **({"value_cap": VALUE_CAP} if "value" in fields["measures"] else {})}
-        extra = {"mechanism": mechanism} if mechanism else {}
-        entries.append(_entry(f"{rule}_{name}{suffix}", attribution=attribution, **cells, **extra))
-    catalogue = _catalogue(entries)
-    catalogue["dimensions"] = {
-        **{
-            n: {"source": "conversions", "values": v, "catch_all": None}
-            for n, v in TOUCH_CONVERSION_LISTS.items()
-        },
-        **{
-            n: {"source": "impressions", "values": v, "catch_all": None}
-            for n, v in TOUCH_LISTS.items()
-        },
-    }
-    return parse_catalogue(catalogue).campaigns
-
-
-@pytest.mark.parametrize("rule", TOUCH_RULES)
-def test_impression_cells_attribution_and_vectors_are_identical_for_every_rule(touch_engines, rule):
-    """Every rule credits each touch's creative (multi-touch rules split a conversion over
-    several): the attributed rows with their touch, AdsBPC's clipped cell vectors and one-shot
-    cell sums (pre and post) equal DuckDB's."""
-    duck, sparkw, *_ = touch_engines
-    last = START + timedelta(days=DAYS - 1)
-    days = [START + timedelta(days=i) for i in range(DAYS)]
-    for camp in _touch_campaigns(rule):
-        stats = [
-            w.attribute_days(camp, START, last, noise=SeededIntegerNoise(17))
-            for w in (duck, sparkw)
-        ]
-        assert stats[0] == stats[1]
-        keys = ["day", "conversion_id", "publisher_id", "touch"]
-        rows = [
-            w.day_frame("attributed", camp, days).sort_values(keys).reset_index(drop=True)
-            for w in (duck, sparkw)
-        ]
-        exact = [c for c in rows[0].columns if c != "weight"]
-        pd.testing.assert_frame_equal(rows[0][exact], rows[1][exact], check_dtype=False)
-        np.testing.assert_allclose(rows[0].weight, rows[1].weight, rtol=0, atol=1e-12)
-        assert rows[1].touch.notna().sum() > 0
-        touches = rows[1].groupby("conversion_id").touch.nunique().max()
-        assert touches == 1 if rule in ("lta", "fta", "private_last_touch") else touches > 1
-        for w in (duck, sparkw):
-            w.contributions_days(camp, START, last)
-        layout = layout_of(camp, PUBLISHERS)
-        for day in days:
-            vectors = [w.clipped_vector(camp, day, 2.6) for w in (duck, sparkw)]
-            assert vectors[1].shape == (layout.size,) and vectors[1].sum() > 0
-            np.testing.assert_allclose(vectors[0], vectors[1], rtol=0, atol=1e-9)
-        for enforcement, bound in (("post", 2.5), ("pre", 2.0)):
-            bounding = PeriodBound(bound, enforcement, use_value=False, value_cap=1.0)
-            sums = [w.one_shot_sums(camp, bounding) for w in (duck, sparkw)]
-            assert sums[1].shape == (layout.size,) and sums[1].sum() > 0
-            np.testing.assert_allclose(sums[0], sums[1], rtol=0, atol=1e-9)
-
-
-@pytest.mark.parametrize(
-    ("strategy", "rule"),
-    [("diagonal", "uni"), ("sqrt", "lta"), ("sqrt", "private_last_touch")],
-)
-def test_impression_cells_adsbpc_plus_is_identical(touch_engines, rule, strategy):
-    """AdsBPC+ over impression-dimension cells, diagonal and square-root strategies
-    (plus_filter.sql): filter vectors, spends and the profile equal DuckDB's. Each strategy
-    and each kind of rule (fractional, last touch, private draws) once: the filter reads the
-    attributed rows whatever rule wrote them, and every rule's rows are compared above."""
-    duck, sparkw, *_ = touch_engines
-    last = START + timedelta(days=DAYS - 1)
-    days = [START + timedelta(days=i) for i in range(DAYS)]
-    plus = {"kind": "adsbpc_plus", "cap": 5, "profile_days": 2, "strategy": strategy}
-    matrix = sqrt_matrix(DAYS)
-    for camp in _touch_campaigns(rule, plus, suffix=f"_plus_{strategy}"):
-        for w in (duck, sparkw):
-            w.attribute_days(camp, START, last, noise=SeededIntegerNoise(17))
-        cross = 0.7 if strategy == "sqrt" else 0.0
-        profiles = [
-            w.plus_profile_histogram(
-                camp, days[:2], [2.5, 1.0], [1.0, 0.5], 4, grid=PROFILE_GRID, cross=cross
-            )
-            for w in (duck, sparkw)
-        ]
-        assert profiles[1].sum() > 0
-        np.testing.assert_array_equal(*profiles)
-        for index, (day, bound) in enumerate(zip(days, (2.5, 1.0, 3.0), strict=True)):
-            row = None
-            if strategy == "sqrt":
-                row = StrategyRow(float(matrix[index, index]), tuple(matrix[index, :index]))
-            vectors = [
-                w.plus_clipped_vector(camp, day, bound, 0.8, 2.0, row=row) for w in (duck, sparkw)
-            ]
-            assert vectors[1].shape == (layout_of(camp, PUBLISHERS).size,)
-            np.testing.assert_allclose(vectors[0], vectors[1], rtol=0, atol=1e-9)
-        summaries = [w.plus_spend_summary(camp) for w in (duck, sparkw)]
-        assert summaries[0]["users"] == summaries[1]["users"] > 0
-        assert summaries[0]["max_spend"] == pytest.approx(summaries[1]["max_spend"], abs=1e-12)
-        assert summaries[1]["max_spend"] == pytest.approx(2.0, rel=1e-9)  # the filter bit
-
-
-def test_both_engines_name_the_same_loads_without_a_dimension(engines, touch_engines) -> None:
+def test_both_engines_name_the_same_conversion_loads_without_a_dimension(engines) -> None:
     """The check behind refusing a breakdown over events loaded without its columns
     (dp_platform/dimension_coverage.py) reads the same ingest metadata on both engines: the
-    conversions loaded without region hold day 2 only; the impressions loaded without creative
-    day 3 only."""
+    conversions loaded without region hold day 2 only (impressions:
+    tests/test_spark_impression_cells.py)."""
     day = [START + timedelta(days=k) for k in range(DAYS)]
-    for duck, sparkw in (engines[:2], touch_engines[:2]):
-        for kind, dimension in (("conversions", "region"), ("impressions", "creative")):
-            for first, last in ((day[0], day[0]), (day[1], day[1]), (day[0], day[-1])):
-                found = duck.loads_without(kind, ADVERTISER, first, last, dimension)
-                assert sparkw.loads_without(kind, ADVERTISER, first, last, dimension) == found
     duck, sparkw = engines[:2]
+    for kind, dimension in (("conversions", "region"), ("impressions", "creative")):
+        for first, last in ((day[0], day[0]), (day[1], day[1]), (day[0], day[-1])):
+            found = duck.loads_without(kind, ADVERTISER, first, last, dimension)
+            assert sparkw.loads_without(kind, ADVERTISER, first, last, dimension) == found
     assert duck.loads_without("conversions", ADVERTISER, day[0], day[0], "region") == []
     assert len(duck.loads_without("conversions", ADVERTISER, day[1], day[1], "region")) == 1
-    duck, sparkw = touch_engines[:2]
-    assert duck.loads_without("impressions", ADVERTISER, day[0], day[1], "creative") == []
-    assert len(duck.loads_without("impressions", ADVERTISER, day[2], day[2], "creative")) == 1

@@ -6,8 +6,8 @@ with measures [count, value]: AdsBPC and AdsBPC+ (diagonal strategy) broken down
 device (conversion columns); AdsBPC (uniform multi-touch) and AdsBPC+ with the square-root
 strategy (u-shaped) broken down by the credited impression's creative × a conversion column
 (private last touch with impression cells, whose draws a Dagster run takes from the secure
-sampler, is compared with seeded draws in tests/test_spark_cells.py); and a one-shot release
-(Laplace, ℓ1 cells) by creative × region. Each home ingests the same event files through the
+sampler, is compared with seeded draws in tests/test_spark_impression_cells.py); and a one-shot
+release (Laplace, ℓ1 cells) by creative × region. Each home ingests the same event files through the
 CLI (the catalogue's dimension lists of both files checked on ingest) and runs every campaign
 through Dagster with one seeded noise source; the `releases --json` documents (cells, their σ
 and intervals, per-publisher counts, derived totals, cumulative series, the one-shot's cells)

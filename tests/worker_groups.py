@@ -23,6 +23,7 @@ PARITY_GROUP = "spark-parity"
 PARITY_FILES = frozenset(
     {
         "test_spark_cells.py",
+        "test_spark_impression_cells.py",
         "test_spark_cells_platform.py",
         "test_spark_parity.py",
         "test_spark_ingest_checks.py",
