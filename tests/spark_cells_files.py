@@ -7,8 +7,17 @@ from __future__ import annotations
 import csv
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import pandas as pd
+
+from dp_platform.config_loader import parse_catalogue
+from dp_platform.events.files import CONVERSION_COLUMNS, IMPRESSION_COLUMNS
+from dp_platform.warehouse import Warehouse
 from tests.cells_data import ADVERTISER, PUBLISHERS, START
+
+if TYPE_CHECKING:
+    from dp_platform.warehouse.spark.store import SparkWarehouse
 
 NOW = datetime(2026, 4, 1, tzinfo=UTC)
 DAYS = 3
@@ -23,15 +32,8 @@ def iso(ts: datetime) -> str:
     return ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-IMPRESSION_HEADER = [
-    "impression_id",
-    "user_id",
-    "publisher_id",
-    "advertiser_id",
-    "ts",
-    "interaction",
-]
-CONVERSION_HEADER = ["conversion_id", "user_id", "advertiser_id", "ts", "value"]
+IMPRESSION_HEADER = list(IMPRESSION_COLUMNS)
+CONVERSION_HEADER = list(CONVERSION_COLUMNS)
 
 
 def append_rows(path: Path, rows: list[list[str]]) -> None:
@@ -64,3 +66,15 @@ def entry(name: str, **fields: object) -> dict:
         "mechanism": {"kind": "adsbpc", "bounds": {"quantile_days": 2, "cap": 5}},
         **fields,
     }
+
+
+def assert_same_quarantine(duck: Warehouse, sparkw: SparkWarehouse) -> None:
+    """Both engines quarantined the same rows, with the same reasons and fields."""
+    camp = parse_catalogue(catalogue([entry("frames")])).campaigns[0]
+    quarantine = [
+        w.day_frame("quarantine", camp, []).sort_values(["load_id", "source_row"])
+        for w in (duck, sparkw)
+    ]
+    pd.testing.assert_frame_equal(
+        *(q.reset_index(drop=True) for q in quarantine), check_dtype=False
+    )

@@ -42,6 +42,7 @@ from tests.spark_cells_files import (
     NOW,
     QUOTED,
     append_rows,
+    assert_same_quarantine,
     catalogue,
     entry,
     iso,
@@ -235,14 +236,7 @@ def test_dimension_ingest_reports_quarantine_and_stored_values_are_identical(eng
         "missing column(s) device (declared under the catalogue's dimensions)"
         in (refusals["spark"])
     )
-    camp = parse_catalogue(catalogue([entry("frames")])).campaigns[0]
-    quarantine = [
-        w.day_frame("quarantine", camp, []).sort_values(["load_id", "source_row"])
-        for w in (duck, sparkw)
-    ]
-    pd.testing.assert_frame_equal(
-        *(q.reset_index(drop=True) for q in quarantine), check_dtype=False
-    )
+    assert_same_quarantine(duck, sparkw)
     left, right = _stored(duck, sparkw)
     pd.testing.assert_frame_equal(left, right, check_dtype=False)
     # every accepted conversion of a load made with dimensions has one row per dimension

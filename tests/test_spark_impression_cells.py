@@ -37,6 +37,7 @@ from tests.spark_cells_files import (
     IMPRESSION_HEADER,
     NOW,
     append_rows,
+    assert_same_quarantine,
     catalogue,
     entry,
     iso,
@@ -167,14 +168,7 @@ def test_impression_dimension_ingest_reports_quarantine_and_stored_values_are_id
         "missing column(s) format (declared under the catalogue's dimensions)"
         in (refusals["spark"])
     )
-    camp = parse_catalogue(catalogue([entry("frames")])).campaigns[0]
-    quarantine = [
-        w.day_frame("quarantine", camp, []).sort_values(["load_id", "source_row"])
-        for w in (duck, sparkw)
-    ]
-    pd.testing.assert_frame_equal(
-        *(q.reset_index(drop=True) for q in quarantine), check_dtype=False
-    )
+    assert_same_quarantine(duck, sparkw)
     sparkw._use()
     keys = ["impression_id", "dimension"]
     left = duck.con.execute(TOUCH_STORED).df().sort_values(keys).reset_index(drop=True)
