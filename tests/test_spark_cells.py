@@ -32,6 +32,7 @@ from dp_platform.warehouse import Warehouse
 from dp_platform.warehouse.base import StrategyRow
 from tests import cells_data
 from tests.cells_data import ADVERTISER, PUBLISHERS, START, VALUE_CAP, generate, write
+from tests.conftest_data import iso
 from tests.spark_cells_files import (
     CONVERSION_HEADER,
     DAYS,
@@ -42,10 +43,10 @@ from tests.spark_cells_files import (
     NOW,
     QUOTED,
     append_rows,
+    assert_same_plus_run,
     assert_same_quarantine,
     catalogue,
     entry,
-    iso,
 )
 
 STORED = (
@@ -351,29 +352,9 @@ def test_adsbpc_plus_correlated_cell_rows_spends_and_profile_are_identical(engin
     base = next(c for c in _campaigns() if c.name == f"{name}_plus")
     camp = base.model_copy(update={"name": f"{name}_rows"})
     last = START + timedelta(days=DAYS - 1)
-    days = [START + timedelta(days=i) for i in range(DAYS)]
-    matrix = sqrt_matrix(DAYS)
     for w in (duck, sparkw):
         w.attribute_days(camp, START, last)
-    profiles = [
-        w.plus_profile_histogram(
-            camp, days[:2], [2.5, 1.0], [1.0, 0.5], 4, grid=PROFILE_GRID, cross=0.7
-        )
-        for w in (duck, sparkw)
-    ]
-    assert profiles[1].sum() > 0
-    np.testing.assert_array_equal(*profiles)
-    for index, (day, bound) in enumerate(zip(days, (2.5, 1.0, 3.0), strict=True)):
-        row = StrategyRow(float(matrix[index, index]), tuple(matrix[index, :index]))
-        vectors = [
-            w.plus_clipped_vector(camp, day, bound, 0.8, 2.0, row=row) for w in (duck, sparkw)
-        ]
-        assert vectors[1].shape == (layout_of(camp, PUBLISHERS).size,)
-        np.testing.assert_allclose(vectors[0], vectors[1], rtol=0, atol=1e-9)
-    summaries = [w.plus_spend_summary(camp) for w in (duck, sparkw)]
-    assert summaries[0]["users"] == summaries[1]["users"] > 0
-    assert summaries[0]["max_spend"] == pytest.approx(summaries[1]["max_spend"], abs=1e-12)
-    assert summaries[1]["max_spend"] == pytest.approx(2.0, rel=1e-9)  # the filter bit
+    assert_same_plus_run(duck, sparkw, camp, cross=0.7, sqrt_rows=True)
     values = []
     for w, query in ((duck, duck.con.execute), (sparkw, sparkw.spark.sql)):
         if w is sparkw:

@@ -24,23 +24,22 @@ import pytest
 from dp_platform.cells import layout_of
 from dp_platform.config_loader import parse_catalogue
 from dp_platform.errors import ConfigError
-from dp_platform.mechanisms.adsbpc_plus_plan import PROFILE_GRID
 from dp_platform.privacy.discrete import SeededIntegerNoise
-from dp_platform.privacy.strategy import sqrt_matrix
 from dp_platform.warehouse import Warehouse
-from dp_platform.warehouse.base import PeriodBound, StrategyRow
+from dp_platform.warehouse.base import PeriodBound
 from tests import cells_data
 from tests.cells_data import ADVERTISER, CREATIVES, PUBLISHERS, START, VALUE_CAP
+from tests.conftest_data import iso
 from tests.spark_cells_files import (
     CONVERSION_HEADER,
     DAYS,
     IMPRESSION_HEADER,
     NOW,
     append_rows,
+    assert_same_plus_run,
     assert_same_quarantine,
     catalogue,
     entry,
-    iso,
 )
 
 TOUCH_QUOTED = 'car, "ousel"'
@@ -266,34 +265,12 @@ def test_impression_cells_adsbpc_plus_is_identical(touch_engines, rule, strategy
     attributed rows whatever rule wrote them, and every rule's rows are compared above."""
     duck, sparkw, *_ = touch_engines
     last = START + timedelta(days=DAYS - 1)
-    days = [START + timedelta(days=i) for i in range(DAYS)]
     plus = {"kind": "adsbpc_plus", "cap": 5, "profile_days": 2, "strategy": strategy}
-    matrix = sqrt_matrix(DAYS)
     for camp in _touch_campaigns(rule, plus, suffix=f"_plus_{strategy}"):
         for w in (duck, sparkw):
             w.attribute_days(camp, START, last, noise=SeededIntegerNoise(17))
         cross = 0.7 if strategy == "sqrt" else 0.0
-        profiles = [
-            w.plus_profile_histogram(
-                camp, days[:2], [2.5, 1.0], [1.0, 0.5], 4, grid=PROFILE_GRID, cross=cross
-            )
-            for w in (duck, sparkw)
-        ]
-        assert profiles[1].sum() > 0
-        np.testing.assert_array_equal(*profiles)
-        for index, (day, bound) in enumerate(zip(days, (2.5, 1.0, 3.0), strict=True)):
-            row = None
-            if strategy == "sqrt":
-                row = StrategyRow(float(matrix[index, index]), tuple(matrix[index, :index]))
-            vectors = [
-                w.plus_clipped_vector(camp, day, bound, 0.8, 2.0, row=row) for w in (duck, sparkw)
-            ]
-            assert vectors[1].shape == (layout_of(camp, PUBLISHERS).size,)
-            np.testing.assert_allclose(vectors[0], vectors[1], rtol=0, atol=1e-9)
-        summaries = [w.plus_spend_summary(camp) for w in (duck, sparkw)]
-        assert summaries[0]["users"] == summaries[1]["users"] > 0
-        assert summaries[0]["max_spend"] == pytest.approx(summaries[1]["max_spend"], abs=1e-12)
-        assert summaries[1]["max_spend"] == pytest.approx(2.0, rel=1e-9)  # the filter bit
+        assert_same_plus_run(duck, sparkw, camp, cross=cross, sqrt_rows=strategy == "sqrt")
 
 
 def test_both_engines_name_the_same_impression_loads_without_a_dimension(touch_engines) -> None:
