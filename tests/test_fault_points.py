@@ -94,7 +94,9 @@ def test_every_spark_commit_is_followed_by_a_named_point() -> None:
                 text = _COMMENT.sub("", statement).strip()
                 if not (_VIEW.match(text) or _QUERY.match(text)):
                     sites.add(written_table(text))
-    python_writes = {("insert", t) for t in ("loads", "meta", "partitions", "plus_spend_days")}
+    python_writes = {
+        ("insert", t) for t in ("loads", "ingests", "meta", "partitions", "plus_spend_days")
+    }
     python_writes |= {("insert", "impressions"), ("delete", "partitions"), ("restore", "users")}
     # store_core._clear: the deletes nothing replaces (an empty clip, a day without remainder)
     python_writes |= {("delete", t) for t in ("clipped_daily_vectors", "plus_remainders")}

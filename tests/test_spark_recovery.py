@@ -174,6 +174,40 @@ def test_a_failed_ingest_is_undone_at_once(spark, tmp_path, monkeypatch):
     assert warehouse.table_rows("users") == 4
 
 
+def test_an_open_reads_the_event_tables_histories_only_while_an_ingest_is_in_doubt(
+    spark, tmp_path, monkeypatch
+):
+    """Every open looks for a cut ingest, but reads the event tables' last commits only when an
+    ingest started without committing its loads (records.ingest_in_doubt); cut after its first
+    event-table commit, the next open reads them all and undoes it, and once the files are
+    ingested again nothing is in doubt."""
+    from dp_platform.warehouse.spark.records import EVENT_TABLES
+
+    warehouse = _open(spark, tmp_path)
+    warehouse.ingest(*_events(tmp_path), now=NOW)
+    before = _fingerprint(warehouse)
+    imps = [Imp(f"j{k}", f"v{k}", "p0", "acme", T0 + timedelta(hours=k), "view") for k in range(3)]
+    convs = [Conv(f"d{k}", f"v{k}", "acme", T0 + timedelta(hours=k + 5)) for k in range(2)]
+    second = write_events(tmp_path / "second", imps, convs)
+    read: list[str] = []
+    real = spark_ingest.last_commit
+    monkeypatch.setattr(spark_ingest, "last_commit", lambda s, t: read.append(t) or real(s, t))
+    _open(spark, tmp_path)
+    assert read == []  # the last ingest committed its loads
+    with monkeypatch.context() as patch:
+        patch.setattr(spark_ingest, "_restore", _die)  # the process is gone: no clean-up
+        CutAfter(patch, 2)  # its start, then the first event-table commit (new users' keys)
+        with pytest.raises(Crash):
+            warehouse.ingest(*second, now=NOW)
+    warehouse = _open(spark, tmp_path)
+    assert sorted(read) == sorted(EVENT_TABLES)
+    assert _fingerprint(warehouse) == before
+    read.clear()
+    warehouse.ingest(*second, now=NOW)
+    _open(spark, tmp_path)
+    assert read == []
+
+
 def test_plus_spends_written_but_not_committed_are_recomputed_once(spark, tmp_path, monkeypatch):
     files = _events(tmp_path)
     warehouse = _open(spark, tmp_path)

@@ -65,6 +65,7 @@ def commit_point(verb: str, table: str) -> str:
     named = {
         ("insert", "loads"): "spark.ingest.loaded",
         ("insert", "meta"): "spark.meta.written",
+        ("insert", "ingests"): "spark.ingest.started",
         ("delete", "partitions"): "spark.partition.forgotten",
         ("insert", "partitions"): "spark.partition.recorded",
         ("insert", "private_touch_choices"): "spark.touch.drawn",

@@ -17,7 +17,9 @@ their load id appended; the impression days the file touches replaced in one com
 ingest is data once its rows in ``loads`` commit, last (records.py), with every event table's
 version. A failed or crashed ingest is undone by restoring each event table to the versions
 the last committed ingest recorded (``RESTORE TABLE … TO VERSION AS OF``): at once on a
-failure, on the next open after a crash — see :func:`recover`.
+failure, on the next open after a crash — see :func:`recover`. An ingest's first commit is its
+first load id in ``ingests``, so an open looks for a cut ingest only when one started without
+committing its loads (records.ingest_in_doubt).
 
 Messages and reports name files, columns, reasons and counts — never ids or values.
 """
@@ -161,8 +163,10 @@ def _restore(warehouse: SparkTables, versions: dict[str, int]) -> None:
 
 def recover(warehouse: SparkTables) -> None:
     """Undo an ingest a crash interrupted (run on every open): the event tables back at the
-    versions the last committed ingest recorded."""
-    _restore(warehouse, warehouse.records.event_versions())
+    versions the last committed ingest recorded. Each table's last commit is read only when an
+    ingest is in doubt (ten ``DESCRIBE HISTORY`` otherwise paid by every open)."""
+    if warehouse.records.ingest_in_doubt():
+        _restore(warehouse, warehouse.records.event_versions())
 
 
 def ingest_files(
@@ -215,6 +219,7 @@ def _load_all(
     before = warehouse.records.event_versions()
     first = warehouse.records.next_load_id()
     load_ids = list(range(first, first + len(todo)))
+    warehouse.records.begin_ingest(first)  # before any event table moves: recover() looks
     try:
         for held, load_id in zip(todo, load_ids, strict=True):
             reports[held.kind] = _load(warehouse, held, load_id, own[held.kind])

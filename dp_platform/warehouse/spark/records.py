@@ -1,5 +1,5 @@
 """The Spark warehouse's commit record, kept in Delta tables beside the data (schema.sql:
-``loads``, ``partitions``, ``plus_spend_days``, ``meta``).
+``loads``, ``ingests``, ``partitions``, ``plus_spend_days``, ``meta``).
 
 Delta commits one table at a time, atomically. A logical write that spans tables (an ingest,
 a rematerialised day and its record, an AdsBPC+ filter day) is made visible by a row here,
@@ -7,7 +7,10 @@ committed after its data:
 
 * a load is data once its ``loads`` row commits, with each event table's Delta version after
   the ingest (:meth:`WarehouseRecords.event_versions`); an ingest cut before that is undone by
-  restoring every event table to those versions (ingest.py);
+  restoring every event table to those versions (ingest.py). Each ingest commits its first
+  load id in ``ingests`` before its first event-table commit, so an open reads every event
+  table's history only when an ingest started without committing its loads
+  (:meth:`WarehouseRecords.ingest_in_doubt`): one query instead of ten on every open;
 * a derived (asset, campaign, day) partition exists while its ``partitions`` row does: a
   rewrite deletes the row first, replaces the data in one commit and records the days, with
   the table version that wrote them, after it — a crash leaves "not materialised", never a
@@ -121,6 +124,22 @@ class WarehouseRecords:
             rows = self.sql.query("SELECT versions FROM loads WHERE load_id = :id", id=load_id)
         recorded = dict(rows[0][0]) if rows else {}
         return {table: int(recorded.get(table, 0)) for table in EVENT_TABLES}
+
+    def begin_ingest(self, first_load_id: int) -> None:
+        """An ingest's first commit, before any event table's: the load id it will commit."""
+        self._append("ingests", [(first_load_id, _now())], "load_id BIGINT, started_at STRING")
+
+    def ingest_in_doubt(self) -> bool:
+        """An ingest may have left event-table commits without its loads: one started here
+        never committed (cut, or failed and undone since: in doubt until the next ingest
+        commits, each open then checks the tables' histories and finds nothing to undo), or
+        no ingest was ever recorded (a root an earlier release wrote, whose last ingest may
+        have been cut)."""
+        started, committed = self.sql.query(
+            "SELECT (SELECT max(load_id) FROM ingests), "
+            "(SELECT coalesce(max(load_id), 0) FROM loads)"
+        )[0]
+        return started is None or int(started) > int(committed)
 
     def commit_loads(self, loads: Sequence[LoadRecord]) -> None:
         """The ingest's last commit: its loads, with the event tables' versions now."""

@@ -134,3 +134,9 @@ CREATE TABLE IF NOT EXISTS plus_spend_days (
 -- The warehouse's identity (a random UUID), to which the ledger binds a campaign whose
 -- per-user state (the AdsBPC+ spends) lives here.
 CREATE TABLE IF NOT EXISTS meta (key STRING, value STRING) USING delta LOCATION '{{root}}/meta';
+
+-- Each ingest's first load id, committed before its first event-table commit: an open restores
+-- the event tables only when an ingest started here has no loads (records.ingest_in_doubt).
+CREATE TABLE IF NOT EXISTS ingests (
+    load_id BIGINT, started_at STRING
+) USING delta LOCATION '{{root}}/ingests';
