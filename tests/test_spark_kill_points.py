@@ -70,7 +70,12 @@ RUN_POINTS = (
 # deleted and recorded on its way; the sweep kills at every pass of every point).
 CHAIN = ("spark.touch.drawn", "spark.partition.written", "spark.plus.day_committed")
 SWEEP = os.environ.get("DP_PLATFORM_KILL_SWEEP") == "1"
-INGEST_POINTS = ("spark.ingest.appended", "spark.ingest.loaded", "spark.ingest.restored")
+INGEST_POINTS = (
+    "spark.ingest.started",
+    "spark.ingest.appended",
+    "spark.ingest.loaded",
+    "spark.ingest.restored",
+)
 
 
 def _catalogue() -> dict:
@@ -255,3 +260,22 @@ def test_sweep_an_ingest_killed_at_every_pass_of_its_points(
         open_tables(spark, home).ingest(*second_files)
         assert event_fingerprint(open_tables(spark, home)) == after, point
         n += 1
+
+
+@sweep
+def test_sweep_an_ingest_killed_after_its_start_reads_old_and_is_in_doubt(
+    spark, prepared, second_files, tmp_path
+) -> None:
+    """Killed after its first commit (``spark.ingest.started``, no event table moved yet): the
+    old tables, the ingest in doubt until the files load, once."""
+    before = event_fingerprint(open_tables(spark, prepared))
+    home = copy_home(prepared, tmp_path / "home")
+    point = "spark.ingest.started"
+    code = _ingest(home, second_files, point, tmp_path / "fired")
+    assert fired(tmp_path / "fired", point) and code == -signal.SIGKILL
+    warehouse = open_tables(spark, home)
+    assert warehouse.records.ingest_in_doubt()
+    assert event_fingerprint(warehouse) == before
+    warehouse.ingest(*second_files)
+    assert not open_tables(spark, home).records.ingest_in_doubt()
+    assert event_fingerprint(open_tables(spark, home)) != before
