@@ -208,6 +208,20 @@ def test_an_open_reads_the_event_tables_histories_only_while_an_ingest_is_in_dou
     assert read == []
 
 
+def test_benchmark_reopen_an_ingested_warehouse(benchmark, spark, tmp_path):
+    """pytest-benchmark of an open (`make bench`; one quick run otherwise): every Dagster step
+    opens the warehouse, and an open with no ingest in doubt is a few queries, not ten
+    ``DESCRIBE HISTORY`` (docs/scale.md §5)."""
+    _open(spark, tmp_path).ingest(*_events(tmp_path), now=NOW)
+
+    def reopen():
+        warehouse = _open(spark, tmp_path)
+        warehouse.close()
+        return warehouse
+
+    assert not benchmark(reopen).records.ingest_in_doubt()
+
+
 def test_plus_spends_written_but_not_committed_are_recomputed_once(spark, tmp_path, monkeypatch):
     files = _events(tmp_path)
     warehouse = _open(spark, tmp_path)

@@ -219,7 +219,7 @@ def _load_all(
     before = warehouse.records.event_versions()
     first = warehouse.records.next_load_id()
     load_ids = list(range(first, first + len(todo)))
-    warehouse.records.begin_ingest(first)  # before any event table moves: recover() looks
+    warehouse.records.begin_ingest(first)  # before any event table moves (see recover)
     try:
         for held, load_id in zip(todo, load_ids, strict=True):
             reports[held.kind] = _load(warehouse, held, load_id, own[held.kind])
