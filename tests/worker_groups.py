@@ -3,7 +3,7 @@
 Every test file is one group, so its module fixtures (a prepared home, both engines'
 warehouses) are built once and its tests may build on the ones before them, as under
 ``--dist loadfile``. Every file with a Spark test (:func:`uses_spark`) joins one of two
-Spark groups, so the run starts two Spark JVMs (20-35 s and ~2 GB each), one per group,
+Spark groups, so the run starts two Spark JVMs (20-35 s, a heap of up to 4 GB each), one per group,
 instead of one per file: the files comparing the engines' rows on the same data
 (:data:`PARITY_FILES`) and the others (the platform through Dagster, crashes, the audit,
 Connect). On Delta Lake tables one group held about an hour of one worker; two let both
