@@ -34,7 +34,7 @@ TEST_SETTINGS = SparkSettings(
         # Delta keeps each opened table's log state in the driver; the tests open hundreds of
         # roots in one session (1 GB, the local default, ran out in the crash tests). With 2 GB
         # the old generation filled over a CI run: the serial collector took 26-35 % of each
-        # group's JVM CPU, 61 % in the last quarter hour of one (docs/testing.md)
+        # group's JVM CPU, 61 % in the last 16 minutes of one (docs/testing.md)
         "spark.driver.memory": "4g",
     },
 )
