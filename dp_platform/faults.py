@@ -45,10 +45,9 @@ SPARK_FAULT_POINTS = (
     # tests/test_spark_kill_points.py in launched Spark processes
     "spark.schema.created",  # a table of schema.sql created (a first open)
     "spark.meta.written",  # the warehouse's identity committed (its first use)
-    "spark.ingest.started",  # an ingest's first load id committed, before its event tables
+    "spark.ingest.started",  # an ingest's load ids reserved, before its event tables
     "spark.ingest.appended",  # an ingest's event-table commit, before its loads row
     "spark.ingest.loaded",  # an ingest's loads row committed: the ingest is data
-    "spark.ingest.restored",  # one event table restored while undoing a cut ingest
     "spark.partition.forgotten",  # a derived range's partitions record deleted, rows still there
     "spark.partition.deleted",  # rows deleted without a rewrite (an empty clip, a remainder)
     "spark.partition.written",  # a derived range's rows replaced (one commit), not recorded

@@ -4,8 +4,9 @@ says why). Prints one JSON object.
 * ``campaign``: generate and ingest a campaign's events into a home whose catalogue has
   ``remote:``, then materialise its days through Dagster with seeded noise; reports the
   session's class and whether this process ever had a SparkContext (it must not).
-* ``probe``: the statements the engine's recovery and runner rely on, on a scratch Delta
-  table — DataFrameWriter appends, DESCRIBE HISTORY, RESTORE, a pandas frame, a local
+* ``probe``: the statements the engine's records and runner rely on, on a scratch Delta
+  table — DataFrameWriter appends, DESCRIBE HISTORY, a view of some rows kept in the
+  catalogue (what visibility.py makes of the loaded tables), a pandas frame, a local
   checkpoint — and a query with a bound parameter (which Connect still drops: runner.py).
 
 ``python -m tests.spark_connect_job '<json: mode, url, root[, seed, users, days,
@@ -51,7 +52,7 @@ def probe(url: str, root: Path) -> dict:
         frame.write.format("delta").mode("append").save(str(root / "probe"))
     version = table_version(spark, table)  # the engine's own reading of DESCRIBE HISTORY
     history = [row["operation"] for row in spark.sql(f"DESCRIBE HISTORY {table}").collect()]
-    runner.query(f"RESTORE TABLE {table} TO VERSION AS OF 1")
+    spark.sql(f"CREATE OR REPLACE VIEW probe_shown AS SELECT * FROM {table} WHERE v = 1")
     runner.execute(f"CACHE TABLE kept AS SELECT k, v FROM {table} WHERE v > :low", {"low": 1})
     kept = runner.query("SELECT k, v FROM kept")
     runner.release()
@@ -63,7 +64,7 @@ def probe(url: str, root: Path) -> dict:
     return {
         "version": version,
         "history": sorted(history),
-        "rows_after_restore": runner.query(f"SELECT count(*) FROM {table}")[0][0],
+        "rows_in_view": runner.query("SELECT count(*) FROM probe_shown")[0][0],
         "kept": [list(row) for row in kept],
         "views_after_release": [t.name for t in spark.catalog.listTables() if t.isTemporary],
         "inlined": runner.query("SELECT :x + 1", x=41)[0][0],

@@ -1,7 +1,8 @@
 """What a SIGKILL at a Spark write point must leave (tests/test_spark_kill_points.py): the
 warehouse's state read back as the old snapshot or the new one, never a mix, and nothing drawn
-or charged twice. Every read opens the home's tables in the test's own session (an open undoes
-an ingest a crash cut, as the next process would: ingest.recover), and reads nothing else.
+or charged twice. Every read opens the home's tables in the test's own session, as the next
+process would (its views of the loaded tables show the committed loads' rows: visibility.py),
+and reads nothing else.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from dp_platform.faults import FAULT_RECORD_VARIABLE, FAULT_VARIABLE
 from dp_platform.home import Home
-from dp_platform.warehouse.spark.records import EVENT_TABLES
+from dp_platform.warehouse.spark.visibility import KEY_TABLES, LOADED_TABLES
 from tests.process_runs import CLI
 
 DERIVED = ("attributed_conversions", "user_day_contributions")
@@ -88,14 +89,37 @@ def _digest(columns: str) -> str:
     return f"count(*), sum(CAST(xxhash64({columns}) AS DECIMAL(38, 0)))"
 
 
+def _columns_but_load(warehouse, table: str) -> str:
+    return ", ".join(c for c in warehouse.spark.table(table).columns if c != "load_id")
+
+
 def event_fingerprint(warehouse) -> dict[str, tuple]:
-    """Each event table's rows (count and an order-free hash) and the committed loads'."""
-    hashed = {table: "*" for table in EVENT_TABLES}
-    hashed["loads"] = "load_id, kind, sha256, rows_in, accepted, quarantined"
+    """Each loaded table's rows as read (count and an order-free hash) and the committed
+    loads', leaving out load ids: an ingest run again after one that never committed takes new
+    ids (records.reserve_loads), and the same rows are loaded."""
+    hashed = {table: _columns_but_load(warehouse, table) for table in LOADED_TABLES}
+    hashed["loads"] = "kind, sha256, rows_in, accepted, quarantined"
     query = " UNION ALL ".join(
         f"SELECT '{table}', {_digest(columns)} FROM {table}" for table, columns in hashed.items()
     )
     return {name: (rows, total) for name, rows, total in warehouse.sql.query(query)}
+
+
+def key_rows(warehouse) -> dict[str, set[tuple]]:
+    """Each key table's rows but their load ids (read whole: a key once written is its id's
+    key, its ingest committed or not)."""
+    return {
+        table: set(
+            warehouse.sql.query(f"SELECT {_columns_but_load(warehouse, table)} FROM {table}")
+        )
+        for table in KEY_TABLES
+    }
+
+
+def assert_keys_between(before: dict, now: dict, after: dict) -> None:
+    """Every key before is kept, and every key since is one the whole ingest gives."""
+    for table in KEY_TABLES:
+        assert before[table] <= now[table] <= after[table], table
 
 
 # Per derived asset: the columns that do not depend on the noise (private last touch's winner

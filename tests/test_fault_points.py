@@ -77,7 +77,7 @@ def test_a_fired_point_is_recorded_before_the_kill_when_asked(tmp_path) -> None:
 
 def test_every_spark_commit_is_followed_by_a_named_point() -> None:
     """Each writing statement of the Spark engine's SQL files, and each write its Python makes
-    (the record tables' appends, the impressions' day overwrite, the clears and restores), is
+    (the record tables' appends, the load-id reservation, the clears), is
     named by a point of SPARK_FAULT_POINTS (warehouse/spark/commits.py); every ``spark.*`` point
     names some commit; a statement of an unknown form is refused before it runs."""
     from importlib import resources
@@ -95,9 +95,9 @@ def test_every_spark_commit_is_followed_by_a_named_point() -> None:
                 if not (_VIEW.match(text) or _QUERY.match(text)):
                     sites.add(written_table(text))
     python_writes = {
-        ("insert", t) for t in ("loads", "ingests", "meta", "partitions", "plus_spend_days")
+        ("insert", t) for t in ("loads", "load_ids", "meta", "partitions", "plus_spend_days")
     }
-    python_writes |= {("insert", "impressions"), ("delete", "partitions"), ("restore", "users")}
+    python_writes |= {("delete", "partitions")}
     # store_core._clear: the deletes nothing replaces (an empty clip, a day without remainder)
     python_writes |= {("delete", t) for t in ("clipped_daily_vectors", "plus_remainders")}
     named = {commit_point(*site) for site in sites | python_writes}
@@ -105,5 +105,8 @@ def test_every_spark_commit_is_followed_by_a_named_point() -> None:
     assert named == spark_points
     with pytest.raises(ValueError):
         written_table("UPDATE partitions SET rows = 0")
+    with pytest.raises(ValueError):  # nothing is undone any more (visibility.py)
+        written_table("RESTORE TABLE users TO VERSION AS OF 1")
+    assert written_table("INSERT INTO impressions_rows SELECT 1") == ("insert", "impressions")
     with pytest.raises(ValueError):
         commit_point("insert", "some_new_table")

@@ -299,10 +299,11 @@ def test_a_connect_server_with_its_ui_on_is_refused(spark_connect, tmp_path):  #
     assert not (tmp_path / "home" / "spark" / "tables").exists()  # refused before any table
 
 
-def test_recovery_statements_and_dropped_parameters_over_connect(spark_connect, tmp_path):  # noqa: F811
-    """What the engine's recovery and runner rely on works over Connect; and a bound query
-    still fails there — why the runner writes parameters as literals (runner.py's module doc).
-    The last assertion fails once a Spark or Delta release binds them."""
+def test_visibility_statements_and_dropped_parameters_over_connect(spark_connect, tmp_path):  # noqa: F811
+    """What the engine's views of committed loads and its runner rely on works over Connect;
+    and a bound query still fails there — why the runner writes parameters as literals
+    (runner.py's module doc). The last assertion fails once a Spark or Delta release binds
+    them."""
     job = {"mode": "probe", "url": spark_connect.url, "root": str(tmp_path)}
     ran = subprocess.run(
         [sys.executable, "-m", "tests.spark_connect_job", json.dumps(job)],
@@ -315,7 +316,7 @@ def test_recovery_statements_and_dropped_parameters_over_connect(spark_connect, 
     result = json.loads(ran.stdout.strip().splitlines()[-1])
     assert result["version"] == 2
     assert result["history"] == ["CREATE TABLE", "WRITE", "WRITE"]
-    assert result["rows_after_restore"] == 2  # version 1: one append
+    assert result["rows_in_view"] == 2  # v = 1: one row of each append
     assert result["kept"] == [["b", 2]]  # the parameter inlined, checkpointed
     assert result["views_after_release"] == []
     assert result["inlined"] == 42

@@ -1,15 +1,16 @@
-"""What Delta Lake's commits guarantee two writers of one table, before the per-home lock goes.
+"""What Delta Lake's commits guarantee two writers of one table: the statements the Spark
+engine's ingests rely on to run beside each other (docs/scale.md §5).
 
-The Spark engine serialises its writers with a lock under the home (``store.py::_spark_lock``).
-Retiring it (docs/scale.md §5) rests on Delta's optimistic commits: a ``MERGE`` reads the table
-inside its own transaction, so when another writer appends after that read began, the MERGE
-fails (``ConcurrentAppendException``) rather than commits — at the table's default isolation
-(``WriteSerializable``) as at ``Serializable``, on Delta 4.4; so does an ``INSERT … SELECT``
-that reads its own table, as ingest_keys.sql takes new keys from ``max + 1``: the read is part
-of the write's transaction. (A key read by one statement and appended by another would be no
-transaction at all: Delta would see a blind append and commit both.) What the lock still guards
-is the ingest as a whole — many commits, undone by ``RESTORE`` when cut — which the design of
-docs/scale.md §5 replaces.
+A statement that reads its own table inside its write — a ``MERGE``, an ``INSERT … SELECT``
+that takes new keys from ``max + 1`` (ingest_keys.sql), the reservation of load ids
+(records.reserve_loads) and the commit of an ingest's loads only if the last committed load is
+still the one it began after (records.commit_loads) — fails (``ConcurrentAppendException``)
+when another writer appended to that table after its read began, at the table's default
+isolation (``WriteSerializable``) as at ``Serializable``, on Delta 4.4: the read is part of
+the write's transaction. (A key read by one statement and appended by another would be no
+transaction at all: Delta would see a blind append and commit both.) So two ingests never
+share a load id or give one id two keys, and of two that would both commit their loads, one
+does.
 
 The writer under test waits ``PAUSE_S`` on a Python function (``slow``) between its read and
 its commit, so the other writer's append (about a second here) lands there every time.
@@ -74,6 +75,17 @@ WRITERS = {
     ),
     # ingest_keys.sql's form: the next key read from the table inside the INSERT itself
     "insert_select": "INSERT INTO {t} SELECT slow(coalesce(max(k), 0) + 2) FROM {t}",
+    # records.reserve_loads: ids after the largest reserved, in the statement that adds them
+    "reserve": (
+        "INSERT INTO {t} SELECT slow(b.top + s.n) FROM "
+        "(SELECT greatest(coalesce(max(k), 0), 0) AS top FROM {t}) AS b "
+        "LATERAL VIEW explode(sequence(1, 1)) s AS n"
+    ),
+    # records.commit_loads: appended only while the last row is still the one expected
+    "commit_if_last": (
+        "INSERT INTO {t} SELECT slow(n.id) FROM range(5, 6) AS n "
+        "CROSS JOIN (SELECT coalesce(max(k), 0) AS last FROM {t}) AS c WHERE c.last = 1"
+    ),
 }
 
 
@@ -92,3 +104,28 @@ def test_a_write_that_read_its_table_fails_when_another_writer_appended_since(
         assert _keys(spark, table) == [1, 3]  # the writer left nothing: key 3 is kept once
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {table}")
+
+
+def test_a_conflict_delta_reports_is_the_one_line_of_an_ingest_that_lost(tmp_path) -> None:
+    """Through Py4J, Delta's conflict reaches the ingest as a ``Py4JJavaError`` whose text
+    names the Java class (and may name a partition's values): the ingest stops with the
+    loser's one line, naming the warehouse only; any other engine error keeps its own line."""
+    from dp_platform.warehouse.ingest import IngestError
+    from dp_platform.warehouse.spark.ingest import LOST, _writing
+
+    java_error = type("Py4JJavaError", (Exception,), {"__module__": "py4j.protocol"})
+
+    class Tables:
+        root = str(tmp_path / "tables")
+
+    text = (
+        "An error occurred while calling o81.sql.\n: io.delta.exceptions."
+        "ConcurrentAppendException: [DELTA_CONCURRENT_APPEND.WITH_PARTITION_HINT] Files were "
+        "added to partition [day=2026-03-01] by a concurrent update."
+    )
+    with pytest.raises(IngestError) as lost, _writing(Tables()):
+        raise java_error(text)
+    assert str(lost.value) == f"warehouse {tmp_path / 'tables'}: {LOST}"
+    with pytest.raises(IngestError) as other, _writing(Tables()):
+        raise java_error("An error occurred while calling o81.sql.\n: java.lang.OutOfMemoryError")
+    assert str(other.value).endswith("ingest failed (Py4JJavaError); nothing was loaded")

@@ -3,9 +3,10 @@ of the engine is followed by one): real ``dp-platform`` processes killed there l
 snapshot or the new one, never a mix, and a re-run draws and charges nothing twice.
 
 * Ingest: ``dp-platform ingest`` of a second pair of files killed after an event-table commit
-  (``spark.ingest.appended``) leaves the tables exactly as before the ingest once reopened;
-  killed after its loads (``spark.ingest.loaded``), exactly as an uncrashed ingest left them
-  (the sweep also kills the process that undoes a cut ingest: ``spark.ingest.restored``).
+  (``spark.ingest.appended``) leaves the loaded tables reading exactly as before the ingest
+  (its rows are in no view: visibility.py), the key tables holding every key before and only
+  keys the whole ingest gives; killed after its loads (``spark.ingest.loaded``), exactly as an
+  uncrashed ingest left them. No open commits anything.
 * Run: one campaign that reaches every run point (private last touch, AdsBPC+, 2 days) is run
   by ``dp-platform run`` processes each killed at the next point, on one home (each run
   recovers from the kill before it); after each kill the home reads as one snapshot, and
@@ -35,15 +36,18 @@ from dp_platform.events import generate_campaign, write_events
 from dp_platform.home import Home
 from dp_platform.ledger import Ledger
 from dp_platform.privacy.discrete import SeededIntegerNoise
-from dp_platform.warehouse.spark.records import EVENT_TABLES, table_version
+from dp_platform.warehouse.spark.records import table_version
+from dp_platform.warehouse.spark.visibility import EVENT_TABLES
 from dp_platform.warehouse.store_core import days_between
 from tests.platform_fixtures import START, catalogue, copy_home, make_home
 from tests.spark_kill_checks import (
     STABLE,
     State,
     assert_kept,
+    assert_keys_between,
     event_fingerprint,
     fired,
+    key_rows,
     launch,
     open_tables,
     read_state,
@@ -74,7 +78,6 @@ INGEST_POINTS = (
     "spark.ingest.started",
     "spark.ingest.appended",
     "spark.ingest.loaded",
-    "spark.ingest.restored",
 )
 
 
@@ -174,12 +177,15 @@ def _ingest(home: Home, files: tuple[Path, Path], fault: str | None, record: Pat
 def test_an_ingest_killed_at_each_spark_write_point_reads_old_or_new(
     spark, prepared, second_files, tmp_path
 ) -> None:
-    """Killed after an event table's commit: the old tables (the next open undoes it); killed
-    after its loads: the new ones, and ingesting again loads nothing twice."""
+    """Killed after an event table's commit: the old tables (nothing of it is read, and no
+    open commits anything); killed after its loads: the new ones, and ingesting again loads
+    nothing twice."""
     before = event_fingerprint(open_tables(spark, prepared))
+    keys_before = key_rows(open_tables(spark, prepared))
     done = copy_home(prepared, tmp_path / "done")
     open_tables(spark, done).ingest(*second_files)
     after = event_fingerprint(open_tables(spark, done))
+    keys_after = key_rows(open_tables(spark, done))
     assert after != before
 
     home = copy_home(prepared, tmp_path / "home")
@@ -190,12 +196,14 @@ def test_an_ingest_killed_at_each_spark_write_point_reads_old_or_new(
         code = _ingest(home, second_files, point, record)
         assert fired(record, point) and code == -signal.SIGKILL, f"{point}: no kill"
         assert event_fingerprint(open_tables(spark, home)) == expected, point
+        assert_keys_between(keys_before, key_rows(open_tables(spark, home)), keys_after)
         versions = {table: table_version(spark, table) for table in EVENT_TABLES}
-        open_tables(spark, home)  # undone already: a second open commits nothing
+        open_tables(spark, home)  # an open commits nothing
         assert {table: table_version(spark, table) for table in EVENT_TABLES} == versions
     again = open_tables(spark, home).ingest(*second_files)
     assert again.impressions.already_loaded and again.conversions.already_loaded
     assert event_fingerprint(open_tables(spark, home)) == after  # nothing loaded twice
+    assert key_rows(open_tables(spark, home)) == keys_after
 
 
 def test_the_chain_names_spark_points_only() -> None:
@@ -239,43 +247,44 @@ def test_sweep_a_run_killed_at_every_pass_of_a_point(
 def test_sweep_an_ingest_killed_at_every_pass_of_its_points(
     spark, prepared, second_files, tmp_path
 ) -> None:
-    """Every event-table commit of the ingest (``spark.ingest.appended@n``), each followed by
-    a process killed after its first restore: the old tables; the ingest then loads once."""
+    """Every event-table commit of the ingest (``spark.ingest.appended@n``), each on a home
+    where an ingest was killed at the pass before: the old tables; the ingest then loads once,
+    with the keys an uncrashed one gives."""
     before = event_fingerprint(open_tables(spark, prepared))
+    keys_before = key_rows(open_tables(spark, prepared))
     done = copy_home(prepared, tmp_path / "done")
     open_tables(spark, done).ingest(*second_files)
     after = event_fingerprint(open_tables(spark, done))
+    keys_after = key_rows(open_tables(spark, done))
+    home = copy_home(prepared, tmp_path / "home")
     n = 1
     while True:
-        home = copy_home(prepared, tmp_path / f"home{n}")
         point = f"spark.ingest.appended@{n}"
         _ingest(home, second_files, point, tmp_path / f"fired{n}")
         if not fired(tmp_path / f"fired{n}", point):
             assert n > 1 and event_fingerprint(open_tables(spark, home)) == after
+            assert key_rows(open_tables(spark, home)) == keys_after
             break
-        restored = tmp_path / f"restored{n}"  # the next process dies undoing it
-        _ingest(home, second_files, "spark.ingest.restored", restored)
-        assert fired(restored, "spark.ingest.restored"), point
         assert event_fingerprint(open_tables(spark, home)) == before, point
-        open_tables(spark, home).ingest(*second_files)
-        assert event_fingerprint(open_tables(spark, home)) == after, point
+        assert_keys_between(keys_before, key_rows(open_tables(spark, home)), keys_after)
         n += 1
 
 
 @sweep
-def test_sweep_an_ingest_killed_after_its_start_reads_old_and_is_in_doubt(
+def test_sweep_an_ingest_killed_after_its_start_reads_old(
     spark, prepared, second_files, tmp_path
 ) -> None:
-    """Killed after its first commit (``spark.ingest.started``, no event table moved yet): the
-    old tables, the ingest in doubt until the files load, once."""
+    """Killed after its first commit (``spark.ingest.started``: its load ids reserved, no event
+    table moved): the old tables; the files then load once, under later ids."""
     before = event_fingerprint(open_tables(spark, prepared))
     home = copy_home(prepared, tmp_path / "home")
     point = "spark.ingest.started"
     code = _ingest(home, second_files, point, tmp_path / "fired")
     assert fired(tmp_path / "fired", point) and code == -signal.SIGKILL
     warehouse = open_tables(spark, home)
-    assert warehouse.records.ingest_in_doubt()
     assert event_fingerprint(warehouse) == before
+    reserved = warehouse.sql.query("SELECT max(load_id) FROM load_ids")[0][0]
     warehouse.ingest(*second_files)
-    assert not open_tables(spark, home).records.ingest_in_doubt()
+    loaded = open_tables(spark, home).sql.query("SELECT max(load_id) FROM loads")[0][0]
+    assert reserved is not None and loaded > reserved
     assert event_fingerprint(open_tables(spark, home)) != before

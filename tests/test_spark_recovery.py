@@ -1,5 +1,6 @@
 """Spark warehouse crashes: an ingest cut after any of its Delta commits leaves the old tables or
-the new ones on the next open, never a mix — all or nothing, as DuckDB's transaction; an AdsBPC+
+the new ones on the next open, never a mix — all or nothing, as DuckDB's transaction, with
+nothing undone: the rows of loads never committed are in no view (visibility.py); an AdsBPC+
 day whose spends were written but not recorded is recomputed, never charged twice; private last
 touch's choices are one commit, and a conversion is never drawn twice once they are stored."""
 
@@ -46,17 +47,16 @@ def _open(spark, tmp_path):
 
 
 def _fingerprint(warehouse) -> dict[str, tuple]:
-    """Each event table's row count and a hash of its rows, and the committed loads' (one
-    Spark job)."""
-    from dp_platform.warehouse.spark.records import EVENT_TABLES
+    """The loaded tables as read and the committed loads (tests/spark_kill_checks.py)."""
+    from tests.spark_kill_checks import event_fingerprint
 
-    hashed = {t: "xxhash64(*)" for t in EVENT_TABLES}
-    hashed["loads"] = "xxhash64(load_id, kind, sha256, rows_in, accepted, quarantined)"
-    query = " UNION ALL ".join(
-        f"SELECT '{t}', count(*), sum(CAST({h} AS DECIMAL(38, 0))) FROM {t}"
-        for t, h in hashed.items()
-    )
-    return {name: (rows, total) for name, rows, total in warehouse.sql.query(query)}
+    return event_fingerprint(warehouse)
+
+
+def _keys(warehouse) -> dict[str, set[tuple]]:
+    from tests.spark_kill_checks import key_rows
+
+    return key_rows(warehouse)
 
 
 class CutAfter:
@@ -100,19 +100,21 @@ def test_an_ingest_cut_after_any_of_its_writes_leaves_the_old_or_the_new_tables(
     spark, tmp_path, monkeypatch
 ):
     """A second ingest (with dimensions, over the first one's days: its impression days are
-    rewritten) is cut after its Delta commits in turn (_cuts), the clean-up dying with it;
-    the next open leaves every event table and the loads exactly as before the ingest — or,
-    cut after its last commit (its loads), exactly as after it."""
+    rewritten) is cut after its Delta commits in turn (_cuts), each on the warehouse the cut
+    before left; the next open reads every loaded table and the loads exactly as before the
+    ingest — or, cut after its last commit (its loads), exactly as after it — and the key
+    tables hold every key before and only keys the whole ingest gives. No open commits."""
     import shutil
 
     from tests.cells_data import CONVERSION_LISTS, IMPRESSION_LISTS
+    from tests.spark_kill_checks import assert_keys_between
 
     lists = {"dimensions": CONVERSION_LISTS, "impression_dimensions": IMPRESSION_LISTS}
     first, second = _cell_files(tmp_path, 1, 4), _cell_files(tmp_path, 2, 5)
     base = tmp_path / "base"
     warehouse = _open_at(spark, base)
     warehouse.ingest(*first, now=NOW, **lists)
-    before = _fingerprint(warehouse)
+    before, keys_before = _fingerprint(warehouse), _keys(warehouse)
     counted = tmp_path / "counted"
     shutil.copytree(base, counted)
     with monkeypatch.context() as patch:
@@ -121,19 +123,23 @@ def test_an_ingest_cut_after_any_of_its_writes_leaves_the_old_or_the_new_tables(
         opened = counter.writes
         warehouse.ingest(*second, now=NOW, **lists)
         writes = counter.writes - opened
-    after = _fingerprint(warehouse)
+    after, keys_after = _fingerprint(warehouse), _keys(warehouse)
     assert writes >= 10 and after != before
     assert after["impressions"][0] > before["impressions"][0]
     warehouse = _open_at(spark, base)
-    for cut in _cuts(writes):  # each cut recovered leaves base as it was: reused
+    for cut in _cuts(writes):  # each cut leaves base reading as it was: reused
         with monkeypatch.context() as patch:
-            patch.setattr(spark_ingest, "_restore", _die)  # the process is gone: no clean-up
             CutAfter(patch, cut)
             with pytest.raises(Crash):
                 warehouse.ingest(*second, now=NOW, **lists)
-        warehouse = _open_at(spark, base)  # the next open recovers
+        with monkeypatch.context() as patch:
+            counter = CutAfter(patch)
+            warehouse = _open_at(spark, base)  # the next process's open
+            assert counter.writes == 0, cut
         assert _fingerprint(warehouse) == (after if cut == writes else before), cut
+        assert_keys_between(keys_before, _keys(warehouse), keys_after)
     assert warehouse.ingest(*second, now=NOW, **lists).conversions.already_loaded
+    assert _keys(warehouse) == keys_after
 
 
 def _cuts(writes: int) -> list[int]:
@@ -149,9 +155,10 @@ def _die(*args, **kwargs):
     raise Crash
 
 
-def test_a_failed_ingest_is_undone_at_once(spark, tmp_path, monkeypatch):
+def test_a_failed_ingest_leaves_nothing_read(spark, tmp_path, monkeypatch):
     """An ingest that fails part way (here after its impressions, before its conversions)
-    restores the event tables itself: the same warehouse reads as before, no reopen needed."""
+    leaves the same warehouse reading as before, no reopen needed (its views show the
+    committed loads again); run again, the files load as if never tried."""
     files = _events(tmp_path)
     real_load = spark_ingest._load
 
@@ -174,14 +181,13 @@ def test_a_failed_ingest_is_undone_at_once(spark, tmp_path, monkeypatch):
     assert warehouse.table_rows("users") == 4
 
 
-def test_an_open_reads_the_event_tables_histories_only_while_an_ingest_is_in_doubt(
-    spark, tmp_path, monkeypatch
-):
-    """Every open looks for a cut ingest, but reads the event tables' last commits only when an
-    ingest started without committing its loads (records.ingest_in_doubt); cut after its first
-    event-table commit, the next open reads them all and undoes it, and once the files are
-    ingested again nothing is in doubt."""
-    from dp_platform.warehouse.spark.records import EVENT_TABLES
+def test_the_rows_of_a_cut_ingest_are_stored_but_never_read(spark, tmp_path, monkeypatch):
+    """Cut after its impressions' commits, an ingest's rows are in the stored tables and in no
+    view; the next open commits nothing (no table's version moves); the files then load under
+    new load ids. That ingest keeps the cut one's impressions (a load after the last committed
+    one may be an ingest still running), the next rewrite of their days drops them."""
+    from dp_platform.warehouse.spark.records import table_version
+    from dp_platform.warehouse.spark.visibility import EVENT_TABLES
 
     warehouse = _open(spark, tmp_path)
     warehouse.ingest(*_events(tmp_path), now=NOW)
@@ -189,29 +195,82 @@ def test_an_open_reads_the_event_tables_histories_only_while_an_ingest_is_in_dou
     imps = [Imp(f"j{k}", f"v{k}", "p0", "acme", T0 + timedelta(hours=k), "view") for k in range(3)]
     convs = [Conv(f"d{k}", f"v{k}", "acme", T0 + timedelta(hours=k + 5)) for k in range(2)]
     second = write_events(tmp_path / "second", imps, convs)
-    read: list[str] = []
-    real = spark_ingest.last_commit
-    monkeypatch.setattr(spark_ingest, "last_commit", lambda s, t: read.append(t) or real(s, t))
-    _open(spark, tmp_path)
-    assert read == []  # the last ingest committed its loads
+
+    def stored_impressions(loads: str) -> int:
+        query = f"SELECT count(*) FROM impressions_rows WHERE load_id {loads}"
+        return int(warehouse.sql.query(query)[0][0])
+
     with monkeypatch.context() as patch:
-        patch.setattr(spark_ingest, "_restore", _die)  # the process is gone: no clean-up
-        CutAfter(patch, 2)  # its start, then the first event-table commit (new users' keys)
+        patch.setattr(spark_ingest, "_load", _cut_before_conversions())
         with pytest.raises(Crash):
             warehouse.ingest(*second, now=NOW)
+    versions = {table: table_version(spark, table) for table in EVENT_TABLES}
     warehouse = _open(spark, tmp_path)
-    assert sorted(read) == sorted(EVENT_TABLES)
+    assert {table: table_version(spark, table) for table in EVENT_TABLES} == versions
     assert _fingerprint(warehouse) == before
-    read.clear()
+    assert stored_impressions("> 2") == 3 and warehouse.table_rows("impressions") == 12
     warehouse.ingest(*second, now=NOW)
-    _open(spark, tmp_path)
-    assert read == []
+    assert sorted(row[0] for row in warehouse.records.committed_loads()) == [1, 2, 5, 6]
+    assert stored_impressions("= 3") == 3 and warehouse.table_rows("impressions") == 15
+    imps = [Imp(f"k{k}", f"v{k}", "p1", "acme", T0 + timedelta(hours=k), "view") for k in range(2)]
+    warehouse.ingest(*write_events(tmp_path / "third", imps, []), now=NOW)
+    assert stored_impressions("= 3") == 0  # load 3 can no longer commit: dropped
+    assert warehouse.table_rows("impressions") == 17
+
+
+def _cut_before_conversions():
+    """``_load`` that dies (the process gone) when the conversions file's turn comes."""
+    real = spark_ingest._load
+
+    def load(warehouse, source, *rest):
+        if source.kind == "conversions":
+            raise Crash
+        return real(warehouse, source, *rest)
+
+    return load
+
+
+def test_an_ingest_that_another_committed_before_stops_and_leaves_nothing_read(
+    spark, tmp_path, monkeypatch
+):
+    """Two ingests at once (in turn here: the second runs whole while the first waits before
+    its loads commit): the first to commit its loads wins; the other stops with one line,
+    nothing of it is read, and run again it loads its files."""
+    from dp_platform.warehouse.ingest import IngestError
+    from dp_platform.warehouse.spark.ingest import LOST
+
+    warehouse = _open(spark, tmp_path)
+    warehouse.ingest(*_events(tmp_path), now=NOW)
+    imps = [Imp(f"j{k}", f"v{k}", "p0", "acme", T0 + timedelta(hours=k), "view") for k in range(3)]
+    convs = [Conv(f"d{k}", f"v{k}", "acme", T0 + timedelta(hours=k + 5)) for k in range(2)]
+    late = write_events(tmp_path / "late", imps, convs)
+    imps = [Imp(f"m{k}", f"w{k}", "p1", "acme", T0 + timedelta(hours=k), "view") for k in range(4)]
+    convs = [Conv(f"e{k}", f"w{k}", "acme", T0 + timedelta(hours=k + 6)) for k in range(3)]
+    other = write_events(tmp_path / "other", imps, convs)
+    records = type(warehouse.records)
+    real_commit = records.commit_loads
+
+    def other_ingest_first(self, loads, last):
+        monkeypatch.setattr(records, "commit_loads", real_commit)
+        _open(spark, tmp_path).ingest(*other, now=NOW)  # the other process's whole ingest
+        return real_commit(self, loads, last)
+
+    monkeypatch.setattr(records, "commit_loads", other_ingest_first)
+    with pytest.raises(IngestError) as lost:
+        warehouse.ingest(*late, now=NOW)
+    assert str(lost.value) == f"warehouse {tmp_path / 'tables'}: {LOST}"
+    warehouse = _open(spark, tmp_path)
+    assert warehouse.table_rows("impressions") == 12 + 4
+    assert warehouse.table_rows("conversions") == 8 + 3
+    report = warehouse.ingest(*late, now=NOW)
+    assert not report.impressions.already_loaded
+    assert warehouse.table_rows("impressions") == 12 + 4 + 3
 
 
 def test_benchmark_reopen_an_ingested_warehouse(benchmark, spark, tmp_path):
     """pytest-benchmark of an open (`make bench`; one quick run otherwise): every Dagster step
-    opens the warehouse, and an open with no ingest in doubt is a few queries, not ten
-    ``DESCRIBE HISTORY`` (docs/scale.md §5)."""
+    opens the warehouse, and an open of a warehouse whose views show its committed loads
+    already is a few queries (docs/scale.md §5)."""
     _open(spark, tmp_path).ingest(*_events(tmp_path), now=NOW)
 
     def reopen():
@@ -219,7 +278,7 @@ def test_benchmark_reopen_an_ingested_warehouse(benchmark, spark, tmp_path):
         warehouse.close()
         return warehouse
 
-    assert not benchmark(reopen).records.ingest_in_doubt()
+    assert benchmark(reopen).table_rows("impressions") == 12
 
 
 def test_plus_spends_written_but_not_committed_are_recomputed_once(spark, tmp_path, monkeypatch):

@@ -12,21 +12,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["EVENT_TABLES", "commit_point", "written_table"]
+from dp_platform.warehouse.spark.visibility import EVENT_TABLES, logical_name
 
-EVENT_TABLES = (
-    "users",
-    "publishers",
-    "advertisers",
-    "advertiser_publishers",
-    "impressions",
-    "conversions",
-    "quarantine",
-    "dimension_values",
-    "conversion_dimensions",
-    "impression_dimensions",
-)
-"""The tables an ingest writes (and only an ingest)."""
+__all__ = ["EVENT_TABLES", "commit_point", "written_table"]
 
 _DERIVED = (
     "attributed_conversions",
@@ -37,20 +25,20 @@ _PLUS = ("plus_user_spend", "plus_user_values", "plus_remainders")
 
 
 _WRITE = re.compile(
-    r"^\s*(INSERT\s+INTO|DELETE\s+FROM|RESTORE\s+TABLE|CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS)"
+    r"^\s*(INSERT\s+INTO|DELETE\s+FROM|CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS)"
     r"\s+(\w+)",
     re.IGNORECASE,
 )
 
 
 def written_table(statement: str) -> tuple[str, str]:
-    """(verb, table) of a writing statement: ``insert``, ``delete``, ``restore`` or
-    ``create``; a statement of another form is refused (a new kind of commit must be named
-    here before it runs)."""
+    """(verb, table) of a writing statement: ``insert``, ``delete`` or ``create``, and the
+    table by the name reads use (visibility.logical_name); a statement of another form is
+    refused (a new kind of commit must be named here before it runs)."""
     found = _WRITE.match(statement)
     if found is None:
         raise ValueError(f"not a known kind of Spark commit: {statement.split(None, 2)[:2]}")
-    return found.group(1).split()[0].lower(), found.group(2).lower()
+    return found.group(1).split()[0].lower(), logical_name(found.group(2).lower())
 
 
 def commit_point(verb: str, table: str) -> str:
@@ -58,14 +46,12 @@ def commit_point(verb: str, table: str) -> str:
     overwrite) on ``table``."""
     if verb == "create":
         return "spark.schema.created"
-    if verb == "restore":
-        return "spark.ingest.restored"
     if table in EVENT_TABLES and verb == "insert":
         return "spark.ingest.appended"
     named = {
         ("insert", "loads"): "spark.ingest.loaded",
         ("insert", "meta"): "spark.meta.written",
-        ("insert", "ingests"): "spark.ingest.started",
+        ("insert", "load_ids"): "spark.ingest.started",
         ("delete", "partitions"): "spark.partition.forgotten",
         ("insert", "partitions"): "spark.partition.recorded",
         ("insert", "private_touch_choices"): "spark.touch.drawn",

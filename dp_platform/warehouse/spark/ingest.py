@@ -15,17 +15,18 @@ Two halves, split where the work stops being a function of the file alone:
 All or nothing across tables: each write is a Delta commit of one table (rows tagged with
 their load id appended; the impression days the file touches replaced in one commit), and the
 ingest is data once its rows in ``loads`` commit, last (records.py), with every event table's
-version. A failed or crashed ingest is undone by restoring each event table to the versions
-the last committed ingest recorded (``RESTORE TABLE … TO VERSION AS OF``): at once on a
-failure, on the next open after a crash — see :func:`recover`. An ingest's first commit is its
-first load id in ``ingests``, so an open looks for a cut ingest only when one started without
-committing its loads (records.ingest_in_doubt).
+version. Until then its rows are in no view of the loaded tables (visibility.py): an ingest
+that fails, is cut or loses to another leaves rows that are never read, and nothing is undone.
+Its first commit reserves its load ids (unique however many ingests run); its last commits its
+loads only if no other ingest committed since it began — of two at once, the other one stops
+with one line and loaded nothing (:data:`LOST`).
 
 Messages and reports name files, columns, reasons and counts — never ids or values.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -51,19 +52,15 @@ from dp_platform.warehouse.spark.ingest_checks import (
     inspect_file,
     read_and_check,
 )
-from dp_platform.warehouse.spark.records import (
-    EVENT_TABLES,
-    LoadRecord,
-    WarehouseRecords,
-    last_commit,
-)
+from dp_platform.warehouse.spark.records import LoadRecord, WarehouseRecords
+from dp_platform.warehouse.spark.visibility import show_loads
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from dp_platform.warehouse.spark.runner import SparkSqlRunner
 
-__all__ = ["SparkTables", "ingest_files", "recover"]
+__all__ = ["LOST", "SparkTables", "ingest_files", "show_committed"]
 
 
 class SparkTables(Protocol):
@@ -72,8 +69,13 @@ class SparkTables(Protocol):
 
     spark: SparkSession
     root: str
+    database: str
     records: WarehouseRecords
     sql: SparkSqlRunner
+
+
+LOST = "another ingest committed first; nothing was loaded; run it again"
+"""The end of the one line an ingest that lost to another one stops with."""
 
 
 _ID = {"impressions": "impression_id", "conversions": "conversion_id"}
@@ -117,9 +119,11 @@ def _load(
     staged: CheckedFile,
     load_id: int,
     dimensions: DimensionLists,
+    last: int,
 ) -> KindReport:
     """Spark half of one file: its appends and, for impressions, the touched days replaced in
-    one commit (dynamic partition overwrite); returns its report."""
+    one commit (ingest_rewrite_impressions.sql); returns its report. ``last``: the last load
+    committed when the ingest began (which other loads' rows it keeps)."""
     spark, sql, source = warehouse.spark, warehouse.sql, staged.source
     kind = source.kind
     staged.register()
@@ -128,11 +132,21 @@ def _load(
     )
     sql.run("ingest_duplicates")
     sql.run("ingest_keys", load_id=load_id)
-    sql.run(f"ingest_insert_{kind}", load_id=load_id, tie_room=TIE_ROOM, max_tie=TIE_ROOM)
+    sql.run(
+        f"ingest_insert_{kind}", load_id=load_id, tie_room=TIE_ROOM, max_tie=TIE_ROOM, last=last
+    )
     if staged.dimensions:
         _insert_dimensions(warehouse, kind, dimensions, load_id)
     if kind == "impressions":
-        sql.write(spark.table("rewritten_impressions"), "impressions", replace_partitions=True)
+        first, last_day = sql.query("SELECT min(day), max(day) FROM new_impressions")[0]
+        if first is not None:
+            sql.run(
+                "ingest_rewrite_impressions",
+                first=first,
+                last_day=last_day,
+                last=last,
+                tie_room=TIE_ROOM,
+            )
     reasons = sql.run("ingest_quarantine", load_id=load_id, kind=kind, source_file=source.path)
     report = KindReport(source_file=source.path, rows=staged.rows)
     report.reasons = {reason: int(n) for reason, n in reasons}
@@ -142,31 +156,11 @@ def _load(
     return report
 
 
-def _moved(warehouse: SparkTables, table: str, version: int) -> bool:
-    """The table has commits after ``version`` other than a last restore to it (a restore is
-    a commit too: without this, every open after a cut ingest restored each table again, until
-    the next ingest committed)."""
-    last = last_commit(warehouse.spark, table)
-    if int(last["version"]) <= version:
-        return False
-    restored_to = (last["operationParameters"] or {}).get("version")
-    return not (last["operation"] == "RESTORE" and str(restored_to) == str(version))
-
-
-def _restore(warehouse: SparkTables, versions: dict[str, int]) -> None:
-    """Each event table back at ``versions`` (a commit per table that moved since): what an
-    ingest that never committed its loads wrote is gone, and nothing read it."""
-    for table in EVENT_TABLES:
-        if _moved(warehouse, table, versions[table]):
-            warehouse.sql.query(f"RESTORE TABLE {table} TO VERSION AS OF {int(versions[table])}")
-
-
-def recover(warehouse: SparkTables) -> None:
-    """Undo an ingest a crash interrupted (run on every open): the event tables back at the
-    versions the last committed ingest recorded. Each table's last commit is read only when an
-    ingest is in doubt (ten ``DESCRIBE HISTORY`` otherwise paid by every open)."""
-    if warehouse.records.ingest_in_doubt():
-        _restore(warehouse, warehouse.records.event_versions())
+def show_committed(warehouse: SparkTables, *own: int) -> None:
+    """The loaded tables' views show the committed loads' rows, and ``own`` loads' (an
+    ingest's, while it runs: it reads its own keys and rows)."""
+    loads = [int(row[0]) for row in warehouse.records.committed_loads()]
+    show_loads(warehouse.spark, warehouse.database, [*loads, *own])
 
 
 def ingest_files(
@@ -216,13 +210,12 @@ def _load_all(
 ) -> None:
     """Load the checked files not loaded before and commit their loads (see module doc; their
     checkpoints are freed by the caller); ``own``: each kind's catalogue dimensions."""
-    before = warehouse.records.event_versions()
-    first = warehouse.records.next_load_id()
-    load_ids = list(range(first, first + len(todo)))
-    warehouse.records.begin_ingest(first)  # before any event table moves (see recover)
+    last = warehouse.records.last_load()
+    load_ids = warehouse.records.reserve_loads(len(todo), last)  # before any event table moves
+    show_committed(warehouse, *load_ids)
     try:
         for held, load_id in zip(todo, load_ids, strict=True):
-            reports[held.kind] = _load(warehouse, held, load_id, own[held.kind])
+            reports[held.kind] = _load(warehouse, held, load_id, own[held.kind], last)
         loads: list[LoadRecord] = [
             (
                 load_id,
@@ -236,11 +229,11 @@ def _load_all(
             )
             for held, load_id in zip(todo, load_ids, strict=True)
         ]
-        warehouse.records.commit_loads(loads)
-    except BaseException:
+        if not warehouse.records.commit_loads(loads, last):
+            raise IngestError(f"warehouse {shown(warehouse.root)}: {LOST}")
+    finally:
         warehouse.sql.release()
-        _restore(warehouse, before)
-        raise
+        show_committed(warehouse)
 
 
 def _engine_error(error: BaseException) -> bool:
@@ -249,12 +242,24 @@ def _engine_error(error: BaseException) -> bool:
     return module.startswith(("pyspark", "py4j"))
 
 
+_CONFLICT = re.compile(r"\bio\.delta\.exceptions\.Concurrent\w*Exception\b|\bDELTA_CONCURRENT_")
+
+
+def _conflict(error: BaseException) -> bool:
+    """Delta refused a commit because another writer committed to what it read since
+    (``io.delta.exceptions.Concurrent…Exception``, error conditions ``DELTA_CONCURRENT_*``):
+    another ingest is loading the same tables. Through Py4J the exception is a
+    ``Py4JJavaError`` whose text names the Java class (its text is read here, never shown)."""
+    return _CONFLICT.search(str(error)) is not None
+
+
 @contextmanager
 def _writing(warehouse: SparkTables) -> Iterator[None]:
     """A failed write is one line naming the tables' root and the operating system's reason,
     as DuckDB's ingest says it; any other engine failure is one line naming its kind. The
-    engines' own texts (which may quote values from the files) are never shown. The load was
-    rolled back before this runs, so nothing was loaded."""
+    engines' own texts (which may quote values from the files) are never shown. The load's
+    rows are in no view (its loads never committed), so nothing was loaded; a commit Delta
+    refused because another ingest wrote the same tables is :data:`LOST`."""
     try:
         yield
     except (IngestError, FileNotFoundError):
@@ -263,6 +268,8 @@ def _writing(warehouse: SparkTables) -> Iterator[None]:
         if not _engine_error(error) and not isinstance(error, OSError):
             raise
         where = shown(warehouse.root)
+        if _conflict(error):
+            raise IngestError(f"warehouse {where}: {LOST}") from None
         cause = write_cause(error)
         if cause is not None:
             raise WarehouseWriteError(

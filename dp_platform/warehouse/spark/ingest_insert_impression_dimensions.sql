@@ -4,7 +4,7 @@
 -- `_insert_dimensions` in ../ingest.py). Only the impressions this load inserts get rows:
 -- duplicates never reached new_impressions, and the rows of an oversized tie group
 -- (touched_impressions.overflowed, quarantined as too_many_at_instant) are left out.
-INSERT INTO impression_dimensions
+INSERT INTO impression_dimensions_rows
 SELECT n.source_row, s.dimension, d.value_key, n.day, :load_id
 FROM checked_dimensions AS s
 JOIN touched_impressions AS n

@@ -1,10 +1,14 @@
--- Rows of `checked` that passed every check, with their ordering key (DuckDB twin:
--- ../ingest_insert_impressions.sql, same ord_key). The days this file touches are recomputed
--- whole: their loaded rows plus the new ones, each impression ranked by impression_id among
--- those of the same user and advertiser at the same microsecond (tie, 0 almost always). A
--- group larger than :max_tie (the key's room) that holds rows of this file sends this file's
--- rows of it to quarantine as too_many_at_instant and keeps the earlier ones. The ingest
--- replaces the touched days with `rewritten_impressions` in one Delta commit (ingest.py).
+-- Rows of `checked` that passed every check, and which of them overflow their tie group (DuckDB
+-- twin: ../ingest_insert_impressions.sql). The days this file touches are ranked again whole by
+-- ingest_rewrite_impressions.sql: their loaded rows plus the new ones, each impression ranked by
+-- impression_id among those of the same user and advertiser at the same microsecond (tie, 0
+-- almost always). A group of more than :max_tie impressions (the key's room) that holds rows of
+-- this file sends this file's rows of it to quarantine as too_many_at_instant and keeps the
+-- earlier ones. A day's loaded rows here are those of committed loads and of ingests that may
+-- still commit theirs (a load id after :last, the last committed when this ingest began:
+-- visibility.py), not those of loads that never will; an impression is counted once however
+-- many of those loads hold it (its id: a cut ingest's rows and the same file's rows loaded
+-- again are one impression, and at most one of their loads is ever read).
 CACHE TABLE new_impressions AS
 SELECT
     v.id AS impression_id, u.user_key, p.publisher_key, a.advertiser_key,
@@ -21,15 +25,17 @@ WITH
 touched AS (
     SELECT impression_id, user_key, publisher_key, advertiser_key, ts, interaction, load_id,
            source_row, day
-    FROM impressions
+    FROM impressions_rows
     WHERE day IN (SELECT DISTINCT day FROM new_impressions)
+      AND (load_id > :last OR load_id IN (SELECT load_id FROM loads))
     UNION ALL
     SELECT * FROM new_impressions
 ),
 grouped AS (
     SELECT
         *,
-        count(*) OVER (PARTITION BY user_key, advertiser_key, ts) AS group_size,
+        size(collect_set(impression_id) OVER (PARTITION BY user_key, advertiser_key, ts))
+            AS group_size,
         max(CASE WHEN load_id = :load_id THEN 1 ELSE 0 END)
             OVER (PARTITION BY user_key, advertiser_key, ts) AS has_new
     FROM touched
@@ -40,29 +46,14 @@ flagged AS (
         load_id = :load_id AND has_new = 1 AND group_size > :max_tie AS overflowed
     FROM grouped
 )
--- the rank among the group's kept rows (overflowed ones sort last), in the same shuffle
-SELECT
-    *,
-    unix_micros(ts) * :tie_room
-        + row_number() OVER (
-            PARTITION BY user_key, advertiser_key, ts ORDER BY overflowed, impression_id
-        )
-        - 1 AS ord_key
-FROM flagged;
+SELECT * FROM flagged;
 
 CACHE TABLE overflow AS
 SELECT source_row, 'too_many_at_instant' AS reason
 FROM touched_impressions
 WHERE overflowed;
 
-CREATE OR REPLACE TEMP VIEW rewritten_impressions AS
-SELECT
-    impression_id, user_key, publisher_key, advertiser_key, ts, interaction, ord_key, load_id,
-    source_row, day
-FROM touched_impressions
-WHERE NOT overflowed;
-
-INSERT INTO advertiser_publishers
+INSERT INTO advertiser_publishers_rows
 SELECT DISTINCT n.advertiser_key, n.publisher_key, :load_id
 FROM touched_impressions AS n
 LEFT ANTI JOIN advertiser_publishers AS x

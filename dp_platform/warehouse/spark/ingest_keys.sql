@@ -2,7 +2,9 @@
 -- (view `checked_raw`, before the duplicate check, as DuckDB's keys come from its check's scan:
 -- an id seen only in a duplicate row gets a key too); new keys continue after the largest
 -- existing one, in id order — the same keys DuckDB gives (../ingest_keys.sql). Rows are tagged
--- with this load (:load_id).
+-- with this load (:load_id). Key tables are read whole (visibility.py): a key once written is
+-- its id's key whether or not its ingest committed, and each statement reads its own table, so
+-- another ingest's keys appended meanwhile fail it (a conflict) rather than give an id two keys.
 INSERT INTO users
 SELECT
     CAST((SELECT coalesce(max(user_key), -1) FROM users) + row_number() OVER (ORDER BY n.user_id) AS INT),

@@ -1,7 +1,7 @@
 -- Every rejected row of this file (DuckDB twin: ../ingest_quarantine.sql): malformed CSV
 -- records (`malformed`), rows failing a check (`checked`), rows of oversized tie groups
 -- (`overflow`). Reasons and row numbers only.
-INSERT INTO quarantine
+INSERT INTO quarantine_rows
 SELECT :kind, :source_file, source_row, reason, :load_id
 FROM (
     SELECT source_row, reason FROM malformed

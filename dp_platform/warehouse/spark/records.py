@@ -1,16 +1,17 @@
 """The Spark warehouse's commit record, kept in Delta tables beside the data (schema.sql:
-``loads``, ``ingests``, ``partitions``, ``plus_spend_days``, ``meta``).
+``loads``, ``load_ids``, ``partitions``, ``plus_spend_days``, ``meta``).
 
 Delta commits one table at a time, atomically. A logical write that spans tables (an ingest,
 a rematerialised day and its record, an AdsBPC+ filter day) is made visible by a row here,
 committed after its data:
 
 * a load is data once its ``loads`` row commits, with each event table's Delta version after
-  the ingest (:meth:`WarehouseRecords.event_versions`); an ingest cut before that is undone by
-  restoring every event table to those versions (ingest.py). Each ingest commits its first
-  load id in ``ingests`` before its first event-table commit, so an open reads every event
-  table's history only when an ingest started without committing its loads
-  (:meth:`WarehouseRecords.ingest_in_doubt`): one query instead of ten on every open;
+  the ingest (:meth:`WarehouseRecords.event_versions`); until then its rows are in no view of
+  the loaded tables (visibility.py), and an ingest that never commits them leaves rows no one
+  reads — nothing is undone. Load ids are reserved in ``load_ids`` by a statement that reads
+  that table, so two ingests never share one (:meth:`WarehouseRecords.reserve_loads`), and
+  the ``loads`` commit checks that no other ingest committed since this one began
+  (:meth:`WarehouseRecords.commit_loads`): of two ingests at once, one commits;
 * a derived (asset, campaign, day) partition exists while its ``partitions`` row does: a
   rewrite deletes the row first, replaces the data in one commit and records the days, with
   the table version that wrote them, after it — a crash leaves "not materialised", never a
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from dp_platform.warehouse.spark.commits import EVENT_TABLES
+from dp_platform.warehouse.spark.visibility import EVENT_TABLES, LOADED_TABLES, stored
 
 if TYPE_CHECKING:
     from pyspark.sql import Row, SparkSession
@@ -59,8 +60,9 @@ def _now() -> str:
 
 
 def last_commit(spark: SparkSession, table: str) -> Row:
-    """The table's latest Delta commit (version, operation, operationParameters …)."""
-    return spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").collect()[0]
+    """The table's latest Delta commit (version, operation, operationParameters …); a loaded
+    table by its view's name (visibility.stored)."""
+    return spark.sql(f"DESCRIBE HISTORY {stored(table)} LIMIT 1").collect()[0]
 
 
 def table_version(spark: SparkSession, table: str) -> int:
@@ -98,8 +100,10 @@ class WarehouseRecords:
         )
         return bool(rows[0][0])
 
-    def next_load_id(self) -> int:
-        return int(self.sql.query("SELECT coalesce(max(load_id), 0) + 1 FROM loads")[0][0])
+    def last_load(self) -> int:
+        """The last committed load id (0 for none): what an ingest's ``loads`` commit expects
+        to be still the last (:meth:`commit_loads`)."""
+        return int(self.sql.query("SELECT coalesce(max(load_id), 0) FROM loads")[0][0])
 
     def committed_loads(self) -> list[tuple]:
         return self.sql.query(
@@ -125,28 +129,60 @@ class WarehouseRecords:
         recorded = dict(rows[0][0]) if rows else {}
         return {table: int(recorded.get(table, 0)) for table in EVENT_TABLES}
 
-    def begin_ingest(self, first_load_id: int) -> None:
-        """An ingest's first commit, before any event table's: the load id it will commit."""
-        self._append("ingests", [(first_load_id, _now())], "load_id BIGINT, started_at STRING")
+    def reserve_loads(self, count: int, last: int) -> list[int]:
+        """``count`` new load ids, one commit before any event table's: after every id ever
+        reserved and after ``last`` (the last committed). The statement reads ``load_ids``
+        itself, so an ingest reserving at the same moment makes one of the two fail
+        (``ConcurrentAppendException``) rather than both take one id."""
+        floor = last
+        if self.sql.query("SELECT count(*) FROM load_ids")[0][0] == 0:
+            floor = max(floor, self._ids_written())
+        token = uuid.uuid4().hex
+        self.sql.query(
+            "INSERT INTO load_ids SELECT t.top + s.k, :ingest, :now FROM "
+            "(SELECT greatest(coalesce(max(load_id), 0), :floor) AS top FROM load_ids) AS t "
+            "LATERAL VIEW explode(sequence(1, :count)) s AS k",
+            ingest=token,
+            now=_now(),
+            floor=floor,
+            count=count,
+        )
+        rows = self.sql.query(
+            "SELECT load_id FROM load_ids WHERE ingest = :ingest ORDER BY load_id", ingest=token
+        )
+        return [int(row[0]) for row in rows]
 
-    def ingest_in_doubt(self) -> bool:
-        """An ingest may have left event-table commits without its loads: one started here
-        never committed (cut, or failed and undone since: in doubt until the next ingest
-        commits, each open then checks the tables' histories and finds nothing to undo), or
-        no ingest was ever recorded (a root an earlier release wrote, whose last ingest may
-        have been cut)."""
-        started, committed = self.sql.query(
-            "SELECT (SELECT max(load_id) FROM ingests), "
-            "(SELECT coalesce(max(load_id), 0) FROM loads)"
-        )[0]
-        return started is None or int(started) > int(committed)
+    def _ids_written(self) -> int:
+        """The largest load id any loaded table holds, committed or not: a root whose ids were
+        never reserved here (an earlier release counted them from ``loads``) may hold rows of a
+        load that never committed, and no new load may take its id."""
+        query = " UNION ALL ".join(
+            f"SELECT max(load_id) AS top FROM {stored(table)}" for table in LOADED_TABLES
+        )
+        return int(self.sql.query(f"SELECT coalesce(max(top), 0) FROM ({query})")[0][0])
 
-    def commit_loads(self, loads: Sequence[LoadRecord]) -> None:
-        """The ingest's last commit: its loads, with the event tables' versions now."""
+    def commit_loads(self, loads: Sequence[LoadRecord], last: int) -> bool:
+        """The ingest's last commit: its loads, with the event tables' versions now — if the
+        last committed load is still ``last`` (the one before this ingest began). The
+        statement reads ``loads`` itself, so a load committed since is seen, and one committed
+        while it runs fails it (``ConcurrentAppendException``); False when another ingest
+        committed first (nothing committed here: this ingest's rows stay unread)."""
         versions = {table: table_version(self.spark, table) for table in EVENT_TABLES}
         now = _now()
         rows = [(*load[:7], now, list(load[7]), versions) for load in loads]
-        self._append("loads", rows, _LOADS_SCHEMA)
+        self.spark.createDataFrame(rows, schema=_LOADS_SCHEMA).createOrReplaceTempView(
+            "committing_loads"
+        )
+        self.sql.query(
+            "INSERT INTO loads SELECT n.* FROM committing_loads AS n "
+            "CROSS JOIN (SELECT coalesce(max(load_id), 0) AS last FROM loads) AS c "
+            "WHERE c.last = :last",
+            last=last,
+        )
+        self.spark.catalog.dropTempView("committing_loads")
+        first = min(load[0] for load in loads)
+        found = self.sql.query("SELECT count(*) FROM loads WHERE load_id = :id", id=first)
+        return bool(found[0][0])
 
     # -- partitions ----------------------------------------------------------------------
 

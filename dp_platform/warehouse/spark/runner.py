@@ -41,6 +41,7 @@ import pandas as pd
 from dp_platform.faults import fault_point
 from dp_platform.warehouse.runner import statements
 from dp_platform.warehouse.spark.commits import commit_point, written_table
+from dp_platform.warehouse.spark.visibility import logical_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -163,7 +164,7 @@ class SparkSqlRunner:
     def write(self, frame: DataFrame, table: str, *, replace_partitions: bool = False) -> None:
         """One commit of ``frame``'s rows into ``table``: appended, or replacing the
         partitions they fall in (the others untouched: a day rewritten whole)."""
-        point = commit_point("insert", table)
+        point = commit_point("insert", logical_name(table))
         writer = frame.writeTo(table)
         if replace_partitions:
             writer.overwritePartitions()

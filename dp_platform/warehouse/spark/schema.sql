@@ -4,10 +4,11 @@
 -- Every write is a Delta commit: atomic per table, readable at any earlier version (time
 -- travel), safe on object stores. Events are partitioned by day (UTC date of ts). Tables an
 -- ingest appends to carry its load_id; an ingest is visible once its rows in `loads` commit,
--- the last of its writes, and a crash before that is undone on the next open by restoring each
--- event table to the version `loads` last recorded (ingest.py). Impressions are partitioned by
--- day only: a load rewrites the days it touches (their tie order, ord_key, may change) in one
--- commit. Derived tables are partitioned by (campaign, day); `partitions` says which partitions
+-- the last of its writes. A table of loaded rows is stored as `<name>_rows` and read through the
+-- view `<name>` of the committed loads' rows (visibility.py), so the rows of an ingest that never
+-- committed are never read and nothing is undone; the key tables (users, publishers,
+-- advertisers, dimension_values) are read whole. Impressions are partitioned by day only: a
+-- load rewrites the days it touches (their tie order, ord_key, may change) in one commit. Derived tables are partitioned by (campaign, day); `partitions` says which partitions
 -- exist and which table version wrote them.
 
 CREATE TABLE IF NOT EXISTS users (
@@ -22,42 +23,42 @@ CREATE TABLE IF NOT EXISTS advertisers (
     advertiser_key INT, advertiser_id STRING, load_id BIGINT
 ) USING delta PARTITIONED BY (load_id) LOCATION '{{root}}/advertisers';
 
-CREATE TABLE IF NOT EXISTS advertiser_publishers (
+CREATE TABLE IF NOT EXISTS advertiser_publishers_rows (
     advertiser_key INT, publisher_key INT, load_id BIGINT
 ) USING delta PARTITIONED BY (load_id) LOCATION '{{root}}/advertiser_publishers';
 
 -- ord_key = epoch_us(ts) * 1024 + tie, as in DuckDB's schema.sql.
-CREATE TABLE IF NOT EXISTS impressions (
+CREATE TABLE IF NOT EXISTS impressions_rows (
     impression_id STRING, user_key INT, publisher_key INT, advertiser_key INT, ts TIMESTAMP,
     interaction STRING, ord_key BIGINT, load_id BIGINT, source_row BIGINT, day DATE
 ) USING delta PARTITIONED BY (day) LOCATION '{{root}}/impressions';
 
-CREATE TABLE IF NOT EXISTS conversions (
+CREATE TABLE IF NOT EXISTS conversions_rows (
     conversion_key BIGINT, conversion_id STRING, user_key INT, advertiser_key INT,
     ts TIMESTAMP, value DOUBLE, source_row BIGINT, day DATE, load_id BIGINT
 ) USING delta PARTITIONED BY (day, load_id) LOCATION '{{root}}/conversions';
 
 -- Breakdown dimensions (DuckDB's schema.sql): each public value of a catalogue's dimension gets
 -- a small integer key once; each accepted conversion of a load made with dimensions has one row
--- per dimension. Tagged with their load like the events (dropped with a load that never
--- commits); conversion_dimensions is partitioned by day too, as conversions are, so a day's
+-- per dimension. Tagged with their load like the events (a value's key, once given, is its key;
+-- a dimension row of a load that never commits is not read); conversion_dimensions is partitioned by day too, as conversions are, so a day's
 -- cells read one day of it.
 CREATE TABLE IF NOT EXISTS dimension_values (
     dimension STRING, value_key SMALLINT, value STRING, load_id BIGINT
 ) USING delta PARTITIONED BY (load_id) LOCATION '{{root}}/dimension_values';
 
-CREATE TABLE IF NOT EXISTS conversion_dimensions (
+CREATE TABLE IF NOT EXISTS conversion_dimensions_rows (
     conversion_key BIGINT, dimension STRING, value_key SMALLINT, day DATE, load_id BIGINT
 ) USING delta PARTITIONED BY (day, load_id) LOCATION '{{root}}/conversion_dimensions';
 
 -- An impression is its (load_id, source_row), which never changes (ord_key can be re-ranked by
 -- a later load's ties): each accepted impression of a load made with impression dimensions has
 -- one row per dimension, under the impression's day and its load (the partition's load_id).
-CREATE TABLE IF NOT EXISTS impression_dimensions (
+CREATE TABLE IF NOT EXISTS impression_dimensions_rows (
     source_row BIGINT, dimension STRING, value_key SMALLINT, day DATE, load_id BIGINT
 ) USING delta PARTITIONED BY (day, load_id) LOCATION '{{root}}/impression_dimensions';
 
-CREATE TABLE IF NOT EXISTS quarantine (
+CREATE TABLE IF NOT EXISTS quarantine_rows (
     kind STRING, source_file STRING, source_row BIGINT, reason STRING, load_id BIGINT
 ) USING delta PARTITIONED BY (load_id) LOCATION '{{root}}/quarantine';
 
@@ -108,9 +109,9 @@ CREATE TABLE IF NOT EXISTS plus_remainders (
 ) USING delta PARTITIONED BY (campaign, day) LOCATION '{{root}}/plus_remainders';
 
 -- The commit record (catalog.py's SQLite file before): public ids, counts and parameters only.
--- A load is committed once its row is here; `versions` holds each event table's Delta version
--- after the ingest, what a crashed later ingest is rolled back to and what the partitions
--- built from this load read.
+-- A load is committed once its row is here (the ingest's last commit, which also checks no other
+-- ingest committed since this one began: records.commit_loads); `versions` holds each event
+-- table's Delta version after the ingest: what the partitions built from this load read.
 CREATE TABLE IF NOT EXISTS loads (
     load_id BIGINT, kind STRING, source_file STRING, sha256 STRING, rows_in BIGINT,
     accepted BIGINT, quarantined BIGINT, loaded_at STRING, dimensions ARRAY<STRING>,
@@ -135,8 +136,9 @@ CREATE TABLE IF NOT EXISTS plus_spend_days (
 -- per-user state (the AdsBPC+ spends) lives here.
 CREATE TABLE IF NOT EXISTS meta (key STRING, value STRING) USING delta LOCATION '{{root}}/meta';
 
--- Each ingest's first load id, committed before its first event-table commit: an open restores
--- the event tables only when an ingest started here has no loads (records.ingest_in_doubt).
-CREATE TABLE IF NOT EXISTS ingests (
-    load_id BIGINT, started_at STRING
-) USING delta LOCATION '{{root}}/ingests';
+-- Every load id an ingest reserved, before its first event-table commit (`ingest`: a random
+-- token of the ingest, to read its ids back): the statement that reserves them reads this table,
+-- so two ingests that reserve at once conflict and no id is given twice (records.reserve_loads).
+CREATE TABLE IF NOT EXISTS load_ids (
+    load_id BIGINT, ingest STRING, reserved_at STRING
+) USING delta LOCATION '{{root}}/load_ids';

@@ -35,7 +35,7 @@ from dp_platform.config import CampaignConfig
 from dp_platform.file_lock import exclusive
 from dp_platform.settings import WarehouseConfig
 from dp_platform.warehouse.ingest import DimensionLists, IngestReport
-from dp_platform.warehouse.spark.ingest import ingest_files, recover
+from dp_platform.warehouse.spark.ingest import ingest_files, show_committed
 from dp_platform.warehouse.spark.plus_store import SparkPlusStore
 from dp_platform.warehouse.spark.records import WarehouseRecords
 from dp_platform.warehouse.spark.runner import SparkSqlRunner, schema_tables
@@ -63,8 +63,8 @@ __all__ = ["SparkWarehouse", "open_at_home"]
 
 class SparkWarehouse(SparkPlusStore):
     """Delta tables under ``root`` (any Hadoop file system URI or a local path), their
-    record tables among them; the schema is created idempotently on open, and an ingest a
-    crash cut is undone (ingest.recover)."""
+    record tables among them; the schema is created idempotently on open, and the loaded
+    tables' views show the loads committed by then (visibility.py)."""
 
     engine = "spark"
 
@@ -77,7 +77,7 @@ class SparkWarehouse(SparkPlusStore):
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {self.database} LOCATION '{self.root}/_database'")
         self._use()
         self._create_tables()
-        recover(self)
+        show_committed(self)
 
     def _create_tables(self) -> None:
         """schema.sql, unless this session registered every table of the root already (a
@@ -409,9 +409,9 @@ def qualified_root(root: str | Path) -> str:
 
 @contextmanager
 def _spark_lock(home: Home) -> Iterator[None]:
-    """One process at a time on a home's Spark warehouse (its own lock, not DuckDB's): reads
-    do not pin the versions of the last committed ingest yet, so an ingest in progress must
-    not be read (docs/scale.md §5)."""
+    """One process at a time on a home's Spark warehouse (its own lock, not DuckDB's). Ingests
+    need it no more (reads show committed loads only, and of two ingests one commits); two
+    runs of one derived day still would record it twice (docs/scale.md §5)."""
     directory = home.root / "spark"
     directory.mkdir(exist_ok=True)
     with exclusive(directory / ".lock", name="Spark warehouse"):
