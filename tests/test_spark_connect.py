@@ -317,7 +317,7 @@ def test_visibility_statements_and_dropped_parameters_over_connect(spark_connect
     assert result["version"] == 2
     assert result["history"] == ["CREATE TABLE", "WRITE", "WRITE"]
     assert result["rows_in_view"] == 2  # v = 1: one row of each append
-    assert result["kept"] == [["b", 2]]  # the parameter inlined, checkpointed
+    assert result["kept"] == [["b", 2], ["b", 2]]  # the parameter inlined (one per append)
     assert result["views_after_release"] == []
     assert result["inlined"] == 42
     assert result["bound"] == "UNBOUND_SQL_PARAMETER"
