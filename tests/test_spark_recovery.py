@@ -18,6 +18,7 @@ from dp_platform.privacy.discrete import SeededIntegerNoise
 from dp_platform.warehouse.ingest import WarehouseWriteError
 from dp_platform.warehouse.spark import ingest as spark_ingest
 from tests.conftest_data import Conv, Imp, campaign, write_events
+from tests.spark_kill_checks import assert_keys_between, event_fingerprint, key_rows
 
 NOW = datetime(2026, 4, 1, tzinfo=UTC)
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -44,19 +45,6 @@ def _open_at(spark, root):
 
 def _open(spark, tmp_path):
     return _open_at(spark, tmp_path / "tables")
-
-
-def _fingerprint(warehouse) -> dict[str, tuple]:
-    """The loaded tables as read and the committed loads (tests/spark_kill_checks.py)."""
-    from tests.spark_kill_checks import event_fingerprint
-
-    return event_fingerprint(warehouse)
-
-
-def _keys(warehouse) -> dict[str, set[tuple]]:
-    from tests.spark_kill_checks import key_rows
-
-    return key_rows(warehouse)
 
 
 class CutAfter:
@@ -107,14 +95,13 @@ def test_an_ingest_cut_after_any_of_its_writes_leaves_the_old_or_the_new_tables(
     import shutil
 
     from tests.cells_data import CONVERSION_LISTS, IMPRESSION_LISTS
-    from tests.spark_kill_checks import assert_keys_between
 
     lists = {"dimensions": CONVERSION_LISTS, "impression_dimensions": IMPRESSION_LISTS}
     first, second = _cell_files(tmp_path, 1, 4), _cell_files(tmp_path, 2, 5)
     base = tmp_path / "base"
     warehouse = _open_at(spark, base)
     warehouse.ingest(*first, now=NOW, **lists)
-    before, keys_before = _fingerprint(warehouse), _keys(warehouse)
+    before, keys_before = event_fingerprint(warehouse), key_rows(warehouse)
     counted = tmp_path / "counted"
     shutil.copytree(base, counted)
     with monkeypatch.context() as patch:
@@ -123,7 +110,7 @@ def test_an_ingest_cut_after_any_of_its_writes_leaves_the_old_or_the_new_tables(
         opened = counter.writes
         warehouse.ingest(*second, now=NOW, **lists)
         writes = counter.writes - opened
-    after, keys_after = _fingerprint(warehouse), _keys(warehouse)
+    after, keys_after = event_fingerprint(warehouse), key_rows(warehouse)
     assert writes >= 10 and after != before
     assert after["impressions"][0] > before["impressions"][0]
     warehouse = _open_at(spark, base)
@@ -136,10 +123,10 @@ def test_an_ingest_cut_after_any_of_its_writes_leaves_the_old_or_the_new_tables(
             counter = CutAfter(patch)
             warehouse = _open_at(spark, base)  # the next process's open
             assert counter.writes == 0, cut
-        assert _fingerprint(warehouse) == (after if cut == writes else before), cut
-        assert_keys_between(keys_before, _keys(warehouse), keys_after)
+        assert event_fingerprint(warehouse) == (after if cut == writes else before), cut
+        assert_keys_between(keys_before, key_rows(warehouse), keys_after)
     assert warehouse.ingest(*second, now=NOW, **lists).conversions.already_loaded
-    assert _keys(warehouse) == keys_after
+    assert key_rows(warehouse) == keys_after
 
 
 def _cuts(writes: int) -> list[int]:
@@ -168,11 +155,11 @@ def test_a_failed_ingest_leaves_nothing_read(spark, tmp_path, monkeypatch):
         return real_load(warehouse, source, *rest)
 
     warehouse = _open(spark, tmp_path)
-    before = _fingerprint(warehouse)
+    before = event_fingerprint(warehouse)
     monkeypatch.setattr(spark_ingest, "_load", load_then_fail)
     with pytest.raises(RuntimeError):
         warehouse.ingest(*files, now=NOW)
-    assert _fingerprint(warehouse) == before
+    assert event_fingerprint(warehouse) == before
     monkeypatch.undo()
     report = warehouse.ingest(*files, now=NOW)  # and the files load as if never tried
     assert not report.impressions.already_loaded
@@ -191,7 +178,7 @@ def test_the_rows_of_a_cut_ingest_are_stored_but_never_read(spark, tmp_path, mon
 
     warehouse = _open(spark, tmp_path)
     warehouse.ingest(*_events(tmp_path), now=NOW)
-    before = _fingerprint(warehouse)
+    before = event_fingerprint(warehouse)
     imps = [Imp(f"j{k}", f"v{k}", "p0", "acme", T0 + timedelta(hours=k), "view") for k in range(3)]
     convs = [Conv(f"d{k}", f"v{k}", "acme", T0 + timedelta(hours=k + 5)) for k in range(2)]
     second = write_events(tmp_path / "second", imps, convs)
@@ -207,7 +194,7 @@ def test_the_rows_of_a_cut_ingest_are_stored_but_never_read(spark, tmp_path, mon
     versions = {table: table_version(spark, table) for table in EVENT_TABLES}
     warehouse = _open(spark, tmp_path)
     assert {table: table_version(spark, table) for table in EVENT_TABLES} == versions
-    assert _fingerprint(warehouse) == before
+    assert event_fingerprint(warehouse) == before
     assert stored_impressions("> 2") == 3 and warehouse.table_rows("impressions") == 12
     warehouse.ingest(*second, now=NOW)
     assert sorted(row[0] for row in warehouse.records.committed_loads()) == [1, 2, 5, 6]

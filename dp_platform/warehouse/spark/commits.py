@@ -14,7 +14,7 @@ import re
 
 from dp_platform.warehouse.spark.visibility import EVENT_TABLES, logical_name
 
-__all__ = ["EVENT_TABLES", "commit_point", "written_table"]
+__all__ = ["commit_point", "written_table"]
 
 _DERIVED = (
     "attributed_conversions",

@@ -132,9 +132,7 @@ def _load(
     )
     sql.run("ingest_duplicates")
     sql.run("ingest_keys", load_id=load_id)
-    sql.run(
-        f"ingest_insert_{kind}", load_id=load_id, tie_room=TIE_ROOM, max_tie=TIE_ROOM, last=last
-    )
+    sql.run(f"ingest_insert_{kind}", load_id=load_id, max_tie=TIE_ROOM, last=last)
     if staged.dimensions:
         _insert_dimensions(warehouse, kind, dimensions, load_id)
     if kind == "impressions":

@@ -35,11 +35,11 @@ import pandas as pd
 from dp_platform.warehouse.spark.visibility import EVENT_TABLES, LOADED_TABLES, stored
 
 if TYPE_CHECKING:
-    from pyspark.sql import Row, SparkSession
+    from pyspark.sql import SparkSession
 
     from dp_platform.warehouse.spark.runner import SparkSqlRunner
 
-__all__ = ["EVENT_TABLES", "LoadRecord", "WarehouseRecords", "last_commit", "table_version"]
+__all__ = ["EVENT_TABLES", "LoadRecord", "WarehouseRecords", "table_version"]
 
 LoadRecord = tuple[int, str, str, str, int, int, int, list[str]]
 """(load_id, kind, source_file, sha256, rows_in, accepted, quarantined, dimensions)."""
@@ -59,15 +59,11 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def last_commit(spark: SparkSession, table: str) -> Row:
-    """The table's latest Delta commit (version, operation, operationParameters …); a loaded
-    table by its view's name (visibility.stored)."""
-    return spark.sql(f"DESCRIBE HISTORY {stored(table)} LIMIT 1").collect()[0]
-
-
 def table_version(spark: SparkSession, table: str) -> int:
-    """The table's current Delta version (its latest commit)."""
-    return int(last_commit(spark, table)["version"])
+    """The table's current Delta version (its latest commit); a loaded table by its view's
+    name (visibility.stored)."""
+    history = spark.sql(f"DESCRIBE HISTORY {stored(table)} LIMIT 1").collect()
+    return int(history[0]["version"])
 
 
 class WarehouseRecords:

@@ -41,7 +41,6 @@ import pandas as pd
 from dp_platform.faults import fault_point
 from dp_platform.warehouse.runner import statements
 from dp_platform.warehouse.spark.commits import commit_point, written_table
-from dp_platform.warehouse.spark.visibility import logical_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -161,15 +160,11 @@ class SparkSqlRunner:
             return self.spark.sql(inline_parameters(statement, bound))
         return self.spark.sql(statement, args=bound or None)
 
-    def write(self, frame: DataFrame, table: str, *, replace_partitions: bool = False) -> None:
-        """One commit of ``frame``'s rows into ``table``: appended, or replacing the
-        partitions they fall in (the others untouched: a day rewritten whole)."""
-        point = commit_point("insert", logical_name(table))
-        writer = frame.writeTo(table)
-        if replace_partitions:
-            writer.overwritePartitions()
-        else:
-            writer.append()
+    def write(self, frame: DataFrame, table: str) -> None:
+        """One commit appending ``frame``'s rows to ``table`` (a record table: the loaded
+        tables are written by SQL, by their stored names)."""
+        point = commit_point("insert", table)
+        frame.writeTo(table).append()
         fault_point(point)
 
     def run(self, name: str, **params: ParamValue) -> list[tuple]:
