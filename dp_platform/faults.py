@@ -49,11 +49,11 @@ SPARK_FAULT_POINTS = (
     "spark.ingest.appended",  # an ingest's event-table commit, before its loads row
     "spark.ingest.loaded",  # an ingest's loads row committed: the ingest is data
     "spark.partition.forgotten",  # a derived range's partitions record deleted, rows still there
-    "spark.partition.deleted",  # rows deleted without a rewrite (an empty clip, a remainder)
+    "spark.partition.deleted",  # rows deleted without a rewrite (an empty clip)
     "spark.partition.written",  # a derived range's rows replaced (one commit), not recorded
-    "spark.partition.recorded",  # a derived range's partitions record committed
+    "spark.partition.recorded",  # a derived range's partitions record merged
     "spark.touch.drawn",  # private last touch: a batch of draws committed
-    "spark.plus.spends_written",  # AdsBPC+: a day's spends, values or remainder written
+    "spark.plus.spends_written",  # AdsBPC+: a run's spends, values, remainder or vector of a day
     "spark.plus.day_committed",  # AdsBPC+: the day's plus_spend_days row committed
 )
 

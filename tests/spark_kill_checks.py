@@ -149,8 +149,9 @@ def read_state(warehouse, home: Home) -> State:
       as many as recorded (a later write without a new record would be a mix);
     - an attributed conversion's publisher is its committed private-touch draw, and no
       conversion has two draws;
-    - an AdsBPC+ day counts once (one plus_spend_days row), each user charged once that day,
-      their spend the previous committed spend plus the day's cost.
+    - an AdsBPC+ day counts once (one plus_spend_days row), each user charged once that day by
+      the run it records, their spend the previous committed spend plus the day's cost, and
+      the day's clip, once recorded, is that run's vector.
     """
     sql = warehouse.sql.query
     state = State()
@@ -193,22 +194,30 @@ def read_state(warehouse, home: Home) -> State:
 
 
 def _check_spends(warehouse, state: State) -> None:
+    """Each committed AdsBPC+ day: the rows of the run it records (those a later day reads),
+    one spend a user; the committed run's vector, and the day's clip, once recorded, that
+    vector."""
     sql = warehouse.sql.query
     days = sql("SELECT campaign, day, count(*) FROM plus_spend_days GROUP BY campaign, day")
     for campaign, day, count in days:
         assert count == 1, f"{campaign} {day}: its spend committed {count} times"
         where = f"WHERE campaign = '{campaign}' AND day = DATE'{day}'"
+        run = f"{where} AND run <=> (SELECT min(run) FROM plus_spend_days {where})"
         users, distinct = sql(
-            f"SELECT count(*), count(DISTINCT user_key) FROM plus_user_spend {where}"
+            f"SELECT count(*), count(DISTINCT user_key) FROM plus_user_spend {run}"
         )[0]
         assert users == distinct, f"{campaign} {day}: a user charged twice"
+        vector = sql(f"SELECT {_digest('position, value')} FROM plus_day_vectors {run}")[0]
         state.spend_days[campaign, day] = (
-            sql(f"SELECT {_digest('user_key, cost, spend')} FROM plus_user_spend {where}")[0],
-            sql(f"SELECT {_digest('*')} FROM clipped_daily_vectors {where}")[0],
+            sql(f"SELECT {_digest('user_key, cost, spend')} FROM plus_user_spend {run}")[0],
+            vector,
         )
+        if ("clipped_daily_vectors", campaign, day) in state.recorded:
+            clip = sql(f"SELECT {_digest('position, value')} FROM clipped_daily_vectors {where}")
+            assert clip[0] == vector, f"{campaign} {day}: the clip is not the committed vector"
     wrong = sql(
         "WITH committed AS (SELECT s.* FROM plus_user_spend AS s JOIN plus_spend_days AS d "
-        "ON d.campaign = s.campaign AND d.day = s.day), "
+        "ON d.campaign = s.campaign AND d.day = s.day AND d.run <=> s.run), "
         "ordered AS (SELECT campaign, user_key, day, cost, spend, coalesce(lag(spend) OVER "
         "(PARTITION BY campaign, user_key ORDER BY day), 0.0D) AS before FROM committed) "
         "SELECT count(*) FROM ordered WHERE abs(spend - before - cost) > 1e-9 * (1.0 + spend)"

@@ -95,16 +95,20 @@ def test_every_spark_commit_is_followed_by_a_named_point() -> None:
                 if not (_VIEW.match(text) or _QUERY.match(text)):
                     sites.add(written_table(text))
     python_writes = {
-        ("insert", t) for t in ("loads", "load_ids", "meta", "partitions", "plus_spend_days")
+        ("insert", t) for t in ("loads", "load_ids", "meta", "plus_spend_days", "plus_day_vectors")
     }
-    python_writes |= {("delete", "partitions")}
-    # store_core._clear: the deletes nothing replaces (an empty clip, a day without remainder)
-    python_writes |= {("delete", t) for t in ("clipped_daily_vectors", "plus_remainders")}
+    python_writes |= {("delete", "partitions"), ("merge", "partitions")}
+    # store_core._clear: the delete nothing replaces (an empty clip)
+    python_writes |= {("delete", "clipped_daily_vectors")}
     named = {commit_point(*site) for site in sites | python_writes}
     spark_points = set(SPARK_FAULT_POINTS)
     assert named == spark_points
     with pytest.raises(ValueError):
         written_table("UPDATE partitions SET rows = 0")
+    # migrate.py: an earlier root's table gains a column, named as a schema commit
+    assert commit_point(*written_table("ALTER TABLE plus_user_spend ADD COLUMNS (run STRING)")) == (
+        "spark.schema.created"
+    )
     with pytest.raises(ValueError):  # nothing is undone any more (visibility.py)
         written_table("RESTORE TABLE users TO VERSION AS OF 1")
     assert written_table("INSERT INTO impressions_rows SELECT 1") == ("insert", "impressions")

@@ -1,16 +1,18 @@
 """What Delta Lake's commits guarantee two writers of one table: the statements the Spark
 engine's ingests rely on to run beside each other (docs/scale.md §5).
 
-A statement that reads its own table inside its write — a ``MERGE``, an ``INSERT … SELECT``
-that takes new keys from ``max + 1`` (ingest_keys.sql), the reservation of load ids
-(records.reserve_loads) and the commit of an ingest's loads only if the last committed load is
-still the one it began after (records.commit_loads) — fails (``ConcurrentAppendException``)
-when another writer appended to that table after its read began, at the table's default
-isolation (``WriteSerializable``) as at ``Serializable``, on Delta 4.4: the read is part of
-the write's transaction. (A key read by one statement and appended by another would be no
-transaction at all: Delta would see a blind append and commit both.) So two ingests never
-share a load id or give one id two keys, and of two that would both commit their loads, one
-does.
+A statement that reads its own table inside its write — a ``MERGE`` (records.record), an
+``INSERT … SELECT`` that takes new keys from ``max + 1`` (ingest_keys.sql), one that appends
+only rows not there yet (records.commit_spend_day, attribute_private_select.sql), the
+reservation of load ids (records.reserve_loads) and the commit of an ingest's loads only if the
+last committed load is still the one it began after (records.commit_loads) — fails
+(``ConcurrentAppendException``) when another writer appended to that table after its read
+began, at the table's default isolation (``WriteSerializable``) as at ``Serializable``, on
+Delta 4.4: the read is part of the write's transaction. (A key read by one statement and
+appended by another would be no transaction at all: Delta would see a blind append and commit
+both.) So two ingests never share a load id or give one id two keys, of two that would both
+commit their loads one does, and two runs of one day never both store a draw of one conversion
+or both commit one AdsBPC+ day (tests/test_spark_runs_at_once.py).
 
 The writer under test waits ``PAUSE_S`` on a Python function (``slow``) between its read and
 its commit, so the other writer's append (about a second here) lands there every time.
@@ -80,6 +82,11 @@ WRITERS = {
         "INSERT INTO {t} SELECT slow(b.top + s.n) FROM "
         "(SELECT greatest(coalesce(max(k), 0), 0) AS top FROM {t}) AS b "
         "LATERAL VIEW explode(sequence(1, 1)) s AS n"
+    ),
+    # records.commit_spend_day, attribute_private_select.sql: appended only where no row is
+    "insert_unless_present": (
+        "INSERT INTO {t} SELECT slow(s.id) FROM range(4, 5) AS s "
+        "WHERE NOT EXISTS (SELECT 1 FROM {t} AS o WHERE o.k = s.id)"
     ),
     # records.commit_loads: appended only while the last row is still the one expected
     "commit_if_last": (

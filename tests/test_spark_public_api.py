@@ -49,4 +49,4 @@ def test_the_spark_engine_keeps_no_record_beside_delta_commits() -> None:
         for path in sorted(SPARK_ENGINE.glob("*.py"))
         if forbidden.search(path.read_text())
     }
-    assert found == {"store.py": {"file_lock"}}  # the home's lock, until reads pin snapshots
+    assert found == {}  # no SQLite file, no rename, no lock: Delta's commits only

@@ -285,9 +285,13 @@ def test_plus_spends_written_but_not_committed_are_recomputed_once(spark, tmp_pa
     vector = again.plus_clipped_vector(camp, day, 2.0, 0.5, 4.0)
     assert vector.sum() > 0
     spends = again.sql.query(
-        "SELECT user_key, count(*), max(spend) FROM plus_user_spend GROUP BY user_key"
+        "SELECT s.user_key, count(*), max(s.spend) FROM plus_user_spend AS s "
+        "JOIN plus_spend_days AS d ON d.campaign = s.campaign AND d.day = s.day "
+        "AND d.run <=> s.run GROUP BY s.user_key"
     )
     assert spends and all(rows == 1 for _, rows, _ in spends)  # one charge per user, not two
+    runs = again.sql.query("SELECT count(DISTINCT run) FROM plus_user_spend")[0][0]
+    assert runs == 2  # the cut run's spends are stored, and never read
     summary = again.plus_spend_summary(camp)
     assert summary["days"] == 1
     assert summary["max_spend"] == pytest.approx(max(s for _, _, s in spends))

@@ -15,7 +15,12 @@ import numpy as np
 from dp_platform.config import CampaignConfig
 from dp_platform.privacy.filter import RESIDUAL
 from dp_platform.warehouse.base import StrategyRow, check_remainder_cap
-from dp_platform.warehouse.store_core import ATTRIBUTED, WarehouseCore, WarehouseError
+from dp_platform.warehouse.store_core import (
+    ATTRIBUTED,
+    WarehouseCore,
+    WarehouseError,
+    check_filtered_alike,
+)
 
 if TYPE_CHECKING:
     from dp_platform.cell_strategy import MarginalWeights
@@ -70,17 +75,14 @@ class PlusStore(WarehouseCore):
                 d=day,
             )
             if stored:
-                if tuple(stored[0]) != (float(bound), float(sigma), float(cap)):
-                    raise WarehouseError(
-                        f"campaign {campaign.name}, {day}: already filtered with (r, σ, cap) = "
-                        f"{tuple(stored[0])}; a day's spend is applied once"
-                    )
-                stored_cap = self._stored_remainder(campaign, day)[0]
-                if stored_cap != remainder_cap:
-                    raise WarehouseError(
-                        f"campaign {campaign.name}, {day}: already filtered with remainder cap "
-                        f"{stored_cap}; a day's spend is applied once"
-                    )
+                check_filtered_alike(
+                    campaign.name,
+                    day,
+                    tuple(stored[0]),
+                    (float(bound), float(sigma), float(cap)),
+                    self._stored_remainder(campaign, day)[0],
+                    remainder_cap,
+                )
                 return self._stored_vector(campaign, day)
             if index > 1 and not self.sql.query(
                 "SELECT 1 FROM plus_spend_days WHERE campaign = $c AND day = $d",

@@ -34,6 +34,7 @@ __all__ = [
     "WAREHOUSE_FILE",
     "WarehouseCore",
     "WarehouseError",
+    "check_filtered_alike",
     "days_between",
     "require_current",
 ]
@@ -56,6 +57,28 @@ FRAME_TABLES = (
 
 class WarehouseError(ConfigError):
     """A step was asked for before its input exists (or after its input changed)."""
+
+
+def check_filtered_alike(
+    campaign: str,
+    day: date,
+    stored: tuple[float, float, float],
+    asked: tuple[float, float, float],
+    stored_cap: float | None,
+    remainder_cap: float | None,
+) -> None:
+    """A filter day already committed is asked again with the (r, σ, cap) and remainder cap
+    it was committed with (its spend is applied once: a re-run returns it, never re-filters)."""
+    if tuple(stored) != tuple(asked):
+        raise WarehouseError(
+            f"campaign {campaign}, {day}: already filtered with (r, σ, cap) = "
+            f"{tuple(stored)}; a day's spend is applied once"
+        )
+    if stored_cap != remainder_cap:
+        raise WarehouseError(
+            f"campaign {campaign}, {day}: already filtered with remainder cap "
+            f"{stored_cap}; a day's spend is applied once"
+        )
 
 
 def days_between(first: date, last: date) -> list[date]:

@@ -6,6 +6,11 @@
 -- winners (publisher and touch: attribution_scope.sql) are written as batch :batch of
 -- private_touch_choices in one Delta commit (all of it or none); step 3
 -- (attribute_private_stored.sql) attributes from the choices.
+-- The insert reads the campaign's stored choices itself: a conversion another run stored
+-- since the candidates were read is not written again (its draw here is dropped, never
+-- released), and one stored while this statement runs fails it (Delta's
+-- ConcurrentAppendException: the read is part of the write's transaction), so no conversion
+-- is ever stored, or its epsilon spent, twice.
 INSERT INTO private_touch_choices
 WITH
 keyed AS (
@@ -26,4 +31,8 @@ FROM (
         min_by(named_struct('publisher_key', publisher_key, 'touch', touch), race_key) AS winner
     FROM keyed
     GROUP BY conversion_key
+) AS drawn
+WHERE NOT EXISTS (
+    SELECT 1 FROM private_touch_choices AS s
+    WHERE s.campaign = :campaign AND s.conversion_key = drawn.conversion_key
 );

@@ -26,7 +26,6 @@ Messages and reports name files, columns, reasons and counts — never ids or va
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -47,6 +46,7 @@ from dp_platform.warehouse.ingest import (
     write_cause,
 )
 from dp_platform.warehouse.ingest_sources import shown
+from dp_platform.warehouse.spark.commits import is_conflict
 from dp_platform.warehouse.spark.ingest_checks import (
     CheckedFile,
     inspect_file,
@@ -158,7 +158,7 @@ def show_committed(warehouse: SparkTables, *own: int) -> None:
     """The loaded tables' views show the committed loads' rows, and ``own`` loads' (an
     ingest's, while it runs: it reads its own keys and rows)."""
     loads = [int(row[0]) for row in warehouse.records.committed_loads()]
-    show_loads(warehouse.spark, warehouse.database, [*loads, *own])
+    show_loads(warehouse.spark, warehouse.database, loads, own)
 
 
 def ingest_files(
@@ -240,17 +240,6 @@ def _engine_error(error: BaseException) -> bool:
     return module.startswith(("pyspark", "py4j"))
 
 
-_CONFLICT = re.compile(r"\bio\.delta\.exceptions\.Concurrent\w*Exception\b|\bDELTA_CONCURRENT_")
-
-
-def _conflict(error: BaseException) -> bool:
-    """Delta refused a commit because another writer committed to what it read since
-    (``io.delta.exceptions.Concurrent…Exception``, error conditions ``DELTA_CONCURRENT_*``):
-    another ingest is loading the same tables. Through Py4J the exception is a
-    ``Py4JJavaError`` whose text names the Java class (its text is read here, never shown)."""
-    return _CONFLICT.search(str(error)) is not None
-
-
 @contextmanager
 def _writing(warehouse: SparkTables) -> Iterator[None]:
     """A failed write is one line naming the tables' root and the operating system's reason,
@@ -266,7 +255,7 @@ def _writing(warehouse: SparkTables) -> Iterator[None]:
         if not _engine_error(error) and not isinstance(error, OSError):
             raise
         where = shown(warehouse.root)
-        if _conflict(error):
+        if is_conflict(error):
             raise IngestError(f"warehouse {where}: {LOST}") from None
         cause = write_cause(error)
         if cause is not None:

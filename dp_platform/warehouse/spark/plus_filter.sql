@@ -12,9 +12,9 @@
 -- position, and what has none is not released, weight 0 for the norm), so a user's earlier days
 -- are carried per vector position — per cell for a campaign with cells. The runner checkpoints
 -- the CACHE views, so the spend rows and the vector come from one evaluation. Each INSERT
--- replaces the (campaign, :day) rows of its table in one commit (a crashed run's leftovers
--- with them; nothing here reads the day's own rows); every earlier day is committed (days run
--- in order).
+-- appends the day's rows tagged with this run (:run) in one commit; the earlier days' rows
+-- read are those of the run plus_spend_days records for each (a crashed or losing run's rows
+-- are never read); every earlier day is committed (days run in order).
 CACHE TABLE plus_past AS
 WITH coefficients AS (
     SELECT inline(arrays_zip(:past_days, :past_coefs)) AS (day, coef)
@@ -22,14 +22,16 @@ WITH coefficients AS (
 SELECT v.user_key, v.position, sum(c.coef * v.value) AS value
 FROM plus_user_values AS v
 JOIN coefficients AS c ON c.day = v.day
+JOIN plus_spend_days AS d ON d.campaign = v.campaign AND d.day = v.day AND d.run <=> v.run
 WHERE v.campaign = :campaign
 GROUP BY v.user_key, v.position;
 
 CACHE TABLE plus_spent AS
-SELECT user_key, max_by(spend, day) AS spend
-FROM plus_user_spend
-WHERE campaign = :campaign AND day < :day
-GROUP BY user_key;
+SELECT s.user_key, max_by(s.spend, s.day) AS spend
+FROM plus_user_spend AS s
+JOIN plus_spend_days AS d ON d.campaign = s.campaign AND d.day = s.day AND d.run <=> s.run
+WHERE s.campaign = :campaign AND s.day < :day
+GROUP BY s.user_key;
 
 -- P_u in slot space (M·P_u, with each slot's weight).
 CACHE TABLE plus_past_slots AS
@@ -176,8 +178,7 @@ WHERE k.f > 0
 GROUP BY r.user_key, cp.position;
 
 INSERT INTO plus_user_values
-REPLACE WHERE campaign = :campaign AND day = :day
-SELECT user_key, position, value, :campaign, :day
+SELECT user_key, position, value, :campaign, :day, :run
 FROM plus_today
 WHERE :carry AND value > 0;
 
@@ -197,7 +198,6 @@ JOIN scaled AS s ON s.user_key = coalesce(t.user_key, p.user_key);
 
 -- The spend is charged from exactly those released rows: cost = ‖encode(row_u)‖₂² / (2σ²).
 INSERT INTO plus_user_spend
-REPLACE WHERE campaign = :campaign AND day = :day
 WITH row_slots AS (
     SELECT r.user_key, any_value(g.weight) AS weight, sum(g.coef * r.value) AS value
     FROM plus_user_rows AS r
@@ -217,7 +217,7 @@ costs AS (
     GROUP BY user_key
     HAVING sum(weight * value * value) > 0
 )
-SELECT c.user_key, c.cost, coalesce(s.spend, 0.0D) + c.cost, :campaign, :day
+SELECT c.user_key, c.cost, coalesce(s.spend, 0.0D) + c.cost, :campaign, :day, :run
 FROM costs AS c
 LEFT JOIN plus_spent AS s ON s.user_key = c.user_key;
 

@@ -1,8 +1,8 @@
 -- AdsBPC+'s remainder of a day, as DuckDB's ../plus_remainder.sql: X_t = Σ_u min(c_ut − k_ut,
 -- :excess_cap), read from plus_filter.sql's cached plus_kept (run before it is released) and
--- written to plus_remainders (plus_spend_days' record of the day makes it count).
+-- appended to plus_remainders tagged with the run (plus_spend_days' record of the day with
+-- that run makes it count).
 INSERT INTO plus_remainders
-REPLACE WHERE campaign = :campaign AND day = :day
 WITH mass AS (
     SELECT
         r.user_key,
@@ -22,6 +22,7 @@ SELECT
     CAST(:excess_cap AS DOUBLE),
     coalesce(sum(least(lost, CAST(:excess_cap AS DOUBLE))), 0.0D),
     :campaign,
-    :day
+    :day,
+    :run
 FROM lost
 WHERE lost > 0;

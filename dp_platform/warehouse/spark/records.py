@@ -16,9 +16,10 @@ committed after its data:
   rewrite deletes the row first, replaces the data in one commit and records the days, with
   the table version that wrote them, after it — a crash leaves "not materialised", never a
   mix of two versions;
-* an AdsBPC+ day's spends and remainder count once its ``plus_spend_days`` row commits; a day
-  without it is recomputed over the same partition, so a crash neither charges a user twice
-  nor loses a charge.
+* an AdsBPC+ day's spends, values, remainder and vector are appended tagged with their run
+  and count once ``plus_spend_days`` records the day with that run (a conditional insert: of
+  two runs of one day, one run's rows count); a day without it is computed again, so a crash
+  or a second run neither charges a user twice nor loses a charge.
 
 Holds ids, counts of loaded rows and public parameters — no user data.
 """
@@ -28,10 +29,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import pandas as pd
 
+from dp_platform.warehouse.spark.commits import lost_to_another_run
 from dp_platform.warehouse.spark.visibility import EVENT_TABLES, LOADED_TABLES, stored
 
 if TYPE_CHECKING:
@@ -39,7 +41,22 @@ if TYPE_CHECKING:
 
     from dp_platform.warehouse.spark.runner import SparkSqlRunner
 
-__all__ = ["EVENT_TABLES", "LoadRecord", "WarehouseRecords", "table_version"]
+__all__ = ["EVENT_TABLES", "LoadRecord", "SpendDay", "WarehouseRecords", "table_version"]
+
+
+class SpendDay(NamedTuple):
+    """A committed AdsBPC+ filter day: its public (r, σ, cap) and the run whose rows count
+    (None on a day an earlier release committed: its rows carry no run)."""
+
+    bound: float
+    sigma: float
+    cap: float
+    run: str | None
+
+    @property
+    def parameters(self) -> tuple[float, float, float]:
+        return (self.bound, self.sigma, self.cap)
+
 
 LoadRecord = tuple[int, str, str, str, int, int, int, list[str]]
 """(load_id, kind, source_file, sha256, rows_in, accepted, quarantined, dimensions)."""
@@ -185,46 +202,56 @@ class WarehouseRecords:
     def forget(self, asset: str, campaign: str, days: list[date]) -> None:
         """Mark days as not materialised (before their rows are rewritten)."""
         if days:
-            self.sql.query(
-                "DELETE FROM partitions WHERE asset = :asset AND campaign = :campaign "
-                "AND array_contains(:days, day)",
-                asset=asset,
-                campaign=campaign,
-                days=sorted(days),
-            )
+            with lost_to_another_run(f"{asset} of campaign {campaign}"):
+                self.sql.query(
+                    "DELETE FROM partitions WHERE asset = :asset AND campaign = :campaign "
+                    "AND array_contains(:days, day)",
+                    asset=asset,
+                    campaign=campaign,
+                    days=sorted(days),
+                )
 
-    def record(self, asset: str, campaign: str, rows: dict[date, int], inputs: str | None) -> None:
+    def record(
+        self,
+        asset: str,
+        campaign: str,
+        rows: dict[date, int],
+        built_from: int | dict[date, int | None],
+    ) -> None:
         """Mark the days (keys of ``rows``, empty ones included) as materialised by the
-        asset table's current version, each with the loads it was built from
-        (store_core.require_current): the last committed load when it reads the events
-        itself (``inputs`` None), else the one its ``inputs`` partition was built from."""
+        asset table's current version — one row per day, a day recorded before updated in
+        place (a ``MERGE`` that reads the campaign's records: two runs recording at the same
+        moment conflict, one line, never two rows) — each with the load it was built from
+        (store_core.require_current): ``built_from`` the last load its views showed when it
+        reads the events itself (visibility.last_shown), else per day the load its input's
+        record named when it read that input."""
         frame = pd.DataFrame({"day": sorted(rows)})
         frame["rows"] = [int(rows[day]) for day in frame["day"]]
-        if inputs is None:
-            loaded = self.sql.query("SELECT coalesce(max(load_id), 0) FROM loads")[0][0]
-            frame["input_version"] = int(loaded)
+        if isinstance(built_from, int):
+            frame["input_version"] = built_from
         else:
-            found = dict(
-                self.sql.query(
-                    "SELECT day, input_version FROM partitions WHERE asset = :asset "
-                    "AND campaign = :campaign",
-                    asset=inputs,
-                    campaign=campaign,
-                )
-            )
-            frame["input_version"] = [found.get(day) for day in frame["day"]]
+            frame["input_version"] = [built_from.get(day) for day in frame["day"]]
         version = table_version(self.spark, asset)
         now = _now()
-        self._append(
-            "partitions",
-            [
-                (asset, campaign, day, version, source, count, now)
-                for day, count, source in frame[["day", "rows", "input_version"]].itertuples(
-                    index=False
-                )
-            ],
-            _PARTITIONS_SCHEMA,
+        recorded = [
+            (asset, campaign, day, version, source, count, now)
+            for day, count, source in frame[["day", "rows", "input_version"]].itertuples(
+                index=False
+            )
+        ]
+        self.spark.createDataFrame(recorded, schema=_PARTITIONS_SCHEMA).createOrReplaceTempView(
+            "recording"
         )
+        with lost_to_another_run(f"{asset} of campaign {campaign}"):
+            self.sql.query(
+                "MERGE INTO partitions AS t USING recording AS s "
+                "ON t.campaign = :campaign AND t.asset = :asset "
+                "AND t.campaign = s.campaign AND t.asset = s.asset AND t.day = s.day "
+                "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+                campaign=campaign,
+                asset=asset,
+            )
+        self.spark.catalog.dropTempView("recording")
 
     def version(self, asset: str, campaign: str, day: date) -> tuple[int, int | None] | None:
         rows = self.sql.query(
@@ -252,22 +279,40 @@ class WarehouseRecords:
 
     # -- AdsBPC+ filter days -----------------------------------------------------------------
 
-    def spend_day(self, campaign: str, day: date) -> tuple[float, float, float] | None:
+    def spend_day(self, campaign: str, day: date) -> SpendDay | None:
+        """The day's committed filter: its (r, σ, cap) and the run whose rows count."""
         rows = self.sql.query(
-            "SELECT bound, sigma, cap FROM plus_spend_days WHERE campaign = :c AND day = :d",
+            "SELECT bound, sigma, cap, run FROM plus_spend_days WHERE campaign = :c AND day = :d",
             c=campaign,
             d=day,
         )
-        return None if not rows else (float(rows[0][0]), float(rows[0][1]), float(rows[0][2]))
+        if not rows:
+            return None
+        bound, sigma, cap, run = rows[0]
+        return SpendDay(float(bound), float(sigma), float(cap), run)
 
     def commit_spend_day(
-        self, campaign: str, day: date, bound: float, sigma: float, cap: float
+        self, campaign: str, day: date, bound: float, sigma: float, cap: float, run: str
     ) -> None:
-        self._append(
-            "plus_spend_days",
-            [(campaign, day, bound, sigma, cap, _now())],
-            "campaign STRING, day DATE, bound DOUBLE, sigma DOUBLE, cap DOUBLE, created_at STRING",
-        )
+        """Make run ``run``'s spends, values, remainder and vector of the day count — unless
+        another run's already do. The insert reads the campaign's filter days itself: a day
+        committed since this run read them is not committed again, and one committed while
+        this statement runs fails it (Delta's conflict, one line); either way the day counts
+        once, and the caller reads which run won (:meth:`spend_day`)."""
+        with lost_to_another_run(f"campaign {campaign}, {day}"):
+            self.sql.query(
+                "INSERT INTO plus_spend_days "
+                "SELECT :c, :d, :bound, :sigma, :cap, :now, :run FROM (SELECT 1) AS one "
+                "WHERE NOT EXISTS (SELECT 1 FROM plus_spend_days AS s "
+                "WHERE s.campaign = :c AND s.day = :d)",
+                c=campaign,
+                d=day,
+                bound=bound,
+                sigma=sigma,
+                cap=cap,
+                now=_now(),
+                run=run,
+            )
 
     def spend_day_list(self, campaign: str) -> list[date]:
         rows = self.sql.query(

@@ -89,24 +89,34 @@ CREATE TABLE IF NOT EXISTS clipped_daily_vectors (
 ) USING delta PARTITIONED BY (campaign, day) LOCATION '{{root}}/clipped_daily_vectors';
 
 -- AdsBPC+ per-user spend (secret): cost of the day and running spend after it, per user with
--- a positive cost (plus_schema.sql of DuckDB). Which days count is plus_spend_days' record.
+-- a positive cost (plus_schema.sql of DuckDB). Every run of a day appends its rows tagged with
+-- `run`; the rows that count are those of the run plus_spend_days records for the day (the
+-- AdsBPC+ tables below alike).
 CREATE TABLE IF NOT EXISTS plus_user_spend (
-    user_key INT, cost DOUBLE, spend DOUBLE, campaign STRING, day DATE
+    user_key INT, cost DOUBLE, spend DOUBLE, campaign STRING, day DATE, run STRING
 ) USING delta PARTITIONED BY (campaign, day) LOCATION '{{root}}/plus_user_spend';
 
 -- AdsBPC+ per-user kept values of a correlated strategy (secret; DuckDB: ../plus_schema.sql's
 -- plus_user_values): per (campaign, day, user, vector position) what the filter kept of the
 -- user's day, > 0 only. Which days count is plus_spend_days' record of filtered days.
 CREATE TABLE IF NOT EXISTS plus_user_values (
-    user_key INT, position BIGINT, value DOUBLE, campaign STRING, day DATE
+    user_key INT, position BIGINT, value DOUBLE, campaign STRING, day DATE, run STRING
 ) USING delta PARTITIONED BY (campaign, day) LOCATION '{{root}}/plus_user_values';
 
 -- AdsBPC+ remainder of a day (secret): X_t = Σ_u min(c_ut − k_ut, E) at the cap E it was
 -- computed with (plus_remainder.sql; DuckDB: plus_schema.sql's plus_remainders). Counts once
 -- plus_spend_days records the day's filter, like the spends.
 CREATE TABLE IF NOT EXISTS plus_remainders (
-    cap DOUBLE, value DOUBLE, campaign STRING, day DATE
+    cap DOUBLE, value DOUBLE, campaign STRING, day DATE, run STRING
 ) USING delta PARTITIONED BY (campaign, day) LOCATION '{{root}}/plus_remainders';
+
+-- AdsBPC+ day's clipped vector as the run that filtered it computed it (secret, as
+-- clipped_daily_vectors), with the load the attribution it read was built from: what a second
+-- run of a committed day returns, and what the day's clipped_daily_vectors partition is
+-- written (and recorded) from once the day is committed.
+CREATE TABLE IF NOT EXISTS plus_day_vectors (
+    position INT, value DOUBLE, read_load BIGINT, campaign STRING, day DATE, run STRING
+) USING delta PARTITIONED BY (campaign, day) LOCATION '{{root}}/plus_day_vectors';
 
 -- The commit record (catalog.py's SQLite file before): public ids, counts and parameters only.
 -- A load is committed once its row is here (the ingest's last commit, which also checks no other
@@ -120,17 +130,21 @@ CREATE TABLE IF NOT EXISTS loads (
 
 -- Which derived (asset, campaign, day) partitions exist: `version` is the Delta version of the
 -- asset's table that wrote it, `input_version` the last load it was built from. A rewrite
--- deletes the days' rows here first, so a crash leaves them "not materialised".
+-- deletes the days' rows here first, so a crash leaves them "not materialised"; a record is a
+-- MERGE on the campaign's rows (partitioned by campaign: runs of different campaigns never
+-- conflict; a root an earlier release made keeps its unpartitioned table, migrate.py).
 CREATE TABLE IF NOT EXISTS partitions (
     asset STRING, campaign STRING, day DATE, version BIGINT, input_version BIGINT, rows BIGINT,
     materialized_at STRING
-) USING delta LOCATION '{{root}}/partitions';
+) USING delta PARTITIONED BY (campaign) LOCATION '{{root}}/partitions';
 
--- AdsBPC+ filter days applied, with their public (r, σ, cap): a day's spends and remainder
--- count once its row is here.
+-- AdsBPC+ filter days applied, with their public (r, σ, cap): a day's spends, values,
+-- remainder and vector count once its row is here, those of the row's `run` only (one row a
+-- day: records.commit_spend_day inserts it only where none is; partitioned as `partitions`).
 CREATE TABLE IF NOT EXISTS plus_spend_days (
-    campaign STRING, day DATE, bound DOUBLE, sigma DOUBLE, cap DOUBLE, created_at STRING
-) USING delta LOCATION '{{root}}/plus_spend_days';
+    campaign STRING, day DATE, bound DOUBLE, sigma DOUBLE, cap DOUBLE, created_at STRING,
+    run STRING
+) USING delta PARTITIONED BY (campaign) LOCATION '{{root}}/plus_spend_days';
 
 -- The warehouse's identity (a random UUID), to which the ledger binds a campaign whose
 -- per-user state (the AdsBPC+ spends) lives here.

@@ -11,8 +11,13 @@ spans tables visible:
   commit (``INSERT … REPLACE WHERE``) and recording the days with the table's new version —
   a reader checks the record first, so a crash leaves "not materialised", never a mix of two
   versions;
-* AdsBPC+ spends of a day count once ``plus_spend_days`` records the day;
-* private last touch's draws of a run are one commit: there whole, or not at all.
+* AdsBPC+ spends of a day count once ``plus_spend_days`` records the day with their run;
+* private last touch's draws of a run are one commit: there whole, or not at all, and never a
+  second draw of a conversion another run stored.
+
+No lock: two processes on one root (two drivers of one cluster) meet only in Delta's commits,
+and each write that must not happen twice reads what it writes in the same statement, so one
+of two at once fails (docs/scale.md §5).
 
 One SparkSession per process (session.py); each open registers the tables in a database named
 after the root, so several warehouses can share a session (the tests do).
@@ -32,15 +37,17 @@ import numpy as np
 import pandas as pd
 
 from dp_platform.config import CampaignConfig
-from dp_platform.file_lock import exclusive
 from dp_platform.settings import WarehouseConfig
 from dp_platform.warehouse.ingest import DimensionLists, IngestReport
+from dp_platform.warehouse.spark.commits import is_conflict, lost_to_another_run
 from dp_platform.warehouse.spark.ingest import ingest_files, show_committed
+from dp_platform.warehouse.spark.migrate import is_earlier_schema, register_earlier
 from dp_platform.warehouse.spark.plus_store import SparkPlusStore
 from dp_platform.warehouse.spark.records import WarehouseRecords
 from dp_platform.warehouse.spark.runner import SparkSqlRunner, schema_tables
 from dp_platform.warehouse.spark.session import private_session
 from dp_platform.warehouse.spark.store_core import TABLES
+from dp_platform.warehouse.spark.visibility import last_shown
 from dp_platform.warehouse.store_core import (
     ATTRIBUTED,
     CONTRIBUTIONS,
@@ -91,6 +98,14 @@ class SparkWarehouse(SparkPlusStore):
         try:
             self.sql.run("schema")
         except Exception as error:
+            if is_earlier_schema(error):  # a root an earlier release made (migrate.py)
+                register_earlier(self.spark, self.sql, self.root)
+                self.sql.run("schema")
+                return
+            if is_conflict(error):  # another process's first open created a table with it:
+                with lost_to_another_run(f"warehouse {self.root}"):  # every CREATE is IF NOT
+                    self.sql.run("schema")  # EXISTS, and finds it now
+                return
             if "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION" not in str(error):
                 raise
             raise WarehouseError(
@@ -168,35 +183,40 @@ class SparkWarehouse(SparkPlusStore):
         chosen = self._scope(campaign, publishers)
         # unrecorded first; each script then replaces its range's rows in one commit
         self.records.forget(ATTRIBUTED, campaign.name, days_between(first, last))
-        try:
-            if rule == "private_last_touch":
-                self._attribute_private(campaign, first, last, noise)
-            else:
-                single_touch = rule in {"lta", "fta"}
-                script = f"attribute_{rule}" if single_touch else "attribute_touches"
-                # The single-touch stream covers the range in one pass; a multi-touch range
-                # join goes day by day so its intermediate stays a day's size.
-                spans = (
-                    [(first, last)] if single_touch else [(d, d) for d in days_between(first, last)]
-                )
-                for span_first, span_last in spans:
-                    self._attribution_scope(campaign, span_first, span_last)
-                    self.sql.run(
-                        script,
-                        campaign=campaign.name,
-                        first=span_first,
-                        last=span_last,
-                        rule=rule,
-                        half_life_us=campaign.attribution.half_life_days * US_PER_DAY,
+        with lost_to_another_run(f"{ATTRIBUTED} of campaign {campaign.name}"):
+            try:
+                if rule == "private_last_touch":
+                    self._attribute_private(campaign, first, last, noise)
+                else:
+                    single_touch = rule in {"lta", "fta"}
+                    script = f"attribute_{rule}" if single_touch else "attribute_touches"
+                    # The single-touch stream covers the range in one pass; a multi-touch range
+                    # join goes day by day so its intermediate stays a day's size.
+                    spans = (
+                        [(first, last)]
+                        if single_touch
+                        else [(d, d) for d in days_between(first, last)]
                     )
-        finally:
-            self.sql.release()
+                    for span_first, span_last in spans:
+                        self._attribution_scope(campaign, span_first, span_last)
+                        self.sql.run(
+                            script,
+                            campaign=campaign.name,
+                            first=span_first,
+                            last=span_last,
+                            rule=rule,
+                            half_life_us=campaign.attribution.half_life_days * US_PER_DAY,
+                        )
+            finally:
+                self.sql.release()
         # a conversion's rows are all on its day: the range's distinct conversions are the sum
         # of each day's
         per_day, attributed = self._day_counts(
             ATTRIBUTED, campaign, first, last, "count(DISTINCT conversion_key)"
         )
-        self.records.record(ATTRIBUTED, campaign.name, per_day, None)
+        # the last load its views show (not the last committed now: one committed meanwhile by
+        # another process was not read)
+        self.records.record(ATTRIBUTED, campaign.name, per_day, last_shown(self.database))
         rows = sum(per_day.values())
         total = self.sql.query(
             "SELECT count(*) FROM conversions AS c JOIN advertisers AS a "
@@ -246,7 +266,7 @@ class SparkWarehouse(SparkPlusStore):
                 campaign=campaign.name,
             )[0][0]
             try:
-                self.sql.run(
+                self.sql.run(  # draws no conversion another run stored (its SQL)
                     "attribute_private_select",
                     campaign=campaign.name,
                     batch=batch,
@@ -270,15 +290,17 @@ class SparkWarehouse(SparkPlusStore):
     def contributions_days(self, campaign: CampaignConfig, first: date, last: date) -> dict:
         """(Re)materialise user_day_contributions for days first..last from the attribution."""
         self._check_range(campaign, first, last)
-        for day in days_between(first, last):
-            self._version(ATTRIBUTED, campaign, day)
+        # the loads each day's attribution was built from, read before its rows are: a newer
+        # attribution written meanwhile is then recorded as not read (stale), never the reverse
+        read = {d: self._version(ATTRIBUTED, campaign, d)[1] for d in days_between(first, last)}
         self._use()
         self.records.forget(CONTRIBUTIONS, campaign.name, days_between(first, last))
-        self.sql.run("contributions", campaign=campaign.name, first=first, last=last)
+        with lost_to_another_run(f"{CONTRIBUTIONS} of campaign {campaign.name}"):
+            self.sql.run("contributions", campaign=campaign.name, first=first, last=last)
         per_day, conversions = self._day_counts(
             CONTRIBUTIONS, campaign, first, last, "sum(conversions)"
         )
-        self.records.record(CONTRIBUTIONS, campaign.name, per_day, ATTRIBUTED)
+        self.records.record(CONTRIBUTIONS, campaign.name, per_day, read)
         users = sum(per_day.values())
         return {
             "days": (last - first).days + 1,
@@ -329,13 +351,13 @@ class SparkWarehouse(SparkPlusStore):
         if not (bound > 0 and np.isfinite(bound)):
             raise ValueError("bound must be a finite number > 0")
         campaign.day_index(day)
-        self._version(ATTRIBUTED, campaign, day)
+        read = self._version(ATTRIBUTED, campaign, day)[1]
         whole = int(np.floor(bound))
         layout = self._cell_scope(campaign, publishers, day, day)
         vector = self._cell_sums(
             layout, "clip", "clip_cells", whole=whole, fraction=float(bound - whole)
         )
-        self._store_clipped(campaign, day, bound, layout, vector)
+        self._store_clipped(campaign, day, bound, layout, vector, read)
         return vector
 
     # -- campaign-level releases ----------------------------------------------------------
@@ -407,17 +429,6 @@ def qualified_root(root: str | Path) -> str:
     return text
 
 
-@contextmanager
-def _spark_lock(home: Home) -> Iterator[None]:
-    """One process at a time on a home's Spark warehouse (its own lock, not DuckDB's). Ingests
-    need it no more (reads show committed loads only, and of two ingests one commits); two
-    runs of one derived day still would record it twice (docs/scale.md §5)."""
-    directory = home.root / "spark"
-    directory.mkdir(exist_ok=True)
-    with exclusive(directory / ".lock", name="Spark warehouse"):
-        yield
-
-
 def tables_root(settings: WarehouseConfig, home: Home) -> str:
     """Where a home's Spark tables live: the catalogue's path, else ``<home>/spark/tables``."""
     return settings.spark.path or str(home.root / "spark" / "tables")
@@ -427,11 +438,12 @@ def tables_root(settings: WarehouseConfig, home: Home) -> str:
 def open_at_home(
     settings: WarehouseConfig, home: Home, read_only: bool
 ) -> Iterator[SparkWarehouse]:
-    """The Spark warehouse of a platform home; starts the process's session on first use."""
+    """The Spark warehouse of a platform home; starts the process's session on first use. No
+    lock: processes on one home (or drivers on several machines) meet only in Delta's commits,
+    each write made safe beside another by its own statement (docs/scale.md §5)."""
     spark = private_session(settings.spark)
-    with _spark_lock(home):
-        warehouse = SparkWarehouse(spark, tables_root(settings, home))
-        try:
-            yield warehouse
-        finally:
-            warehouse.close()
+    warehouse = SparkWarehouse(spark, tables_root(settings, home))
+    try:
+        yield warehouse
+    finally:
+        warehouse.close()

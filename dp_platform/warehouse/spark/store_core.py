@@ -19,6 +19,7 @@ from dp_platform.config import CampaignConfig
 from dp_platform.errors import ConfigError
 from dp_platform.warehouse.base import ReleaseInputs
 from dp_platform.warehouse.ingest import TIE_ROOM
+from dp_platform.warehouse.spark.commits import lost_to_another_run
 from dp_platform.warehouse.spark.records import EVENT_TABLES, WarehouseRecords
 from dp_platform.warehouse.spark.runner import SparkSqlRunner
 from dp_platform.warehouse.store_core import (
@@ -292,32 +293,35 @@ class SparkWarehouseCore:
         bound: float,
         layout: CellLayout,
         vector: np.ndarray,
+        read: int | None,
     ) -> None:
         """Replace the (campaign, day) partition of the clipped-vector table (schema checks,
         a write-once re-run): one commit (clipped_store.sql), or emptied when the campaign has
         no publisher; forgotten in ``partitions`` before and recorded after, with the Delta
-        version that wrote it and the load its attribution was built from — what the release
-        drawn from this vector read (:meth:`release_inputs`)."""
+        version that wrote it and the load its attribution was built from (``read``, as the
+        attribution's record said when the clip read it) — what the release drawn from this
+        vector read (:meth:`release_inputs`)."""
         self.records.forget(CLIPPED, campaign.name, [day])
-        if not layout.publishers:
-            self._clear(CLIPPED, campaign, [day])
-        else:  # campaign_pubs holds these publishers (the caller's scope)
-            values = pd.DataFrame(
-                {"position": np.arange(len(vector), dtype=np.int32), "value": vector}
-            )
-            self.spark.createDataFrame(
-                values, schema="position INT, value DOUBLE"
-            ).createOrReplaceTempView("clipped_new")
-            self.sql.run(
-                "clipped_store",
-                bound=float(bound),
-                campaign=campaign.name,
-                day=day,
-                per=layout.size // len(layout.publishers),
-            )
+        with lost_to_another_run(f"{CLIPPED} of campaign {campaign.name}, {day}"):
+            if not layout.publishers:
+                self._clear(CLIPPED, campaign, [day])
+            else:  # campaign_pubs holds these publishers (the caller's scope)
+                values = pd.DataFrame(
+                    {"position": np.arange(len(vector), dtype=np.int32), "value": vector}
+                )
+                self.spark.createDataFrame(
+                    values, schema="position INT, value DOUBLE"
+                ).createOrReplaceTempView("clipped_new")
+                self.sql.run(
+                    "clipped_store",
+                    bound=float(bound),
+                    campaign=campaign.name,
+                    day=day,
+                    per=layout.size // len(layout.publishers),
+                )
         # one row per vector entry (each position's publisher is in campaign_pubs)
         written = len(vector) if layout.publishers else 0
-        self.records.record(CLIPPED, campaign.name, {day: written}, ATTRIBUTED)
+        self.records.record(CLIPPED, campaign.name, {day: written}, {day: read})
 
     def _stored_vector(self, campaign: CampaignConfig, day: date) -> np.ndarray:
         rows = self.sql.query(

@@ -25,6 +25,7 @@ __all__ = [
     "KEY_TABLES",
     "LOADED_TABLES",
     "committed_only",
+    "last_shown",
     "logical_name",
     "show_loads",
     "stored",
@@ -79,13 +80,22 @@ def committed_only(loads: Iterable[int]) -> str:
 
 
 _shown: dict[str, str] = {}
-"""Per database of this session: the predicate its views were last made with."""
+"""Per database of this process (its views are the JVM catalogue's, shared by every session):
+the predicate its views were last made with."""
+
+_last: dict[str, int] = {}
+"""Per database of this process: the last committed load its views show."""
 
 
-def show_loads(spark: SparkSession, database: str, loads: Iterable[int]) -> None:
-    """Make each loaded table's view in ``database`` show the rows of ``loads`` (not again
-    when they show exactly those already: an open is then no statement more)."""
-    predicate = committed_only(loads)
+def show_loads(
+    spark: SparkSession, database: str, committed: Iterable[int], own: Iterable[int] = ()
+) -> None:
+    """Make each loaded table's view in ``database`` show the rows of the ``committed`` loads
+    and of ``own`` (an ingest's, while it runs) — not again when they show exactly those
+    already: an open is then no statement more."""
+    committed = [int(load) for load in committed]
+    _last[database] = max(committed, default=0)
+    predicate = committed_only([*committed, *own])
     if _shown.get(database) == predicate:
         return
     for table in LOADED_TABLES:
@@ -94,3 +104,9 @@ def show_loads(spark: SparkSession, database: str, loads: Iterable[int]) -> None
             f"SELECT * FROM {database}.{stored(table)} WHERE {predicate}"
         )
     _shown[database] = predicate
+
+
+def last_shown(database: str) -> int:
+    """The last committed load the views of ``database`` show: what a partition built from
+    them read, whatever another process has committed since (0 for none)."""
+    return _last.get(database, 0)
