@@ -268,3 +268,51 @@ def test_a_process_holding_the_warehouse_open_keeps_no_other_out(spark, tmp_path
         go.touch()
         holder.wait(timeout=120)
     assert holder.returncode == 0
+
+
+def test_a_first_open_that_lost_the_create_of_a_table_opens_on_the_tables_made(
+    spark, tmp_path, monkeypatch
+) -> None:
+    """Two first opens of a new root create one table at once, and Delta refuses the loser's
+    create (``ProtocolChangedException``: both wrote version 0): the loser runs schema.sql once
+    more, every ``CREATE … IF NOT EXISTS`` finds the winner's table, and it opens on the same
+    warehouse. Refused again, it stops with one line. (The race is played: the winner's open
+    runs first, whole, and the loser's first schema.sql raises Delta's error as Py4J gives it.)"""
+    from dp_platform.warehouse.spark import store as spark_store
+    from dp_platform.warehouse.spark.runner import SparkSqlRunner
+    from dp_platform.warehouse.spark.store import SparkWarehouse
+    from dp_platform.warehouse.store_core import WarehouseError
+
+    root = tmp_path / "tables"
+    winner = SparkWarehouse(spark.newSession(), root)
+    java_error = type("Py4JJavaError", (Exception,), {"__module__": "py4j.protocol"})
+    refusal = java_error(
+        "An error occurred while calling o90.sql.\n: io.delta.exceptions."
+        "ProtocolChangedException: [DELTA_PROTOCOL_CHANGED] ProtocolChangedException: The "
+        "protocol version of the Delta table has been changed by a concurrent update."
+    )
+    real_run = SparkSqlRunner.run
+    refusals = {"left": 1}
+
+    def lost_the_create(runner, name, **params):
+        if name == "schema" and refusals["left"]:
+            refusals["left"] -= 1
+            raise refusal
+        return real_run(runner, name, **params)
+
+    monkeypatch.setattr(SparkSqlRunner, "run", lost_the_create)
+    # this JVM's catalogue holds the winner's tables already (one catalogue per process):
+    # the loser runs schema.sql as a first open in another process would
+    monkeypatch.setattr(spark_store, "schema_tables", lambda: frozenset({"not_registered"}))
+    loser = SparkWarehouse(spark.newSession(), root)
+    assert refusals["left"] == 0 and loser.identity == winner.identity
+    refusals["left"] = 2
+    try:
+        SparkWarehouse(spark.newSession(), root)
+    except WarehouseError as error:
+        assert str(error) == (
+            f"warehouse {winner.root}: another run wrote the same tables at the same moment; "
+            "nothing of this step was kept; run it again"
+        )
+    else:
+        raise AssertionError("a second refusal was not one line")
