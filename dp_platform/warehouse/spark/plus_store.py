@@ -8,6 +8,7 @@ records.py) and the profile histogram.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import date, timedelta
 from typing import TYPE_CHECKING
 
@@ -67,8 +68,13 @@ class SparkPlusStore(SparkWarehouseCore):
         asked = (float(bound), float(sigma), float(cap))
         committed = self.records.spend_day(campaign.name, day)
         if committed is not None:
-            layout = self._cell_scope(campaign, publishers, day, day, marginals)
-            return self._committed_vector(campaign, day, asked, remainder_cap, layout)
+            return self._committed_vector(
+                campaign,
+                day,
+                asked,
+                remainder_cap,
+                lambda: self._cell_scope(campaign, publishers, day, day, marginals),
+            )
         previous = day - timedelta(days=1)
         if index > 1 and self.records.spend_day(campaign.name, previous) is None:
             raise WarehouseError(
@@ -134,7 +140,7 @@ class SparkPlusStore(SparkWarehouseCore):
             DAY_VECTORS,
         )
         self.records.commit_spend_day(campaign.name, day, *asked, run)
-        return self._committed_vector(campaign, day, asked, remainder_cap, layout, run)
+        return self._committed_vector(campaign, day, asked, remainder_cap, lambda: layout, run)
 
     def _committed_vector(
         self,
@@ -142,13 +148,13 @@ class SparkPlusStore(SparkWarehouseCore):
         day: date,
         asked: tuple[float, float, float],
         remainder_cap: float | None,
-        layout: CellLayout,
+        scope: Callable[[], CellLayout],
         run: str | None = None,
     ) -> np.ndarray:
         """The vector of the run the committed day counts (after checking it was filtered
         with the parameters asked now), written to clipped_daily_vectors and recorded when
         that run is this one (``run``), or when the day's partition is not recorded (the run
-        that committed it stopped before; ``layout`` and its campaign_pubs are in scope)."""
+        that committed it stopped before): ``scope`` puts the day's layout in scope then."""
         committed = self.records.spend_day(campaign.name, day)
         if committed is None:  # commit_spend_day returned: a day is committed
             raise WarehouseError(f"campaign {campaign.name}, {day}: the filter day is lost")
@@ -172,7 +178,7 @@ class SparkPlusStore(SparkWarehouseCore):
         vector = np.array([value for _, value, _ in rows], dtype=np.float64)
         if committed.run == run or self.records.version(CLIPPED, campaign.name, day) is None:
             read = rows[0][2] if rows else None  # the load the committed run's filter read
-            self._store_clipped(campaign, day, committed.bound, layout, vector, read)
+            self._store_clipped(campaign, day, committed.bound, scope(), vector, read)
         return vector
 
     def _stored_remainder(
