@@ -36,9 +36,8 @@ _WRITE = re.compile(
 
 def written_table(statement: str) -> tuple[str, str]:
     """(verb, table) of a writing statement: ``insert``, ``delete``, ``merge``, ``alter`` or
-    ``create``, and the
-    table by the name reads use (visibility.logical_name); a statement of another form is
-    refused (a new kind of commit must be named here before it runs)."""
+    ``create``, and the table by the name reads use (visibility.logical_name); a statement of
+    another form is refused (a new kind of commit must be named here before it runs)."""
     found = _WRITE.match(statement)
     if found is None:
         raise ValueError(f"not a known kind of Spark commit: {statement.split(None, 2)[:2]}")

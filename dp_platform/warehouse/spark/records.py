@@ -31,8 +31,6 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, NamedTuple
 
-import pandas as pd
-
 from dp_platform.warehouse.spark.commits import lost_to_another_run
 from dp_platform.warehouse.spark.visibility import EVENT_TABLES, LOADED_TABLES, stored
 
@@ -225,19 +223,19 @@ class WarehouseRecords:
         (store_core.require_current): ``built_from`` the last load its views showed when it
         reads the events itself (visibility.last_shown), else per day the load its input's
         record named when it read that input."""
-        frame = pd.DataFrame({"day": sorted(rows)})
-        frame["rows"] = [int(rows[day]) for day in frame["day"]]
-        if isinstance(built_from, int):
-            frame["input_version"] = built_from
-        else:
-            frame["input_version"] = [built_from.get(day) for day in frame["day"]]
         version = table_version(self.spark, asset)
         now = _now()
         recorded = [
-            (asset, campaign, day, version, source, count, now)
-            for day, count, source in frame[["day", "rows", "input_version"]].itertuples(
-                index=False
+            (
+                asset,
+                campaign,
+                day,
+                version,
+                built_from if isinstance(built_from, int) else built_from.get(day),
+                int(count),
+                now,
             )
+            for day, count in sorted(rows.items())
         ]
         self.spark.createDataFrame(recorded, schema=_PARTITIONS_SCHEMA).createOrReplaceTempView(
             "recording"
